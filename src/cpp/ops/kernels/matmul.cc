@@ -1,0 +1,135 @@
+// MatMul (rank 2, TensorFlow's transpose_a/transpose_b) and BatchMatMulV2
+// (rank >= 2 with broadcast batch dimensions). Floating point goes to BLAS
+// (scipy-openblas32); integers use a plain triple loop.
+#include <cblas.h>
+
+#include "ops/dispatch.h"
+#include "ops/op_helpers.h"
+
+namespace treadle {
+namespace {
+
+// C[m,n] = op(A) op(B) for row-major A, B.
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
+  scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
+                    static_cast<blasint>(ta ? m : k), b, static_cast<blasint>(tb ? k : n), 0.0f, c,
+                    static_cast<blasint>(n));
+}
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c) {
+  scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                    static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a,
+                    static_cast<blasint>(ta ? m : k), b, static_cast<blasint>(tb ? k : n), 0.0, c,
+                    static_cast<blasint>(n));
+}
+template <typename T>
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      T acc = 0;
+      for (int64_t p = 0; p < k; ++p) acc += a[ta ? p * m + i : i * k + p] * b[tb ? j * k + p : p * n + j];
+      c[i * n + j] = acc;
+    }
+  }
+}
+
+template <typename T>
+void GemmChecked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {
+    for (int64_t i = 0; i < m * n; ++i) c[i] = 0;
+    return;
+  }
+  constexpr int64_t kBlasLimit = int64_t{1} << 31;
+  if (m >= kBlasLimit || n >= kBlasLimit || k >= kBlasLimit) {
+    ThrowInvalidArgument("MatMul: dimensions must be below 2^31 for BLAS, got m=", m, " n=", n, " k=", k);
+  }
+  Gemm(ta, tb, m, n, k, a, b, c);
+}
+
+// Shape of MatMul/BatchMatMul output; `adj_*` transpose the last two dims.
+PartialShape MatMulShape(const OpDef& op, const PartialShape& a, const PartialShape& b, bool ta, bool tb,
+                         bool batched) {
+  if (!a.known_rank || !b.known_rank) return PartialShape::Unknown();
+  int ra = a.rank(), rb = b.rank();
+  if (!batched && (ra != 2 || rb != 2)) {
+    ThrowValueError(op.name, ": inputs must be 2-D, got shapes ", a.ToString(), " and ", b.ToString());
+  }
+  if (ra < 2 || rb < 2) {
+    ThrowValueError(op.name, ": inputs must have rank >= 2, got shapes ", a.ToString(), " and ", b.ToString());
+  }
+  int64_t m = ta ? a.dims[ra - 1] : a.dims[ra - 2];
+  int64_t ka = ta ? a.dims[ra - 2] : a.dims[ra - 1];
+  int64_t kb = tb ? b.dims[rb - 1] : b.dims[rb - 2];
+  int64_t n = tb ? b.dims[rb - 2] : b.dims[rb - 1];
+  if (ka >= 0 && kb >= 0 && ka != kb) {
+    ThrowValueError("Matrix size-incompatible: In[0]: ", DimsToString(a.dims), ", In[1]: ", DimsToString(b.dims),
+                    " (", op.name, ")");
+  }
+  PartialShape batch_a(Dims(a.dims.begin(), a.dims.end() - 2));
+  PartialShape batch_b(Dims(b.dims.begin(), b.dims.end() - 2));
+  PartialShape out = BroadcastPartial(batch_a, batch_b);
+  out.dims.push_back(m);
+  out.dims.push_back(n);
+  return out;
+}
+
+OpDef MakeMatMul(const char* name, bool batched) {
+  OpDef op;
+  op.name = name;
+  op.inputs = {{batched ? "x" : "a", false, "T", kNumericTypes}, {batched ? "y" : "b", false, "T", kNumericTypes}};
+  op.outputs = {"product"};
+  const char* ta_name = batched ? "adj_x" : "transpose_a";
+  const char* tb_name = batched ? "adj_y" : "transpose_b";
+  op.attrs = {{ta_name, AttrType::kBool, AttrValue(false)}, {tb_name, AttrType::kBool, AttrValue(false)}};
+  op.dtype_fn = SameDTypeAsInput(0);
+  op.shape_fn = [batched, ta_name, tb_name](const InferContext& c) {
+    return std::vector<PartialShape>{MatMulShape(c.op, c.shapes[0], c.shapes[1], c.attrs.GetBool(ta_name),
+                                                 c.attrs.GetBool(tb_name), batched)};
+  };
+  op.kernel = [ta_name, tb_name](KernelContext& ctx) {
+    const Tensor& a = ctx.input(0);
+    const Tensor& b = ctx.input(1);
+    bool ta = ctx.attrs.GetBool(ta_name), tb = ctx.attrs.GetBool(tb_name);
+    Tensor& out = ctx.allocate_output(0);
+    int ra = a.rank(), rb = b.rank(), ro = out.rank();
+    int64_t m = out.dim(ro - 2), n = out.dim(ro - 1);
+    int64_t k = ta ? a.dim(ra - 2) : a.dim(ra - 1);
+    int64_t a_mat = a.dim(ra - 2) * a.dim(ra - 1), b_mat = b.dim(rb - 2) * b.dim(rb - 1);
+    int64_t batches = m * n == 0 ? 0 : out.num_elements() / (m * n);
+    // Batch index -> offset in a and b, honouring broadcast batch dims.
+    Dims out_batch(out.shape().begin(), out.shape().end() - 2);
+    Dims a_batch(a.shape().begin(), a.shape().end() - 2), b_batch(b.shape().begin(), b.shape().end() - 2);
+    VisitNumeric(a.dtype(), "MatMul", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* pa = a.data<T>();
+      const T* pb = b.data<T>();
+      T* pc = out.data<T>();
+      for (int64_t bi = 0; bi < batches; ++bi) {
+        int64_t ia = 0, ib = 0, rem = bi, sa = 1, sb = 1;
+        for (int d = static_cast<int>(out_batch.size()) - 1; d >= 0; --d) {
+          int64_t idx = rem % out_batch[d];
+          rem /= out_batch[d];
+          int da = d - (static_cast<int>(out_batch.size()) - static_cast<int>(a_batch.size()));
+          int db = d - (static_cast<int>(out_batch.size()) - static_cast<int>(b_batch.size()));
+          if (da >= 0) {
+            if (a_batch[da] != 1) ia += idx * sa;
+            sa *= a_batch[da];
+          }
+          if (db >= 0) {
+            if (b_batch[db] != 1) ib += idx * sb;
+            sb *= b_batch[db];
+          }
+        }
+        GemmChecked(ta, tb, m, n, k, pa + ia * a_mat, pb + ib * b_mat, pc + bi * m * n);
+      }
+    });
+  };
+  return op;
+}
+
+OpRegistrar matmul_op(MakeMatMul("MatMul", false));
+OpRegistrar batch_matmul_op(MakeMatMul("BatchMatMulV2", true));
+
+}  // namespace
+}  // namespace treadle

@@ -1,0 +1,203 @@
+#include "ops/registry.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "util/errors.h"
+
+namespace treadle {
+
+const AttrDef* OpDef::FindAttr(std::string_view attr_name) const {
+  for (const auto& a : attrs) if (a.name == attr_name) return &a;
+  return nullptr;
+}
+
+OpRegistry& OpRegistry::Global() {
+  static OpRegistry* registry = new OpRegistry();  // never destroyed: kernels may run at exit
+  return *registry;
+}
+
+void OpRegistry::Register(OpDef def) {
+  if (ops_.count(def.name)) {
+    std::fprintf(stderr, "treadle: op %s registered twice\n", def.name.c_str());
+    std::abort();
+  }
+  std::string name = def.name;
+  ops_.emplace(std::move(name), std::move(def));
+}
+
+const OpDef* OpRegistry::Find(std::string_view name) const {
+  auto it = ops_.find(name);
+  return it == ops_.end() ? nullptr : &it->second;
+}
+
+const OpDef& OpRegistry::Get(std::string_view name) const {
+  const OpDef* op = Find(name);
+  if (!op) throw Error(Code::kNotFound, StrCat("Op type not registered '", name, "'"));
+  return *op;
+}
+
+std::vector<const OpDef*> OpRegistry::All() const {
+  std::vector<const OpDef*> out;
+  for (const auto& kv : ops_) out.push_back(&kv.second);
+  return out;
+}
+
+std::optional<std::vector<int64_t>> InferContext::IntValues(int i) const {
+  const Tensor* t = value(i);
+  if (!t) return std::nullopt;
+  if (t->rank() > 1) {
+    ThrowValueError(op.name, ": input '", i, "' must be a scalar or vector, got shape ", DimsToString(t->shape()));
+  }
+  std::vector<int64_t> out(t->num_elements());
+  if (t->dtype() == DType::kInt32) {
+    std::copy(t->data<int32_t>(), t->data<int32_t>() + out.size(), out.begin());
+  } else if (t->dtype() == DType::kInt64) {
+    std::copy(t->data<int64_t>(), t->data<int64_t>() + out.size(), out.begin());
+  } else {
+    ThrowTypeError(op.name, ": input ", i, " must be int32 or int64, got ", DTypeName(t->dtype()));
+  }
+  return out;
+}
+
+Tensor& KernelContext::allocate_output(int i) {
+  const PartialShape& s = out_shapes[i];
+  if (!s.fully_defined()) {
+    throw Error(Code::kInternal, StrCat(op.name, ": output ", i, " has no concrete shape to allocate"));
+  }
+  outputs[i] = Tensor(out_dtypes[i], s.dims);
+  return outputs[i];
+}
+
+Tensor& KernelContext::allocate_output(int i, Dims shape) {
+  outputs[i] = Tensor(out_dtypes[i], std::move(shape));
+  return outputs[i];
+}
+
+std::pair<int, int> ArgRange(const OpDef& op, int arg, int num_inputs) {
+  int fixed = 0;
+  for (const auto& a : op.inputs) fixed += a.is_list ? 0 : 1;
+  int list_len = num_inputs - fixed;
+  int begin = 0;
+  for (int k = 0; k < arg; ++k) begin += op.inputs[k].is_list ? list_len : 1;
+  return {begin, begin + (op.inputs[arg].is_list ? list_len : 1)};
+}
+
+static std::string AllowedList(const std::vector<DType>& allowed) {
+  std::string s;
+  for (size_t i = 0; i < allowed.size(); ++i) s += (i ? ", " : "") + std::string(DTypeName(allowed[i]));
+  return s;
+}
+
+void CheckInputDTypes(const OpDef& op, const std::vector<DType>& dtypes) {
+  int n = static_cast<int>(dtypes.size());
+  int fixed = 0;
+  bool has_list = false;
+  for (const auto& a : op.inputs) {
+    if (a.is_list) has_list = true;
+    else ++fixed;
+  }
+  if (n < fixed || (!has_list && n != fixed)) {
+    ThrowTypeError(op.name, " takes ", has_list ? "at least " : "", fixed, " inputs but ", n, " were given");
+  }
+  // type attr name -> (dtype, the argument that fixed it)
+  std::vector<std::pair<std::string, std::pair<DType, std::string>>> bound;
+  for (int a = 0; a < static_cast<int>(op.inputs.size()); ++a) {
+    const ArgDef& arg = op.inputs[a];
+    auto [begin, end] = ArgRange(op, a, n);
+    for (int i = begin; i < end; ++i) {
+      DType t = dtypes[i];
+      if (!arg.allowed.empty() && std::find(arg.allowed.begin(), arg.allowed.end(), t) == arg.allowed.end()) {
+        ThrowTypeError("Value for attr '", arg.type_attr.empty() ? arg.name : arg.type_attr, "' of ", DTypeName(t),
+                       " is not in the list of allowed values: ", AllowedList(arg.allowed),
+                       " (input '", arg.name, "' of op ", op.name, ")");
+      }
+      if (arg.type_attr.empty()) continue;
+      auto it = std::find_if(bound.begin(), bound.end(), [&](const auto& b) { return b.first == arg.type_attr; });
+      if (it == bound.end()) {
+        bound.push_back({arg.type_attr, {t, arg.name}});
+      } else if (it->second.first != t) {
+        ThrowTypeError("Input '", arg.name, "' of '", op.name, "' Op has type ", DTypeName(t),
+                       " that does not match type ", DTypeName(it->second.first), " of argument '",
+                       it->second.second, "'.");
+      }
+    }
+  }
+}
+
+AttrMap CanonicalizeAttrs(const OpDef& op, const AttrMap& given, const std::vector<DType>& input_dtypes) {
+  CheckInputDTypes(op, input_dtypes);
+  AttrMap out;
+  for (const auto& [name, value] : given.items()) {
+    const AttrDef* def = op.FindAttr(name);
+    if (!def) ThrowTypeError(op.name, " got an unexpected attribute '", name, "'");
+    AttrType got = AttrValueType(value);
+    if (got != def->type) {
+      ThrowTypeError(op.name, ": attribute '", name, "' must be ", AttrTypeName(def->type), ", got ",
+                     AttrTypeName(got));
+    }
+  }
+  for (const AttrDef& def : op.attrs) {
+    if (const AttrValue* v = given.Find(def.name)) {
+      out.Set(def.name, *v);
+    } else if (def.default_value) {
+      out.Set(def.name, *def.default_value);
+    } else {
+      ThrowTypeError(op.name, " is missing required attribute '", def.name, "'");
+    }
+  }
+  return out;
+}
+
+InferredOutputs InferOutputs(const OpDef& op, const std::vector<DType>& dtypes,
+                             const std::vector<PartialShape>& shapes, const std::vector<const Tensor*>& values,
+                             const AttrMap& attrs) {
+  InferContext ctx{op, dtypes, shapes, values, attrs};
+  InferredOutputs out;
+  out.dtypes = op.dtype_fn(ctx);
+  out.shapes = op.shape_fn(ctx);
+  if (out.dtypes.size() != out.shapes.size()) {
+    throw Error(Code::kInternal, StrCat(op.name, ": dtype rule gives ", out.dtypes.size(),
+                                        " outputs but shape function gives ", out.shapes.size()));
+  }
+  return out;
+}
+
+std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs) {
+  const size_t n = inputs.size();
+  std::vector<DType> dtypes(n);
+  std::vector<PartialShape> shapes(n);
+  std::vector<const Tensor*> values(n);
+  for (size_t i = 0; i < n; ++i) {
+    dtypes[i] = inputs[i].dtype();
+    shapes[i] = PartialShape(inputs[i].shape());
+    values[i] = &inputs[i];
+  }
+  InferredOutputs inferred;
+  try {
+    CheckInputDTypes(op, dtypes);
+    inferred = InferOutputs(op, dtypes, shapes, values, attrs);
+  } catch (const StaticError& e) {
+    throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
+  }
+  KernelContext ctx(op, inputs, attrs, inferred.dtypes, inferred.shapes);
+  try {
+    op.kernel(ctx);
+  } catch (const StaticError& e) {
+    throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
+  } catch (const Error& e) {
+    // Name the op in every kernel error, once.
+    std::string msg = e.what();
+    if (msg.find("[Op:") != std::string::npos) throw;
+    throw Error(e.code(), StrCat(msg, " [Op:", op.name, "]"));
+  }
+  for (size_t i = 0; i < ctx.outputs.size(); ++i) {
+    if (!ctx.outputs[i].defined()) {
+      throw Error(Code::kInternal, StrCat(op.name, ": kernel did not produce output ", i));
+    }
+  }
+  return std::move(ctx.outputs);
+}
+
+}  // namespace treadle

@@ -1,0 +1,143 @@
+// The op registry: every op treadle knows is registered here exactly once,
+// with its signature, dtype rule, shape function and CPU kernel. Eager calls,
+// graph execution and Loom layers all run ops through this table, and the
+// Python front end builds its op functions from the descriptions it holds.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ops/attr.h"
+#include "tensor/tensor.h"
+
+namespace treadle {
+
+struct OpDef;
+
+struct ArgDef {
+  std::string name;
+  // A list argument takes zero or more tensors (at most one per op).
+  bool is_list = false;
+  // Arguments naming the same type attr must share a dtype; the attr (e.g.
+  // "T") is then inferred from them rather than passed by the caller.
+  std::string type_attr;
+  // The dtypes accepted; empty means any.
+  std::vector<DType> allowed;
+};
+
+struct AttrDef {
+  std::string name;
+  AttrType type;
+  std::optional<AttrValue> default_value;  // none: the caller must give it
+};
+
+// What shape and dtype inference sees of an op call. In eager mode every input
+// value is known; while building a graph only constants are.
+struct InferContext {
+  const OpDef& op;
+  const std::vector<DType>& dtypes;
+  const std::vector<PartialShape>& shapes;
+  const std::vector<const Tensor*>& values;  // nullptr where unknown
+  const AttrMap& attrs;
+
+  int num_inputs() const { return static_cast<int>(dtypes.size()); }
+  const Tensor* value(int i) const { return values.empty() ? nullptr : values[i]; }
+  // The value of input i as a list of int64 (for axis, shape, multiples ...),
+  // or nullopt when it is not known yet. Throws if it is not an integer tensor
+  // of rank <= 1.
+  std::optional<std::vector<int64_t>> IntValues(int i) const;
+};
+
+// Output dtypes of a call: its length is the number of outputs.
+using DTypeFn = std::function<std::vector<DType>(const InferContext&)>;
+using ShapeFn = std::function<std::vector<PartialShape>(const InferContext&)>;
+
+class KernelContext {
+ public:
+  KernelContext(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+                const std::vector<DType>& out_dtypes, const std::vector<PartialShape>& out_shapes)
+      : op(op), inputs(inputs), attrs(attrs), out_dtypes(out_dtypes), out_shapes(out_shapes),
+        outputs(out_dtypes.size()) {}
+
+  const OpDef& op;
+  const std::vector<Tensor>& inputs;
+  const AttrMap& attrs;
+  const std::vector<DType>& out_dtypes;
+  const std::vector<PartialShape>& out_shapes;
+  std::vector<Tensor> outputs;
+
+  const Tensor& input(int i) const { return inputs[i]; }
+  int num_inputs() const { return static_cast<int>(inputs.size()); }
+  // Allocates output i with the shape inference gave it.
+  Tensor& allocate_output(int i);
+  // Allocates output i with an explicit shape.
+  Tensor& allocate_output(int i, Dims shape);
+  // Makes output i an existing tensor (for ops that forward or alias a buffer).
+  void set_output(int i, Tensor t) { outputs[i] = std::move(t); }
+};
+
+using KernelFn = std::function<void(KernelContext&)>;
+
+struct OpDef {
+  std::string name;              // TensorFlow's raw op name where there is one: "AddV2", "Sum"
+  std::vector<ArgDef> inputs;
+  std::vector<std::string> outputs;  // names, for documentation; the count comes from dtype_fn
+  std::vector<AttrDef> attrs;
+  DTypeFn dtype_fn;
+  ShapeFn shape_fn;
+  KernelFn kernel;
+  bool stateful = false;         // never constant-folded or deduplicated (random ops, print)
+  // Public Python names generated straight from this def ("add", "math.add");
+  // empty when the front end writes a wrapper by hand.
+  std::vector<std::string> api_names;
+  std::string doc;
+
+  const AttrDef* FindAttr(std::string_view attr_name) const;
+};
+
+class OpRegistry {
+ public:
+  static OpRegistry& Global();
+  void Register(OpDef def);  // aborts on a duplicate name: an op is registered once
+  const OpDef* Find(std::string_view name) const;
+  const OpDef& Get(std::string_view name) const;  // throws NotFound for an unknown op
+  std::vector<const OpDef*> All() const;
+
+ private:
+  std::map<std::string, OpDef, std::less<>> ops_;
+};
+
+// Registration helper: `static OpRegistrar r(OpDef{...});` in a kernels file.
+struct OpRegistrar {
+  explicit OpRegistrar(OpDef def) { OpRegistry::Global().Register(std::move(def)); }
+};
+
+// ---- Checking a call and inferring what it produces ----
+
+// Fills in attribute defaults, checks attribute types, and checks the input
+// count and dtypes against the ArgDefs (inferring type attrs such as "T").
+// Throws StaticError (TypeError/ValueError) naming the op and argument.
+AttrMap CanonicalizeAttrs(const OpDef& op, const AttrMap& given, const std::vector<DType>& input_dtypes);
+void CheckInputDTypes(const OpDef& op, const std::vector<DType>& input_dtypes);
+
+struct InferredOutputs {
+  std::vector<DType> dtypes;
+  std::vector<PartialShape> shapes;
+};
+InferredOutputs InferOutputs(const OpDef& op, const std::vector<DType>& dtypes,
+                             const std::vector<PartialShape>& shapes, const std::vector<const Tensor*>& values,
+                             const AttrMap& attrs);
+
+// Runs one op on concrete inputs. `attrs` must be canonical. Errors in the
+// call itself (dtypes, shapes) surface as InvalidArgument with "[Op:Name]".
+std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs);
+
+// Input index range [begin, end) covered by ArgDef `arg` for a call with
+// `num_inputs` inputs (list arguments take whatever the others leave).
+std::pair<int, int> ArgRange(const OpDef& op, int arg, int num_inputs);
+
+}  // namespace treadle

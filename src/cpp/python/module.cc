@@ -1,0 +1,10 @@
+// The _core extension module: pybind11 glue only.
+#include "py_common.h"
+
+PYBIND11_MODULE(_core, m) {
+  m.doc() = "treadle's C++ core: tensors, the op registry and its kernels";
+  treadle::python::RegisterErrors(m);
+  treadle::python::RegisterTensor(m);
+  treadle::python::RegisterOps(m);
+  treadle::python::RegisterProto(m);
+}

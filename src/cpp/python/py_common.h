@@ -1,0 +1,49 @@
+// Shared helpers of the binding layer: converting between Python objects and
+// core types. No op logic lives here.
+#pragma once
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+
+#include "ops/attr.h"
+#include "ops/registry.h"
+#include "tensor/tensor.h"
+
+namespace py = pybind11;
+
+namespace treadle::python {
+
+// The Python DType objects (treadle.dtypes.float32, ...), registered by the
+// front end at import so that `.dtype` returns them without a lookup.
+py::object DTypeObject(DType t);
+DType DTypeFromPy(py::handle obj);  // a td.DType, a name string or a NumPy dtype; TypeError otherwise
+
+// A Python bool/int/float/str/bytes as a scalar tensor of dtype `hint`, with
+// TensorFlow's rules (no float -> int, range-checked ints). nullopt when `obj`
+// is not a Python scalar.
+std::optional<Tensor> PyScalarToTensor(py::handle obj, DType hint);
+
+// A NumPy array as a tensor: shares its memory when `copy` is false and the
+// array is C-contiguous and aligned, copies otherwise.
+Tensor TensorFromNumpy(py::array arr, bool copy);
+// A read-only NumPy view of a numeric tensor (strings give an object array of bytes).
+py::object TensorToNumpy(const Tensor& t);
+
+// Attribute values from Python, typed by the op's AttrDefs.
+AttrMap AttrsFromPy(const OpDef& op, py::handle dict);
+py::object AttrToPy(const AttrValue& v);
+PartialShape PartialShapeFromPy(py::handle obj);  // None, or a sequence of int/None
+py::object PartialShapeToPy(const PartialShape& s);
+
+// Called by binding functions that run kernels: release the GIL for large work.
+bool ShouldReleaseGil(const std::vector<Tensor>& inputs);
+
+void RegisterErrors(py::module_& m);
+void RegisterTensor(py::module_& m);
+void RegisterOps(py::module_& m);
+void RegisterProto(py::module_& m);
+
+}  // namespace treadle::python

@@ -1,0 +1,52 @@
+#include "tensor/buffer.h"
+
+#include <cstdlib>
+#include <new>
+#include <string>
+
+namespace treadle {
+
+namespace {
+constexpr size_t kAlignment = 64;
+}
+
+std::shared_ptr<Buffer> Buffer::Allocate(DType dtype, int64_t count) {
+  std::shared_ptr<Buffer> b(new Buffer());
+  size_t nbytes = static_cast<size_t>(count) * DTypeSize(dtype);
+  // aligned_alloc wants a multiple of the alignment; never ask for zero bytes.
+  size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
+  if (rounded == 0) rounded = kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (!p) throw std::bad_alloc();
+  b->data_ = p;
+  b->nbytes_ = nbytes;
+  b->dtype_ = dtype;
+  b->count_ = count;
+  if (dtype == DType::kString) {
+    auto* s = static_cast<std::string*>(p);
+    for (int64_t i = 0; i < count; ++i) new (s + i) std::string();
+  }
+  return b;
+}
+
+std::shared_ptr<Buffer> Buffer::Wrap(void* data, size_t nbytes, std::function<void()> release) {
+  std::shared_ptr<Buffer> b(new Buffer());
+  b->data_ = data;
+  b->nbytes_ = nbytes;
+  b->release_ = release ? std::move(release) : [] {};
+  return b;
+}
+
+Buffer::~Buffer() {
+  if (release_) {
+    release_();
+    return;
+  }
+  if (dtype_ == DType::kString) {
+    auto* s = static_cast<std::string*>(data_);
+    for (int64_t i = 0; i < count_; ++i) s[i].~basic_string();
+  }
+  std::free(data_);
+}
+
+}  // namespace treadle

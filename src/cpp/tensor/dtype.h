@@ -1,0 +1,100 @@
+// The element types a tensor can hold. The numbering matches the DataType enum
+// of proto/treadle/tensor.proto, so a value crosses the wire unchanged.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "util/errors.h"
+
+namespace treadle {
+
+enum class DType : int {
+  kInvalid = 0,
+  kFloat32 = 1,
+  kFloat64 = 2,
+  kInt32 = 3,
+  kInt64 = 4,
+  kBool = 5,
+  kString = 6,
+};
+constexpr int kNumDTypes = 7;
+
+const char* DTypeName(DType t);             // "float32", ...
+DType DTypeFromName(std::string_view name);  // kInvalid when unknown
+size_t DTypeSize(DType t);                   // bytes per element; sizeof(std::string) for strings
+bool IsValidDType(int value);
+
+inline bool IsFloating(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
+inline bool IsInteger(DType t) { return t == DType::kInt32 || t == DType::kInt64; }
+inline bool IsNumeric(DType t) { return IsFloating(t) || IsInteger(t); }
+
+template <typename T> struct DTypeOf;
+template <> struct DTypeOf<float> { static constexpr DType value = DType::kFloat32; };
+template <> struct DTypeOf<double> { static constexpr DType value = DType::kFloat64; };
+template <> struct DTypeOf<int32_t> { static constexpr DType value = DType::kInt32; };
+template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt64; };
+template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
+template <> struct DTypeOf<std::string> { static constexpr DType value = DType::kString; };
+
+// Calls fn(T{}) with T the C++ type of `dtype`, for the listed families.
+// Each macro body is a generic lambda call so kernels stay one template.
+#define TREADLE_CASE(DT, T, ...) \
+  case DT: {                     \
+    using scalar_t = T;          \
+    __VA_ARGS__;                 \
+    break;                       \
+  }
+
+#define TREADLE_DISPATCH_FLOAT(dtype, where, ...)                                     \
+  switch (dtype) {                                                                   \
+    TREADLE_CASE(::treadle::DType::kFloat32, float, __VA_ARGS__)                     \
+    TREADLE_CASE(::treadle::DType::kFloat64, double, __VA_ARGS__)                    \
+    default:                                                                         \
+      ::treadle::ThrowTypeError(where, " does not support dtype ", ::treadle::DTypeName(dtype)); \
+  }
+
+#define TREADLE_DISPATCH_NUMERIC(dtype, where, ...)                                   \
+  switch (dtype) {                                                                   \
+    TREADLE_CASE(::treadle::DType::kFloat32, float, __VA_ARGS__)                     \
+    TREADLE_CASE(::treadle::DType::kFloat64, double, __VA_ARGS__)                    \
+    TREADLE_CASE(::treadle::DType::kInt32, int32_t, __VA_ARGS__)                     \
+    TREADLE_CASE(::treadle::DType::kInt64, int64_t, __VA_ARGS__)                     \
+    default:                                                                         \
+      ::treadle::ThrowTypeError(where, " does not support dtype ", ::treadle::DTypeName(dtype)); \
+  }
+
+#define TREADLE_DISPATCH_INTEGER(dtype, where, ...)                                   \
+  switch (dtype) {                                                                   \
+    TREADLE_CASE(::treadle::DType::kInt32, int32_t, __VA_ARGS__)                     \
+    TREADLE_CASE(::treadle::DType::kInt64, int64_t, __VA_ARGS__)                     \
+    default:                                                                         \
+      ::treadle::ThrowTypeError(where, " does not support dtype ", ::treadle::DTypeName(dtype)); \
+  }
+
+#define TREADLE_DISPATCH_NUMERIC_BOOL(dtype, where, ...)                              \
+  switch (dtype) {                                                                   \
+    TREADLE_CASE(::treadle::DType::kFloat32, float, __VA_ARGS__)                     \
+    TREADLE_CASE(::treadle::DType::kFloat64, double, __VA_ARGS__)                    \
+    TREADLE_CASE(::treadle::DType::kInt32, int32_t, __VA_ARGS__)                     \
+    TREADLE_CASE(::treadle::DType::kInt64, int64_t, __VA_ARGS__)                     \
+    TREADLE_CASE(::treadle::DType::kBool, bool, __VA_ARGS__)                         \
+    default:                                                                         \
+      ::treadle::ThrowTypeError(where, " does not support dtype ", ::treadle::DTypeName(dtype)); \
+  }
+
+#define TREADLE_DISPATCH_ALL(dtype, where, ...)                                       \
+  switch (dtype) {                                                                   \
+    TREADLE_CASE(::treadle::DType::kFloat32, float, __VA_ARGS__)                     \
+    TREADLE_CASE(::treadle::DType::kFloat64, double, __VA_ARGS__)                    \
+    TREADLE_CASE(::treadle::DType::kInt32, int32_t, __VA_ARGS__)                     \
+    TREADLE_CASE(::treadle::DType::kInt64, int64_t, __VA_ARGS__)                     \
+    TREADLE_CASE(::treadle::DType::kBool, bool, __VA_ARGS__)                         \
+    TREADLE_CASE(::treadle::DType::kString, std::string, __VA_ARGS__)                \
+    default:                                                                         \
+      ::treadle::ThrowTypeError(where, " does not support dtype ", ::treadle::DTypeName(dtype)); \
+  }
+
+}  // namespace treadle

@@ -1,0 +1,64 @@
+#include "tensor/shape.h"
+
+#include "util/errors.h"
+
+namespace treadle {
+
+int64_t NumElements(const Dims& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) ThrowInvalidArgument("shape ", DimsToString(dims), " has a negative dimension");
+    if (d != 0 && n > kMaxElements / d) {
+      ThrowInvalidArgument("shape ", DimsToString(dims), " has more than 2^40 elements");
+    }
+    n *= d;
+  }
+  return n;
+}
+
+std::string DimsToString(const Dims& dims) {
+  std::string s = "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ",";
+    s += dims[i] < 0 ? std::string("?") : std::to_string(dims[i]);
+  }
+  return s + "]";
+}
+
+Dims RowMajorStrides(const Dims& dims) {
+  Dims strides(dims.size());
+  int64_t s = 1;
+  for (size_t i = dims.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= dims[i];
+  }
+  return strides;
+}
+
+bool PartialShape::fully_defined() const {
+  if (!known_rank) return false;
+  for (int64_t d : dims) if (d < 0) return false;
+  return true;
+}
+
+std::string PartialShape::ToString() const {
+  if (!known_rank) return "<unknown>";
+  std::string s = "(";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ", ";
+    s += dims[i] < 0 ? std::string("None") : std::to_string(dims[i]);
+  }
+  if (dims.size() == 1) s += ",";
+  return s + ")";
+}
+
+bool PartialShape::IsCompatibleWith(const Dims& d) const {
+  if (!known_rank) return true;
+  if (d.size() != dims.size()) return false;
+  for (size_t i = 0; i < d.size(); ++i) {
+    if (dims[i] >= 0 && dims[i] != d[i]) return false;
+  }
+  return true;
+}
+
+}  // namespace treadle

@@ -1,0 +1,27 @@
+"""treadle: a dataflow runtime for dynamic computation.
+
+`import treadle as td`: TensorFlow's public names where treadle does the same
+thing (see shared/API.md)."""
+
+from treadle import _core
+from treadle import errors
+from treadle.framework import dtypes as _dtypes
+
+_core._set_dtype_objects(list(_dtypes._ALL[:1]) + [_dtypes.float32, _dtypes.float64, _dtypes.int32,
+                                                   _dtypes.int64, _dtypes.bool, _dtypes.string])
+_core._set_error_classes(errors._BY_CODE)
+
+from treadle.framework.dtypes import (  # noqa: E402
+    DType, as_dtype, bool, double, float32, float64, int32, int64, string)
+from treadle.framework.tensor import (  # noqa: E402
+    Tensor, constant, convert_to_tensor, register_tensor_conversion_function)
+from treadle.framework.tensor_shape import TensorShape  # noqa: E402
+from treadle.framework import op_def_library as _op_def_library  # noqa: E402
+from treadle.framework.op_def_library import raw_ops  # noqa: E402
+
+from treadle import bitwise, math, nn, random  # noqa: E402
+from treadle._api import install_api as _install_api  # noqa: E402
+
+_install_api(globals())
+
+__version__ = "0.1.0"

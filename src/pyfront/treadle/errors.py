@@ -1,0 +1,48 @@
+"""Exceptions with TensorFlow's names. The C++ core raises these by status code."""
+
+
+class OpError(Exception):
+    """An error while running an op; `message` says what went wrong and where."""
+
+    error_code = 2
+
+    def __init__(self, node_def, op, message, *args):
+        super().__init__(message, *args)
+        self._node_def = node_def
+        self._op = op
+        self._message = message
+
+    @property
+    def message(self):
+        return self._message
+
+    @property
+    def node_def(self):
+        return self._node_def
+
+    @property
+    def op(self):
+        return self._op
+
+    def __str__(self):
+        return self._message
+
+
+def _subclass(name, code, doc):
+    cls = type(name, (OpError,), {"__doc__": doc, "error_code": code})
+    cls.__module__ = __name__
+    return cls
+
+
+UnknownError = _subclass("UnknownError", 2, "An error of no other kind.")
+InvalidArgumentError = _subclass("InvalidArgumentError", 3, "An op got an invalid argument (a bad value, shape or dtype).")
+NotFoundError = _subclass("NotFoundError", 5, "Something named (an op, a file, a function) does not exist.")
+FailedPreconditionError = _subclass("FailedPreconditionError", 9, "The system is not in a state to run the op.")
+OutOfRangeError = _subclass("OutOfRangeError", 11, "An iteration or read went past the end.")
+UnimplementedError = _subclass("UnimplementedError", 12, "The operation is not implemented for these arguments.")
+InternalError = _subclass("InternalError", 13, "An invariant of treadle itself was broken.")
+DataLossError = _subclass("DataLossError", 15, "Data is corrupt or truncated (a record file, a serialized message).")
+
+_BY_CODE = {cls.error_code: cls for cls in (
+    UnknownError, InvalidArgumentError, NotFoundError, FailedPreconditionError, OutOfRangeError,
+    UnimplementedError, InternalError, DataLossError)}

@@ -1,0 +1,1 @@
+"""Tensors, dtypes, shapes, structures and op wrappers as the front end sees them."""

@@ -1,0 +1,37 @@
+"""Where ops go: run now (eager), or into the graph being traced.
+
+Graph construction registers itself here (see framework/func_graph.py); until
+a graph is being built, every op runs eagerly through the C++ core."""
+
+import threading
+
+
+class _Context(threading.local):
+    def __init__(self):
+        super().__init__()
+        self.graph_stack = []  # FuncGraphs being built, innermost last
+        self.init_scope_depth = 0
+
+
+_context = _Context()
+
+
+def current_graph():
+    """The graph ops are added to, or None when they run eagerly."""
+    stack = _context.graph_stack
+    if not stack or _context.init_scope_depth:
+        return None
+    return stack[-1]
+
+
+def executing_eagerly():
+    return current_graph() is None
+
+
+def push_graph(graph):
+    _context.graph_stack.append(graph)
+
+
+def pop_graph(graph):
+    top = _context.graph_stack.pop()
+    assert top is graph, "graph stack corrupted"

@@ -1,0 +1,147 @@
+"""Op functions built from the C++ registry's descriptions.
+
+Every registered op becomes `td.raw_ops.<OpName>(**kwargs)`; ops that declare
+public API names also become those functions (`td.add`, `td.math.add`), with
+TensorFlow's argument names. Nothing here lists ops: the registry does."""
+
+import inspect
+
+from treadle import _core
+from treadle.framework import dtypes
+from treadle.framework.ops import execute
+from treadle.framework.tensor import Tensor, convert_to_tensor
+
+
+class OpSignature:
+    """What the front end needs to know of one registered op."""
+
+    def __init__(self, desc):
+        self.name = desc["name"]
+        self.inputs = desc["inputs"]
+        self.attrs = [a for a in desc["attrs"]]
+        self.api_names = desc["api_names"]
+        self.doc = desc["doc"]
+        self.stateful = desc["stateful"]
+        self.input_names = [a["name"] for a in self.inputs]
+        self.attr_names = [a["name"] for a in self.attrs]
+
+
+def convert_inputs(sig, values):
+    """Converts the argument values of `sig`'s inputs to tensors. Arguments
+    that share a type attr take the dtype of the first one that is already a
+    tensor, as TensorFlow does (so `add(t, 1)` makes 1 a tensor of t's dtype)."""
+    flat_groups = []
+    for arg, value in zip(sig.inputs, values):
+        if arg["is_list"]:
+            if isinstance(value, Tensor) or not isinstance(value, (list, tuple)):
+                raise TypeError(f"Expected list for '{arg['name']}' argument to '{sig.name}' Op, not {value!r}.")
+            flat_groups.append((arg, list(value)))
+        else:
+            flat_groups.append((arg, [value]))
+    known = {}
+    for arg, group in flat_groups:
+        attr = arg["type_attr"]
+        if attr and attr not in known:
+            for v in group:
+                if isinstance(v, Tensor) or hasattr(v, "dtype") and isinstance(getattr(v, "dtype"), dtypes.DType):
+                    known[attr] = v.dtype
+                    break
+    out = []
+    for arg, group in flat_groups:
+        attr = arg["type_attr"]
+        want = known.get(attr) if attr else None
+        hint = None
+        if want is None and len(arg["allowed"]) and not isinstance(group[0] if group else None, Tensor):
+            hint = arg["allowed"][0] if dtypes.int32 not in arg["allowed"] else dtypes.int32
+        for v in group:
+            if isinstance(v, Tensor):
+                t = v
+            elif want is not None:
+                t = convert_to_tensor(v, dtype_hint=want)
+            else:
+                t = convert_to_tensor(v, dtype_hint=hint)
+            if attr and attr not in known:
+                known[attr] = t.dtype
+                want = t.dtype
+            out.append(t)
+    return out
+
+
+def make_op_function(sig, public_name=None):
+    """A Python function for op `sig`: positional/keyword inputs, attrs as
+    keyword arguments with the registry's defaults, and `name`."""
+    input_names = sig.input_names
+    attr_defs = sig.attrs
+    n_inputs = len(input_names)
+    op_name = sig.name
+
+    def op_function(*args, **kwargs):
+        name = kwargs.pop("name", None)
+        if len(args) > n_inputs + len(attr_defs):
+            raise TypeError(f"{public_name or op_name}() takes at most {n_inputs + len(attr_defs)} "
+                            f"arguments ({len(args)} given)")
+        values = list(args[:n_inputs])
+        for input_name in input_names[len(values):]:
+            if input_name not in kwargs:
+                raise TypeError(f"{public_name or op_name}() missing required argument '{input_name}'")
+            values.append(kwargs.pop(input_name))
+        attrs = {}
+        for attr, value in zip(attr_defs, args[n_inputs:]):
+            attrs[attr["name"]] = value
+        for attr in attr_defs:
+            if attr["name"] in kwargs:
+                attrs[attr["name"]] = kwargs.pop(attr["name"])
+        if kwargs:
+            raise TypeError(f"{public_name or op_name}() got an unexpected keyword argument "
+                            f"'{next(iter(kwargs))}'")
+        inputs = convert_inputs(sig, values)
+        outputs = execute(op_name, inputs, attrs, name=name)
+        return outputs[0] if len(outputs) == 1 else outputs
+
+    params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in input_names]
+    for attr in attr_defs:
+        default = attr["default"] if attr["has_default"] else inspect.Parameter.empty
+        params.append(inspect.Parameter(attr["name"], inspect.Parameter.KEYWORD_ONLY, default=default))
+    params.append(inspect.Parameter("name", inspect.Parameter.KEYWORD_ONLY, default=None))
+    op_function.__signature__ = inspect.Signature(params)
+    op_function.__name__ = (public_name or op_name).split(".")[-1]
+    op_function.__qualname__ = op_function.__name__
+    op_function.__doc__ = sig.doc or f"Runs the {op_name} op."
+    return op_function
+
+
+def load_signatures():
+    return {d["name"]: OpSignature(d) for d in _core.op_defs()}
+
+
+SIGNATURES = load_signatures()
+
+
+class _RawOps:
+    """`td.raw_ops.<OpName>(**kwargs)`: every registered op, keyword arguments only."""
+
+    def __init__(self, signatures):
+        for op_name, sig in signatures.items():
+            fn = make_op_function(sig)
+
+            def raw(fn=fn, op_name=op_name, **kwargs):
+                return fn(**kwargs)
+
+            raw.__name__ = op_name
+            raw.__doc__ = fn.__doc__
+            setattr(self, op_name, raw)
+
+    def __dir__(self):
+        return sorted(SIGNATURES)
+
+
+raw_ops = _RawOps(SIGNATURES)
+
+
+def api_functions():
+    """(public dotted name, function) for every op that declares API names."""
+    out = []
+    for sig in SIGNATURES.values():
+        for api_name in sig.api_names:
+            out.append((api_name, make_op_function(sig, api_name)))
+    return out

@@ -1,0 +1,331 @@
+"""td.Tensor: the common base of eager tensors (the C++ EagerTensor) and the
+symbolic tensors of a graph being traced, plus conversion of Python values."""
+
+import abc
+import numbers
+
+import numpy as np
+
+from treadle import _core
+from treadle.framework import dtypes
+from treadle.framework.tensor_shape import TensorShape
+
+EagerTensor = _core.EagerTensor
+
+
+class Tensor(metaclass=abc.ABCMeta):
+    """A multi-dimensional array of one dtype. Eager tensors hold values;
+    symbolic tensors stand for values a graph will compute."""
+
+    # Operators of symbolic tensors go through the same op functions as the
+    # eager fallback; they are installed by _install_operators below.
+
+
+Tensor.register(EagerTensor)
+
+# ---------------------------------------------------------------- conversion
+
+_conversion_functions = []  # (type, fn(value, dtype) -> Tensor)
+
+
+def register_tensor_conversion_function(base_type, conversion_func, priority=100):
+    """Lets objects of `base_type` be used where tensors are expected."""
+    _conversion_functions.append((priority, base_type, conversion_func))
+    _conversion_functions.sort(key=lambda item: item[0])
+
+
+def _python_to_numpy(value, dtype):
+    """NumPy array for a Python value with TensorFlow's default dtypes: Python
+    ints become int32 (int64 when they do not fit), floats float32."""
+    if isinstance(value, np.ndarray):
+        arr = value
+    elif isinstance(value, np.generic):
+        arr = np.asarray(value)
+    else:
+        if isinstance(value, (list, tuple)) and _contains_tensor(value):
+            return None  # packed with the Pack op instead
+        try:
+            arr = np.array(value)
+        except ValueError as e:
+            raise ValueError(f"Can't convert non-rectangular Python sequence to Tensor: {e}") from None
+        if arr.dtype == np.int64 and dtype is None:
+            if arr.size == 0 or (arr.min() >= -(2**31) and arr.max() < 2**31):
+                arr = arr.astype(np.int32)
+        elif arr.dtype == np.float64 and dtype is None:
+            arr = arr.astype(np.float32)
+        elif arr.dtype == object and arr.size and not _all_strings(arr):
+            raise TypeError(f"Failed to convert elements of {value!r} to Tensor: unsupported element types")
+        elif arr.dtype == np.float64 and arr.size == 0 and dtype is None:
+            arr = arr.astype(np.float32)
+    if dtype is not None:
+        arr = _cast_numpy(value, arr, dtype)
+    return arr
+
+
+def _all_strings(arr):
+    return all(isinstance(x, (str, bytes)) for x in arr.ravel())
+
+
+def _contains_tensor(seq):
+    for x in seq:
+        if isinstance(x, Tensor) or (isinstance(x, (list, tuple)) and _contains_tensor(x)):
+            return True
+    return False
+
+
+def _cast_numpy(value, arr, dtype):
+    target = dtype.as_numpy_dtype
+    if dtype == dtypes.string:
+        if arr.dtype.kind not in "USO":
+            raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype string")
+        return arr
+    if arr.dtype.kind in "USO":
+        raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}")
+    if dtype.is_integer:
+        from_python = not isinstance(value, (np.ndarray, np.generic))
+        if from_python and arr.dtype.kind == "f":
+            raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype {dtype.name}")
+        if arr.dtype.kind in "iu" and arr.size:
+            info = np.iinfo(target)
+            if arr.min() < info.min or arr.max() > info.max:
+                raise ValueError(f"Can't convert Python int to {dtype.name}: {value!r} is out of range")
+    if dtype == dtypes.bool and arr.dtype.kind != "b" and not isinstance(value, np.ndarray):
+        raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype bool")
+    return arr.astype(target, copy=False)
+
+
+def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
+    """Converts tensors, variables, NumPy arrays and Python values to a tensor.
+
+    `dtype` is required of the result (ValueError for a tensor of another
+    dtype); `dtype_hint` is used only when the value has no dtype of its own."""
+    if dtype is not None:
+        dtype = dtypes.as_dtype(dtype)
+    if isinstance(value, Tensor):
+        if dtype is not None and value.dtype != dtype:
+            raise ValueError(f"Tensor conversion requested dtype {dtype.name} for Tensor with dtype "
+                             f"{value.dtype.name}: {value!r}")
+        return value
+    for _, base_type, fn in _conversion_functions:
+        if isinstance(value, base_type):
+            return fn(value, dtype=dtype, name=name)
+    if dtype is None and dtype_hint is not None:
+        hint = dtypes.as_dtype(dtype_hint)
+        try:
+            return _convert_value(value, hint)
+        except (TypeError, ValueError):
+            pass
+    return _convert_value(value, dtype)
+
+
+def _convert_value(value, dtype):
+    if dtype is not None and isinstance(value, (numbers.Number, str, bytes)) and not isinstance(value, np.generic):
+        return _core.scalar_tensor(value, dtype)
+    arr = _python_to_numpy(value, dtype)
+    if arr is None:
+        from treadle.ops import array_ops
+        return array_ops.stack([convert_to_tensor(v, dtype=dtype) for v in value])
+    return _core.tensor_from_numpy(arr, True)
+
+
+def constant(value, dtype=None, shape=None, name="Const"):
+    """A constant tensor from a Python value or NumPy array (always a copy)."""
+    if isinstance(value, EagerTensor):
+        t = value if dtype is None or value.dtype == dtypes.as_dtype(dtype) else _cast_eager(value, dtype)
+    elif isinstance(value, Tensor):
+        t = convert_to_tensor(value, dtype)
+    else:
+        if dtype is not None:
+            dtype = dtypes.as_dtype(dtype)
+        arr = _python_to_numpy(value, dtype)
+        if arr is None:
+            t = convert_to_tensor(value, dtype)
+        else:
+            if shape is not None:
+                arr = _reshape_for_constant(arr, shape)
+            t = _core.tensor_from_numpy(np.array(arr, copy=True, order="C"), False)
+            return _in_current_graph(t)
+    if shape is not None:
+        from treadle.ops import array_ops
+        t = array_ops.reshape(t, shape)
+    return _in_current_graph(t)
+
+
+def _in_current_graph(t):
+    from treadle.framework import context
+    graph = context.current_graph()
+    return t if graph is None else graph.capture_constant(t)
+
+
+def _cast_eager(t, dtype):
+    from treadle.ops import math_ops
+    return math_ops.cast(t, dtype)
+
+
+def _reshape_for_constant(arr, shape):
+    shape = tuple(int(d) for d in shape)
+    n = int(np.prod(shape)) if shape else 1
+    if arr.size == n:
+        return arr.reshape(shape)
+    if arr.size == 1:
+        return np.broadcast_to(arr.reshape(()), shape)
+    raise TypeError(f"Eager execution of td.constant with unsupported shape. Tried to convert a value of "
+                    f"shape {arr.shape} ({arr.size} elements) to shape {shape} ({n} elements).")
+
+
+# ---------------------------------------------------------------- methods
+
+def _shape(self):
+    return TensorShape(self._shape_tuple())
+
+
+def _numpy(self):
+    """A copy of the tensor's value as a NumPy array (a Python-free view is `np.asarray(t)`)."""
+    view = self._numpy_view()
+    return view.copy() if view.ndim else view[()]
+
+
+def _array(self, dtype=None, copy=None):
+    view = self._numpy_view()
+    if dtype is not None and np.dtype(dtype) != view.dtype:
+        return view.astype(dtype)
+    if copy:
+        return view.copy()
+    return view
+
+
+def _format_numpy(t):
+    arr = t._numpy_view()
+    return repr(arr[()]) if arr.ndim == 0 else repr(arr)
+
+
+def _repr(self):
+    arr = self._numpy_view()
+    value = arr[()] if arr.ndim == 0 else arr
+    if arr.ndim == 0:
+        shown = repr(value.item() if not isinstance(value, bytes) else value)
+    else:
+        shown = "\n" + repr(value)
+    return f"<td.Tensor: shape={self.shape}, dtype={self.dtype.name}, numpy={shown}>"
+
+
+def _str(self):
+    arr = self._numpy_view()
+    return f"td.Tensor({arr[()] if arr.ndim == 0 else arr}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+def _len(self):
+    shape = self._shape_tuple()
+    if not shape:
+        raise TypeError("len() of unsized object: scalar tensor")
+    return shape[0]
+
+
+def _iter(self):
+    shape = self._shape_tuple()
+    if not shape:
+        raise TypeError("Cannot iterate over a scalar tensor.")
+    from treadle.ops import array_ops
+    return iter(array_ops.unstack(self, num=shape[0]))
+
+
+def _bool(self):
+    if self._num_elements() != 1 or self.ndim != 0:
+        raise ValueError("The truth value of a tensor with more than one element is ambiguous. "
+                         "Use a.any() or a.all()" if self._num_elements() > 1 else
+                         "The truth value of an empty tensor is ambiguous.")
+    return bool(self._scalar_item())
+
+
+def _float(self):
+    return float(self._scalar_item())
+
+
+def _int(self):
+    return int(self._scalar_item())
+
+
+def _index(self):
+    if not self.dtype.is_integer or self.ndim != 0:
+        raise TypeError(f"Only scalar integer tensors can be used as an index, got {self.dtype.name} "
+                        f"of shape {self.shape}")
+    return int(self._scalar_item())
+
+
+def _getitem(self, key):
+    from treadle.ops import array_ops
+    return array_ops.tensor_getitem(self, key)
+
+
+def _invert(self):
+    from treadle.ops import math_ops
+    return math_ops.invert_(self)
+
+
+def _get_shape(self):
+    return self.shape
+
+
+def _ref(self):
+    return _TensorRef(self)
+
+
+class _TensorRef:
+    """A hashable reference to a tensor (`t.ref()`), since tensors are unhashable."""
+
+    __slots__ = ("_t",)
+
+    def __init__(self, t):
+        self._t = t
+
+    def deref(self):
+        return self._t
+
+    def __hash__(self):
+        return id(self._t)
+
+    def __eq__(self, other):
+        return isinstance(other, _TensorRef) and other._t is self._t
+
+
+_EAGER_METHODS = {
+    "shape": property(_shape),
+    "numpy": _numpy,
+    "__array__": _array,
+    "__repr__": _repr,
+    "__str__": _str,
+    "__len__": _len,
+    "__iter__": _iter,
+    "__bool__": _bool,
+    "__float__": _float,
+    "__int__": _int,
+    "__index__": _index,
+    "__getitem__": _getitem,
+    "__invert__": _invert,
+    "get_shape": _get_shape,
+    "ref": _ref,
+    "__array_priority__": 100,
+}
+for _name, _value in _EAGER_METHODS.items():
+    setattr(EagerTensor, _name, _value)
+
+
+# ---------------------------------------------------------------- operators
+
+def _binary_fallback(name, x, y, reflected):
+    """Operators the C++ fast path did not take: other operand types, dtype
+    mismatches, and the operators whose op depends on dtypes."""
+    from treadle.ops import math_ops
+    fn = math_ops.OPERATOR_FUNCTIONS[name]
+    if isinstance(y, Tensor) and type(y) is not EagerTensor and not reflected:
+        return NotImplemented  # a symbolic operand: its reflected operator builds the node
+    try:
+        y = convert_to_tensor(y, dtype_hint=x.dtype)
+    except (TypeError, ValueError):
+        if name in ("equal", "not_equal"):
+            return name == "not_equal"
+        raise
+    return fn(y, x) if reflected else fn(x, y)
+
+
+_core._set_binary_fallback(_binary_fallback)

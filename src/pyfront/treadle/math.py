@@ -1,0 +1,1 @@
+"""td.math: filled in by treadle._api from the op registry and treadle.ops."""

@@ -1,0 +1,3 @@
+"""Neural-network wrappers (td.nn)."""
+
+PUBLIC = {"nn": []}

@@ -1,0 +1,3 @@
+"""Random number ops and seeds (td.random)."""
+
+PUBLIC = {"random": []}
