@@ -164,7 +164,8 @@ InferredOutputs InferOutputs(const OpDef& op, const std::vector<DType>& dtypes,
   return out;
 }
 
-std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs) {
+std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+                          const FunctionCaller* functions) {
   const size_t n = inputs.size();
   std::vector<DType> dtypes(n);
   std::vector<PartialShape> shapes(n);
@@ -181,7 +182,7 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
   } catch (const StaticError& e) {
     throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
   }
-  KernelContext ctx(op, inputs, attrs, inferred.dtypes, inferred.shapes);
+  KernelContext ctx(op, inputs, attrs, inferred.dtypes, inferred.shapes, functions);
   try {
     op.kernel(ctx);
   } catch (const StaticError& e) {

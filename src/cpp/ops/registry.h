@@ -56,12 +56,21 @@ struct InferContext {
 using DTypeFn = std::function<std::vector<DType>(const InferContext&)>;
 using ShapeFn = std::function<std::vector<PartialShape>(const InferContext&)>;
 
+// Lets a kernel run a library function (If/While bodies, nested calls). The
+// graph executor provides one; eager execution of a plain op has none.
+class FunctionCaller {
+ public:
+  virtual ~FunctionCaller() = default;
+  virtual std::vector<Tensor> CallFunction(const std::string& name, const std::vector<Tensor>& args) const = 0;
+};
+
 class KernelContext {
  public:
   KernelContext(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
-                const std::vector<DType>& out_dtypes, const std::vector<PartialShape>& out_shapes)
+                const std::vector<DType>& out_dtypes, const std::vector<PartialShape>& out_shapes,
+                const FunctionCaller* functions = nullptr)
       : op(op), inputs(inputs), attrs(attrs), out_dtypes(out_dtypes), out_shapes(out_shapes),
-        outputs(out_dtypes.size()) {}
+        outputs(out_dtypes.size()), functions(functions) {}
 
   const OpDef& op;
   const std::vector<Tensor>& inputs;
@@ -69,6 +78,7 @@ class KernelContext {
   const std::vector<DType>& out_dtypes;
   const std::vector<PartialShape>& out_shapes;
   std::vector<Tensor> outputs;
+  const FunctionCaller* functions;  // null outside a graph
 
   const Tensor& input(int i) const { return inputs[i]; }
   int num_inputs() const { return static_cast<int>(inputs.size()); }
@@ -134,7 +144,8 @@ InferredOutputs InferOutputs(const OpDef& op, const std::vector<DType>& dtypes,
 
 // Runs one op on concrete inputs. `attrs` must be canonical. Errors in the
 // call itself (dtypes, shapes) surface as InvalidArgument with "[Op:Name]".
-std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs);
+std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+                          const FunctionCaller* functions = nullptr);
 
 // Input index range [begin, end) covered by ArgDef `arg` for a call with
 // `num_inputs` inputs (list arguments take whatever the others leave).

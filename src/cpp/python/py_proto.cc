@@ -7,18 +7,18 @@ namespace treadle::python {
 
 void RegisterProto(py::module_& m) {
   m.def("tensor_to_proto_bytes", [](const Tensor& t) {
-    TensorProto proto;
+    proto::TensorProto proto;
     TensorToProto(t, &proto);
     return py::bytes(proto.SerializeAsString());
-  }, "Serializes a tensor as a treadle.TensorProto.");
+  }, "Serializes a tensor as a treadle.proto.TensorProto.");
   m.def("tensor_from_proto_bytes", [](py::bytes data) {
     std::string_view view(data);
-    TensorProto proto;
+    proto::TensorProto proto;
     if (!proto.ParseFromArray(view.data(), static_cast<int>(view.size()))) {
       throw Error(Code::kDataLoss, "TensorProto: the bytes are not a valid serialized TensorProto");
     }
     return TensorFromProto(proto, "TensorProto");
-  }, "Parses and validates a serialized treadle.TensorProto.");
+  }, "Parses and validates a serialized treadle.proto.TensorProto.");
   m.def("protobuf_version", [] { return GOOGLE_PROTOBUF_VERSION; }, "The libprotobuf version the core was built with.");
 }
 

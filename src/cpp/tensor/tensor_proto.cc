@@ -11,7 +11,7 @@ DType DTypeFromProtoEnum(int value, const std::string& where) {
   return static_cast<DType>(value);
 }
 
-void PartialShapeToProto(const PartialShape& s, TensorShapeProto* proto) {
+void PartialShapeToProto(const PartialShape& s, proto::TensorShapeProto* proto) {
   proto->Clear();
   if (!s.known_rank) {
     proto->set_unknown_rank(true);
@@ -20,7 +20,7 @@ void PartialShapeToProto(const PartialShape& s, TensorShapeProto* proto) {
   for (int64_t d : s.dims) proto->add_dim()->set_size(d);
 }
 
-PartialShape PartialShapeFromProto(const TensorShapeProto& proto, const std::string& where) {
+PartialShape PartialShapeFromProto(const proto::TensorShapeProto& proto, const std::string& where) {
   if (proto.unknown_rank()) {
     if (proto.dim_size() != 0) ThrowInvalidArgument(where, ": a shape of unknown rank lists dimensions");
     return PartialShape::Unknown();
@@ -35,9 +35,9 @@ PartialShape PartialShapeFromProto(const TensorShapeProto& proto, const std::str
   return PartialShape(std::move(dims));
 }
 
-void TensorToProto(const Tensor& t, TensorProto* proto) {
+void TensorToProto(const Tensor& t, proto::TensorProto* proto) {
   proto->Clear();
-  proto->set_dtype(static_cast<DataType>(static_cast<int>(t.dtype())));
+  proto->set_dtype(static_cast<proto::DataType>(static_cast<int>(t.dtype())));
   PartialShapeToProto(PartialShape(t.shape()), proto->mutable_shape());
   if (t.dtype() == DType::kString) {
     const std::string* s = t.data<std::string>();
@@ -47,7 +47,7 @@ void TensorToProto(const Tensor& t, TensorProto* proto) {
   }
 }
 
-Tensor TensorFromProto(const TensorProto& proto, const std::string& where) {
+Tensor TensorFromProto(const proto::TensorProto& proto, const std::string& where) {
   DType dtype = DTypeFromProtoEnum(proto.dtype(), where);
   PartialShape shape = PartialShapeFromProto(proto.shape(), where);
   if (!shape.fully_defined()) {

@@ -10,11 +10,11 @@
 
 namespace treadle {
 
-void TensorToProto(const Tensor& t, TensorProto* proto);
-Tensor TensorFromProto(const TensorProto& proto, const std::string& where);
+void TensorToProto(const Tensor& t, proto::TensorProto* proto);
+Tensor TensorFromProto(const proto::TensorProto& proto, const std::string& where);
 
-void PartialShapeToProto(const PartialShape& s, TensorShapeProto* proto);
-PartialShape PartialShapeFromProto(const TensorShapeProto& proto, const std::string& where);
+void PartialShapeToProto(const PartialShape& s, proto::TensorShapeProto* proto);
+PartialShape PartialShapeFromProto(const proto::TensorShapeProto& proto, const std::string& where);
 
 DType DTypeFromProtoEnum(int value, const std::string& where);  // throws on an invalid value
 
