@@ -16,12 +16,12 @@ const char* AttrTypeName(AttrType t) {
     case AttrType::kTypeList: return "list(type)";
     case AttrType::kTensor: return "tensor";
     case AttrType::kFunc: return "func";
+    case AttrType::kShapeList: return "list(shape)";
   }
   return "?";
 }
 
 AttrType AttrValueType(const AttrValue& v) {
-  // The variant's alternatives are listed in AttrType order.
   return static_cast<AttrType>(v.index());
 }
 
@@ -65,5 +65,8 @@ const std::vector<DType>& AttrMap::GetTypeList(std::string_view n) const {
 }
 const Tensor& AttrMap::GetTensor(std::string_view n) const { return Get<Tensor>(n, AttrType::kTensor); }
 const FuncRef& AttrMap::GetFunc(std::string_view n) const { return Get<FuncRef>(n, AttrType::kFunc); }
+const std::vector<PartialShape>& AttrMap::GetShapeList(std::string_view n) const {
+  return Get<std::vector<PartialShape>>(n, AttrType::kShapeList);
+}
 
 }  // namespace treadle

@@ -15,7 +15,7 @@
 
 namespace treadle {
 
-enum class AttrType { kInt, kFloat, kBool, kString, kType, kShape, kIntList, kTypeList, kTensor, kFunc };
+enum class AttrType { kInt, kFloat, kBool, kString, kType, kShape, kIntList, kTypeList, kTensor, kFunc, kShapeList };
 const char* AttrTypeName(AttrType t);
 
 // A reference to a library function, by name (used by control-flow ops).
@@ -24,8 +24,9 @@ struct FuncRef {
   bool operator==(const FuncRef& o) const { return name == o.name; }
 };
 
+// The alternatives are listed in AttrType order.
 using AttrValue = std::variant<int64_t, double, bool, std::string, DType, PartialShape, std::vector<int64_t>,
-                               std::vector<DType>, Tensor, FuncRef>;
+                               std::vector<DType>, Tensor, FuncRef, std::vector<PartialShape>>;
 
 AttrType AttrValueType(const AttrValue& v);
 
@@ -49,6 +50,7 @@ class AttrMap {
   const std::vector<DType>& GetTypeList(std::string_view name) const;
   const Tensor& GetTensor(std::string_view name) const;
   const FuncRef& GetFunc(std::string_view name) const;
+  const std::vector<PartialShape>& GetShapeList(std::string_view name) const;
 
  private:
   template <typename T> const T& Get(std::string_view name, AttrType expected) const;

@@ -238,6 +238,12 @@ AttrMap AttrsFromPy(const OpDef& op, py::handle dict) {
         }
         case AttrType::kTensor: attrs.Set(name, TensorFromPyObject(v)); break;
         case AttrType::kFunc: attrs.Set(name, FuncRef{v.cast<std::string>()}); break;
+        case AttrType::kShapeList: {
+          std::vector<PartialShape> shapes;
+          for (auto x : v) shapes.push_back(PartialShapeFromPy(x));
+          attrs.Set(name, shapes);
+          break;
+        }
       }
     } catch (const py::cast_error&) {
       throw py::type_error(op.name + ": attribute '" + name + "' expects a value of type " +
@@ -256,6 +262,10 @@ py::object AttrToPy(const AttrValue& v) {
         else if constexpr (std::is_same_v<T, std::vector<DType>>) {
           py::list l;
           for (DType t : x) l.append(DTypeObject(t));
+          return std::move(l);
+        } else if constexpr (std::is_same_v<T, std::vector<PartialShape>>) {
+          py::list l;
+          for (const auto& s : x) l.append(PartialShapeToPy(s));
           return std::move(l);
         } else if constexpr (std::is_same_v<T, FuncRef>) return py::str(x.name);
         else if constexpr (std::is_same_v<T, std::string>) return py::str(x);
