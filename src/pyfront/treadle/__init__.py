@@ -19,7 +19,11 @@ from treadle.framework.tensor_shape import TensorShape  # noqa: E402
 from treadle.framework import op_def_library as _op_def_library  # noqa: E402
 from treadle.framework.op_def_library import raw_ops  # noqa: E402
 
-from treadle import bitwise, math, nn, random  # noqa: E402
+from treadle.framework.tensor_spec import TensorSpec  # noqa: E402
+from treadle.function.polymorphic_function import function  # noqa: E402
+from treadle.framework.context import executing_eagerly  # noqa: E402
+
+from treadle import bitwise, config, math, nn, random  # noqa: E402
 from treadle._api import install_api as _install_api  # noqa: E402
 
 _install_api(globals())

@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from treadle import _core
-from treadle.framework import dtypes
+from treadle.framework import context, dtypes
 from treadle.framework.tensor_shape import TensorShape
 
 EagerTensor = _core.EagerTensor
@@ -112,10 +112,10 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     if dtype is None and dtype_hint is not None:
         hint = dtypes.as_dtype(dtype_hint)
         try:
-            return _convert_value(value, hint)
+            return _in_current_graph(_convert_value(value, hint))
         except (TypeError, ValueError):
             pass
-    return _convert_value(value, dtype)
+    return _in_current_graph(_convert_value(value, dtype))
 
 
 def _convert_value(value, dtype):
@@ -152,9 +152,11 @@ def constant(value, dtype=None, shape=None, name="Const"):
 
 
 def _in_current_graph(t):
-    from treadle.framework import context
+    """A value made while tracing becomes a Const node of the graph."""
     graph = context.current_graph()
-    return t if graph is None else graph.capture_constant(t)
+    if graph is None or type(t) is not EagerTensor:
+        return t
+    return graph.constant(t)
 
 
 def _cast_eager(t, dtype):
