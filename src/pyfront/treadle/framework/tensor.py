@@ -202,6 +202,8 @@ def _format_numpy(t):
 
 
 def _repr(self):
+    if self.dtype in (dtypes.resource, dtypes.variant):
+        return f"<td.Tensor: shape={self.shape}, dtype={self.dtype.name}, value=<handle>>"
     arr = self._numpy_view()
     value = arr[()] if arr.ndim == 0 else arr
     if arr.ndim == 0:
@@ -212,6 +214,8 @@ def _repr(self):
 
 
 def _str(self):
+    if self.dtype in (dtypes.resource, dtypes.variant):
+        return _repr(self)
     arr = self._numpy_view()
     return f"td.Tensor({arr[()] if arr.ndim == 0 else arr}, shape={self.shape}, dtype={self.dtype.name})"
 
