@@ -75,6 +75,8 @@ def _contains_tensor(seq):
 
 def _cast_numpy(value, arr, dtype):
     target = dtype.as_numpy_dtype
+    if arr.size == 0 and arr.dtype.kind in "fiub" and dtype != dtypes.string:
+        return arr.astype(target)  # [] has no element type of its own
     if dtype == dtypes.string:
         if arr.dtype.kind not in "USO":
             raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype string")
