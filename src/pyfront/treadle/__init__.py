@@ -23,6 +23,7 @@ from treadle.function.polymorphic_function import function  # noqa: E402
 from treadle.framework.context import executing_eagerly, init_scope  # noqa: E402
 from treadle.framework.variables import Variable  # noqa: E402
 from treadle.framework.tensor_array import TensorArray  # noqa: E402
+from treadle.io.saving import load, save  # noqa: E402
 
 from treadle import bitwise, config, math, nn, random  # noqa: E402
 from treadle._api import install_api as _install_api  # noqa: E402

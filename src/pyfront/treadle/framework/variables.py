@@ -2,6 +2,7 @@
 assigned through ops, so it behaves the same eagerly and inside graphs."""
 
 import itertools
+import weakref
 
 import numpy as np
 
@@ -11,6 +12,7 @@ from treadle.framework.tensor import Tensor, _TensorRef, convert_to_tensor, regi
 from treadle.framework.tensor_shape import TensorShape
 
 _ids = itertools.count(1)
+_by_handle = weakref.WeakValueDictionary()  # id(handle tensor) -> Variable, to recognise captured handles
 _creation_hooks = []  # callables(variable) run when a variable is created (td.function's first-call rule)
 
 
@@ -45,6 +47,7 @@ class Variable:
             self._handle = execute("VarHandleOp", [], {"dtype": self._dtype, "shape": self._shape.dims,
                                                        "shared_name": self._name})[0]
             execute("AssignVariableOp", [self._handle, value], {"dtype": self._dtype})
+            _by_handle[id(self._handle)] = self
 
     # ---------------------------------------------------------- properties
     @property
@@ -166,3 +169,9 @@ def _variable_to_tensor(var, dtype=None, name=None):
 
 
 register_tensor_conversion_function(Variable, _variable_to_tensor)
+
+
+def variable_for_handle(tensor):
+    """The Variable whose handle is `tensor`, or None."""
+    var = _by_handle.get(id(tensor))
+    return var if var is not None and var._handle is tensor else None

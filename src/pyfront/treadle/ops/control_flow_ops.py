@@ -38,16 +38,40 @@ def _trace_graph(name, fn, arg_specs, arg_names=None):
     return graph, args, result
 
 
+def _components(leaves):
+    """Tensors standing for a list of leaves: composite values (TensorArray)
+    contribute their component tensors, anything else is converted."""
+    out = []
+    for v in leaves:
+        if hasattr(v, "_to_components"):
+            out.extend(v._to_components())
+        else:
+            out.append(convert_to_tensor(v))
+    return out
+
+
+def _from_components(templates, tensors):
+    """Leaves like `templates` rebuilt from `tensors` (inverse of _components)."""
+    it = iter(tensors)
+    leaves = []
+    for v in templates:
+        if hasattr(v, "_to_components"):
+            n = len(v._to_components())
+            leaves.append(v._from_components([next(it) for _ in range(n)]))
+        else:
+            leaves.append(next(it))
+    return leaves
+
+
 def _to_graph_tensors(graph, structure, what):
     """Converts a branch's or body's outputs to tensors of `graph`."""
     with graph:
-        flat = []
-        for v in nest.flatten(structure):
+        leaves = nest.flatten(structure)
+        for v in leaves:
             if v is None:
                 raise ValueError(f"{what} returned None; every output of a staged cond/while_loop must be a "
                                  "tensor or a value convertible to one")
-            t = convert_to_tensor(v)
-            flat.append(graph._graph_input(t))
+        flat = [graph._graph_input(t) for t in _components(leaves)]
     return flat
 
 
@@ -111,7 +135,7 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     outputs = execute("If", [pred] + list(externals), {
         "Tin": [e.dtype for e in externals], "Tout": [t.dtype for t in true_flat],
         "then_branch": then_fn.name, "else_branch": else_fn.name, "output_shapes": shapes}, name=name)
-    return nest.pack_sequence_as(true_out, outputs)
+    return nest.pack_sequence_as(true_out, _from_components(nest.flatten(true_out), outputs))
 
 
 # ------------------------------------------------------------------- while
@@ -132,7 +156,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     structure = (loop_vars,) if single else tuple(loop_vars)
     if not _in_graph(loop_vars, maximum_iterations):
         return _repack(loop_vars, single, _eager_while(cond, body, structure, maximum_iterations, single))
-    flat = [convert_to_tensor(v) for v in nest.flatten(structure)]
+    leaves = nest.flatten(structure)
+    flat = _components(leaves)
     if shape_invariants is not None:
         invariants = [TensorShape(s) for s in nest.flatten((shape_invariants,) if single else shape_invariants)]
     else:
@@ -144,7 +169,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         invariants = [TensorShape([])] + invariants
 
     def unpack(args):
-        return nest.pack_sequence_as(structure, list(args[1:] if counter else args))
+        return nest.pack_sequence_as(structure, _from_components(leaves, list(args[1:] if counter else args)))
 
     def cond_wrapper(*args):
         result = convert_to_tensor(cond(*unpack(args)))
@@ -160,7 +185,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
             nest.assert_same_structure(structure, out, check_types=False)
         except (ValueError, TypeError) as e:
             raise ValueError(f"body of td.while_loop must return the same structure as loop_vars: {e}") from None
-        new = nest.flatten(out)
+        new = _components(nest.flatten(out))
         return [args[0] + 1] + new if counter else new
 
     specs = [(t.dtype, s.dims) for t, s in zip(flat, invariants)]
@@ -195,7 +220,7 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         "output_shapes": [s.dims for s in invariants] + [e.shape.dims for e in externals],
         "parallel_iterations": int(parallel_iterations)}, name=name)
     results = outputs[1:n] if counter else outputs[:n]
-    return _repack(loop_vars, single, nest.pack_sequence_as(structure, list(results)))
+    return _repack(loop_vars, single, nest.pack_sequence_as(structure, _from_components(leaves, list(results))))
 
 
 def _normalize_body_output(out, single):
