@@ -1,0 +1,80 @@
+"""Python builtins as converted code sees them: on Python values they are the
+builtins themselves; on tensors being traced they do what the builtin means
+for a tensor (a graph loop range, its static length, printing when the
+graph runs)."""
+
+import builtins
+import sys
+
+from treadle.autograph.operators import tensors
+from treadle.autograph.operators.iteration import TensorEnumerate, TensorRange
+from treadle.framework import dtypes
+from treadle.framework.tensor import Tensor
+from treadle.framework.tensor_array import TensorArray
+from treadle.ops import math_ops
+
+
+def range_(*args):
+    if not any(tensors.is_symbolic(a) for a in args):
+        return range(*args)
+    if not 1 <= len(args) <= 3:
+        raise TypeError(f"range expected at most 3 arguments, got {len(args)}")
+    start, limit, delta = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], 1) if len(args) == 2 else args
+    return TensorRange(start, limit, delta)
+
+
+def enumerate_(iterable, start=0):
+    if tensors.is_symbolic(iterable):
+        return TensorEnumerate(iterable, start)
+    return enumerate(iterable, start)
+
+
+def len_(value):
+    if tensors.is_symbolic(value):
+        shape = value.shape
+        if shape.rank == 0:
+            raise TypeError(f"len() of a scalar tensor ({value.name}) is not defined")
+        if shape.rank is not None and shape[0] is not None:
+            return shape[0]
+        return TensorArray(value.dtype, element_shape=None).unstack(value).size()
+    return len(value)
+
+
+def int_(value=0, base=None):
+    if tensors.is_symbolic(value):
+        return math_ops.cast(value, dtypes.int32)
+    return int(value) if base is None else int(value, base)
+
+
+def float_(value=0.0):
+    if tensors.is_symbolic(value):
+        return math_ops.cast(value, dtypes.float32)
+    return float(value)
+
+
+def print_(*objects, sep=" ", end="\n", file=None, flush=False):
+    """print(); with tensors being traced it prints when the graph runs (their
+    values as NumPy prints them), through a py_function."""
+    positions = [i for i, o in enumerate(objects) if tensors.is_symbolic(o)]
+    if not positions:
+        return print(*objects, sep=sep, end=end, file=file, flush=flush)
+    from treadle.ops import script_ops
+
+    def print_values(*values):
+        shown = list(objects)
+        for i, v in zip(positions, values):
+            shown[i] = v.numpy() if isinstance(v, Tensor) else v
+        print(*shown, sep=sep, end=end, file=file if file is not None else sys.stdout, flush=flush)
+
+    script_ops.py_function(print_values, [objects[i] for i in positions], Tout=None)
+    return None
+
+
+OVERRIDES = {
+    builtins.range: range_,
+    builtins.enumerate: enumerate_,
+    builtins.len: len_,
+    builtins.int: int_,
+    builtins.float: float_,
+    builtins.print: print_,
+}

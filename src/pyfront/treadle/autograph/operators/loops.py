@@ -1,0 +1,282 @@
+"""`while` and `for` loops: plain Python on Python values, a While node when
+the first condition (while) or the iterable (for) is a tensor of the graph
+being traced.
+
+A staged loop's variables (from static analysis) become the While's loop
+variables: Python values are converted to tensors before the loop, and
+after one traced iteration every variable must keep its dtype, its nested
+structure and (unless a shape invariant says otherwise) its shape. A
+variable first assigned inside the loop is found by tracing the body once
+in a throwaway graph; it enters the loop as zeros of the type found there.
+That includes the return value of a `return` inside the loop."""
+
+from treadle.autograph.operators import conditionals, errors, iteration, logical, tensors
+from treadle.autograph.operators.conditionals import contains_tensor, describe, zeros_like_spec
+from treadle.autograph.operators.variables import Undefined
+from treadle.framework import context
+from treadle.framework.func_graph import FuncGraph
+from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework.tensor_shape import TensorShape
+from treadle.ops import control_flow_ops
+from treadle.util import nest
+
+
+# ------------------------------------------------------------------ while
+
+def while_stmt(test, body, get_state, set_state, symbol_names, opts):
+    cond = test()
+    if tensors.is_symbolic(cond):
+        _staged_loop(test, body, get_state, set_state, symbol_names, opts, opts.get("maximum_iterations"))
+    else:
+        _python_while(cond, test, body, get_state, symbol_names, opts)
+
+
+def _python_while(cond, test, body, get_state, names, opts):
+    before = tuple(get_state()) if get_state is not None else ()
+    while True:
+        if tensors.is_symbolic(cond):
+            raise _became_tensor("the condition of this while loop", names, before, get_state, opts)
+        if not cond:
+            return
+        body()
+        cond = test()
+
+
+# ------------------------------------------------------------------ for
+
+def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
+    source = iteration.staged_source(iter_)
+    if source is None:
+        _python_for(iter_, extra_test, body, get_state, symbol_names, opts)
+    else:
+        _staged_for(source, extra_test, body, get_state, set_state, symbol_names, opts)
+
+
+def _python_for(iter_, extra_test, body, get_state, names, opts):
+    if extra_test is None:
+        for item in iter_:
+            body(item)
+        return
+    before = tuple(get_state()) if get_state is not None else ()
+
+    def keep_going():
+        value = extra_test()
+        if tensors.is_symbolic(value):
+            raise _became_tensor("the test of this for loop", names, before, get_state, opts)
+        return value
+
+    if not keep_going():
+        return
+    for item in iter_:
+        body(item)
+        if not keep_going():
+            return
+
+
+def _staged_for(source, extra_test, body, get_state, set_state, names, opts):
+    index = [source.first_index()]
+
+    def get_all():
+        return (index[0],) + (tuple(get_state()) if get_state is not None else ())
+
+    def set_all(values):
+        index[0] = values[0]
+        if set_state is not None:
+            set_state(tuple(values[1:]))
+
+    def test():
+        more = source.has_next(index[0])
+        if extra_test is None:
+            return more
+        return logical.and_(lambda: more, extra_test)
+
+    def step():
+        i = index[0]
+        body(source.element(i))
+        index[0] = source.next_index(i)
+
+    limit = opts.get("maximum_iterations")
+    if limit is None:
+        limit = source.static_count()
+    _staged_loop(test, step, get_all, set_all, ("the loop index",) + tuple(names), opts, limit)
+
+
+# ------------------------------------------------------------------ staged loop
+
+def _staged_loop(test, body, get_state, set_state, names, opts, maximum_iterations):
+    init = list(get_state()) if get_state is not None else []
+    if set_state is None:
+        set_state = _ignore
+    invariants = _invariant_overrides(opts.get("shape_invariants"))
+    missing = [i for i, v in enumerate(init) if isinstance(v, Undefined)]
+    if missing:
+        _discover(init, missing, body, set_state, get_state, names, invariants)
+    init = [_entry_value(n, v) for n, v in zip(names, init)]
+    flat_invariants = _flat_invariants(init, invariants)
+
+    def cond_fn(*values):
+        set_state(values)
+        return tensors.as_condition(test(), "a while loop")
+
+    def body_fn(*values):
+        set_state(values)
+        body()
+        return _checked_iteration(names, values, tuple(get_state()) if get_state is not None else ())
+
+    results = control_flow_ops.while_loop(cond_fn, body_fn, tuple(init), shape_invariants=flat_invariants,
+                                          maximum_iterations=maximum_iterations,
+                                          parallel_iterations=opts.get("parallel_iterations", 10))
+    set_state(tuple(results))
+
+
+def _ignore(values):
+    return None
+
+
+def _entry_value(name, value):
+    """A loop variable's value as it enters a graph loop: tensors (or composite values)."""
+    if value is None:
+        raise errors.located(ValueError, f"{describe(name)} is None before the loop; a variable of a loop over a "
+                                         "tensor must have a value (a tensor or a number) before the loop")
+
+    def leaf(v):
+        if isinstance(v, Tensor) or conditionals._is_composite(v):
+            return v
+        if v is None or isinstance(v, Undefined):
+            raise errors.located(ValueError, f"{describe(name)} has an element that is None or undefined before "
+                                             "the loop")
+        try:
+            return convert_to_tensor(v)
+        except (TypeError, ValueError) as e:
+            raise errors.located(TypeError, f"{describe(name)} is a variable of a loop over a tensor, so it must "
+                                            f"be a tensor or convertible to one; got {v!r}: {e}") from None
+    return nest.map_structure(leaf, value)
+
+
+def _checked_iteration(names, before, after):
+    """The body's results, after checking they match the loop variables."""
+    out = []
+    for name, b, a in zip(names, before, after):
+        if a is None or isinstance(a, Undefined):
+            what = "None" if a is None else "undefined"
+            raise errors.located(ValueError, f"{describe(name)} is {what} after one iteration of the loop")
+        try:
+            nest.assert_same_structure(b, a, check_types=False)
+        except (ValueError, TypeError) as e:
+            raise errors.located(ValueError, f"{describe(name)} does not have the same nested structure after one "
+                                             f"iteration of the loop: {e}") from None
+        leaves = [_checked_leaf(name, x, y) for x, y in zip(nest.flatten(b), nest.flatten(a))]
+        out.append(nest.pack_sequence_as(b, leaves))
+    return tuple(out)
+
+
+def _checked_leaf(name, before, after):
+    if conditionals._is_composite(before):
+        if type(after) is not type(before):
+            raise errors.located(TypeError, f"{describe(name)} is a {type(before).__name__} before the loop but "
+                                            f"a {type(after).__name__} after one iteration")
+        return after
+    if not isinstance(after, Tensor):
+        try:
+            after = convert_to_tensor(after, dtype_hint=before.dtype)
+        except (TypeError, ValueError) as e:
+            raise errors.located(TypeError, f"{describe(name)} must stay a tensor in a loop over a tensor; after "
+                                            f"one iteration it is {after!r}: {e}") from None
+    if after.dtype != before.dtype:
+        raise errors.located(TypeError, f"{describe(name)} has dtype {before.dtype.name} before the loop, but dtype "
+                                        f"{after.dtype.name} after one iteration")
+    if not after.shape.is_subtype_of(before.shape):
+        raise errors.located(ValueError, f"{describe(name)} has shape {before.shape} before the loop, but shape "
+                                         f"{after.shape} after one iteration. A shape that changes needs a shape "
+                                         "invariant: call td.autograph.experimental.set_loop_options("
+                                         f"shape_invariants=[({name}, <shape with None where it varies>)]) at the "
+                                         "top of the loop body")
+    return after
+
+
+# ------------------------------------------------------------------ shape invariants
+
+def _invariant_overrides(pairs):
+    """{id(tensor): TensorShape} from set_loop_options(shape_invariants=[(tensor, shape), ...])."""
+    if not pairs:
+        return {}
+    out = {}
+    for pair in pairs:
+        try:
+            value, shape = pair
+        except (TypeError, ValueError):
+            raise errors.located(ValueError, "shape_invariants must be a list of (tensor, shape) pairs") from None
+        out[id(value)] = TensorShape(shape)
+    return out
+
+
+def _flat_invariants(init, overrides):
+    """One shape per component of the loop variables, or None when no variable has an invariant."""
+    if not overrides:
+        return None
+    flat = []
+    for value in init:
+        for leaf in nest.flatten(value):
+            if conditionals._is_composite(leaf):
+                flat.extend(c.shape for c in leaf._to_components())
+            else:
+                flat.append(overrides.get(id(leaf), leaf.shape))
+    return flat
+
+
+# ------------------------------------------------------------------ variables defined in the loop
+
+def _discover(init, missing, body, set_state, get_state, names, invariants):
+    """Traces the body once in a throwaway graph to learn the type of each
+    variable that has no value before the loop; gives it zeros of that type
+    (and its traced shape as invariant, since the zeros' shape is a guess)."""
+    graph = FuncGraph("autograph_dry_run", outer_graph=context.current_graph())
+    with graph, conditionals.dry_run():
+        set_state(tuple(init))
+        body()
+        after = tuple(get_state())
+    set_state(tuple(init))
+    for i in missing:
+        value = after[i]
+        if isinstance(value, Undefined) or value is None or not _typed(value):
+            raise errors.located(ValueError, f"{describe(names[i])} must be defined before the loop: it is used "
+                                             "after the loop (or in a later iteration) but is not assigned a tensor "
+                                             "on every iteration")
+        zeros = []
+        for leaf in nest.flatten(value):
+            z = zeros_like_spec(leaf)
+            shape = leaf.shape if isinstance(leaf, Tensor) else z.shape
+            if shape != z.shape:
+                invariants[id(z)] = shape
+            zeros.append(z)
+        init[i] = nest.pack_sequence_as(value, zeros)
+
+
+def _typed(value):
+    for leaf in nest.flatten(value):
+        if leaf is None or isinstance(leaf, Undefined) or conditionals._is_composite(leaf):
+            return False
+    return True
+
+
+# ------------------------------------------------------------------ errors
+
+def _became_tensor(what, names, before, get_state, opts):
+    after = tuple(get_state()) if get_state is not None else ()
+    changed = [n for n, b, a in zip(names, before, after) if not contains_tensor(b) and contains_tensor(a)]
+    flags = opts.get("flags") or {}
+    for n in changed:
+        if n in flags:
+            kind, line = flags[n]
+            return errors.located(NotImplementedError, f"a `{kind}` statement (line {line}) inside a Python loop "
+                                                       "depends on a tensor. This loop runs as Python because what "
+                                                       "it iterates over (or its first condition) is not a tensor; "
+                                                       "iterate over a tensor (e.g. td.range) so that the loop "
+                                                       f"becomes a graph loop, or make the `{kind}` depend on Python "
+                                                       "values only")
+    cause = (f"{', '.join(describe(n) for n in changed)} changed from a Python value to a tensor"
+             if changed else "a variable changed from a Python value to a tensor")
+    return errors.located(NotImplementedError, f"{what} started as a Python value, then changed to a tensor "
+                                               f"({cause}). A loop runs as Python or as a graph loop depending on "
+                                               "its first condition; give those variables tensor values before the "
+                                               "loop (e.g. td.constant) so that the whole loop is staged")
