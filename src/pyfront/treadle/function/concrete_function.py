@@ -1,11 +1,13 @@
 """ConcreteFunction: one traced graph, callable with tensors."""
 
+import inspect
 import threading
 
 from treadle import _core
 from treadle.framework import context, graph_serialization
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
+from treadle.function import trace_type
 from treadle.util import nest
 
 
@@ -27,6 +29,7 @@ class ConcreteFunction:
         self._lock = threading.Lock()
         self._function_def = None
         self.function_type = None  # set by the polymorphic function that traced it
+        self._signature = None     # inspect.Signature of the Python function
 
     # ---------------------------------------------------------- inspection
     @property
@@ -67,29 +70,36 @@ class ConcreteFunction:
         return self._executable
 
     def __call__(self, *args, **kwargs):
-        flat = self._flatten_call_args(args, kwargs)
-        return self._call_flat(flat)
+        return self._call_flat(self._flatten_call_args(args, kwargs))
 
     def _flatten_call_args(self, args, kwargs):
-        """The tensor leaves of a call, checked against the traced signature."""
-        sig_args, sig_kwargs = self.structured_input_signature
-        if len(args) > len(sig_args):
-            raise TypeError(f"{self.name} takes {len(sig_args)} positional arguments but {len(args)} were given")
-        call_structure = (tuple(args) + tuple(sig_args[len(args):]), dict(sig_kwargs, **kwargs))
+        """The tensor arguments of a call, checked against the traced FunctionType.
+        Parameters traced as Python literals may be left out."""
+        if self.function_type is None or self._signature is None:
+            if kwargs:
+                raise TypeError(f"{self.name} takes only positional tensor arguments")
+            return [convert_to_tensor(a) for a in args]
         try:
-            nest.assert_same_structure(call_structure, (tuple(sig_args), sig_kwargs), check_types=False)
-        except (ValueError, TypeError) as e:
-            raise TypeError(f"{self.name}: the arguments do not match the traced signature: {e}") from None
-        from treadle.framework.tensor_spec import TensorSpec
-        flat = []
-        for value, spec in zip(nest.flatten(call_structure), nest.flatten((tuple(sig_args), sig_kwargs))):
-            if isinstance(spec, TensorSpec):
-                t = value if isinstance(value, Tensor) else convert_to_tensor(value, dtype_hint=spec.dtype)
-                if not spec.is_compatible_with(t):
-                    raise TypeError(f"{self.name}: expected an argument compatible with {spec}, got "
-                                    f"{t.dtype.name} tensor of shape {t.shape}")
-                flat.append(t)
-        return flat
+            bound = self._signature.bind_partial(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self.name}: {e}") from None
+        arguments = {}
+        for p in self.function_type.parameters:
+            if p.name in bound.arguments:
+                value = bound.arguments[p.name]
+            elif isinstance(p.type, trace_type.Literal):
+                value = p.type.value  # a literal the function was traced for
+            else:
+                default = self._signature.parameters[p.name].default
+                if default is inspect.Parameter.empty:
+                    raise TypeError(f"{self.name}: missing required argument '{p.name}'")
+                value = default
+            try:
+                arguments[p.name] = p.type.cast(value)
+            except (ValueError, TypeError) as e:
+                raise TypeError(f"{self.name}: argument '{p.name}' does not match the traced type "
+                                f"{p.type!r}: {e}") from None
+        return self.function_type.flatten_tensors(arguments)
 
     def _call_flat(self, tensors):
         """Runs on the flat tensor arguments; returns the structured outputs."""
