@@ -25,7 +25,9 @@ from treadle.framework.variables import Variable  # noqa: E402
 from treadle.framework.tensor_array import TensorArray  # noqa: E402
 from treadle.io.saving import load, save  # noqa: E402
 
-from treadle import bitwise, config, math, nn, random  # noqa: E402
+from treadle.module.module import Module  # noqa: E402
+
+from treadle import bitwise, config, math, nn, random, types  # noqa: E402
 from treadle._api import install_api as _install_api  # noqa: E402
 
 _install_api(globals())

@@ -8,6 +8,7 @@ import threading
 import warnings
 import weakref
 
+from treadle import _core
 from treadle.framework import context
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import Tensor
@@ -46,10 +47,12 @@ class Function:
         if input_signature is not None:
             self._set_input_signature(tuple(input_signature))
         self._cache = FunctionCache()
+        self._fast_cache = _core.DispatchCache()  # C++: positional calls of known kinds
         self._concrete_functions = []
         self._tracing_count = 0
         self._lock = threading.RLock()
         self._tracing_thread = None
+        self._traced_once = False
         self._instances = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, python_function, updated=())
 
@@ -99,7 +102,14 @@ class Function:
     def __call__(self, *args, **kwargs):
         if _RUN_EAGERLY:
             return self._python_function(*args, **kwargs)
+        if not kwargs:
+            hit = self._fast_cache.lookup(args)
+            if hit is not None:
+                concrete, flat = hit
+                return concrete._call_flat(flat)
         concrete, flat = self._dispatch(args, kwargs)
+        if not kwargs:
+            self._fast_cache.insert(args, flat, concrete)
         return concrete._call_flat(flat)
 
     def _bind(self, args, kwargs):
@@ -171,7 +181,14 @@ class Function:
                 "Python while on tensors), or call the undecorated Python function.")
         self._tracing_thread = threading.get_ident()
         try:
-            concrete = self._trace_unguarded(ftype)
+            first = not self._concrete_functions and not self._traced_once
+            self._traced_once = True
+            created = []
+            concrete = self._trace_unguarded(ftype, allow_variables=first, created=created)
+            if created:
+                # As TensorFlow does: a first trace that made variables is
+                # traced again, and that trace must find them made.
+                concrete = self._trace_unguarded(ftype, allow_variables=False, created=[])
         finally:
             self._tracing_thread = None
         self._tracing_count += 1
@@ -187,10 +204,10 @@ class Function:
                 "section.", stacklevel=3)
         return concrete
 
-    def _trace_unguarded(self, ftype):
+    def _trace_unguarded(self, ftype, allow_variables, created):
         from treadle.framework import variables
         graph = FuncGraph(self._name, outer_graph=context.current_graph())
-        hook = self._variable_creation_hook(graph)
+        hook = self._variable_creation_hook(graph, allow_variables, created)
         variables._creation_hooks.append(hook)
         try:
             with graph:
@@ -214,7 +231,7 @@ class Function:
                 graph.outputs = flat_out
         finally:
             variables._creation_hooks.remove(hook)
-        arg_specs = {p.name: _spec_structure(p.type) for p in ftype.parameters}
+        arg_specs = {p.name: _spec_structure(p.type, p.name) for p in ftype.parameters}
         structured_args = (tuple(arg_specs[n] for n in arg_specs), {})
         concrete = ConcreteFunction(graph, unique_function_name(self._name), structured_args, flat_out,
                                     self._python_function)
@@ -224,16 +241,17 @@ class Function:
         graph.finalized = True
         return concrete
 
-    def _variable_creation_hook(self, graph):
+    def _variable_creation_hook(self, graph, allowed, created):
         """Variables may be created only while the function is traced the first time."""
         def hook(variable):
             if context.graph_being_built() is not graph:
                 return
-            if self._concrete_functions:
+            if not allowed:
                 raise ValueError(
                     "td.function only supports singleton td.Variables created on the first call. Make sure the "
                     "td.Variable is only created once or created outside td.function. See the tf.function "
                     "guide's section on creating variables for more information.")
+            created.append(variable)
         return hook
 
     def _converted_function(self):
@@ -268,10 +286,10 @@ def _describe(t):
     return repr(t)
 
 
-def _spec_structure(t):
+def _spec_structure(t, name=None):
     """A value standing for a parameter type in structured_input_signature."""
     if isinstance(t, trace_type.TensorType):
-        return t.spec()
+        return TensorSpec(t.shape, t.dtype, t.name or name)
     if isinstance(t, trace_type.Literal):
         return t.value
     if isinstance(t, trace_type._Sequence) and not isinstance(t, trace_type.AttrsType):
