@@ -38,7 +38,9 @@ def make_tensor_proto(values, dtype=None, shape=None, verify_shape=False, allow_
         dtype = dtypes.as_dtype(dtype)
     if isinstance(values, EagerTensor):
         values = values.numpy()
-    arr = _python_to_numpy(values, dtype)
+    arr = _string_array(values) if dtype in (None, dtypes.string) else None
+    if arr is None:
+        arr = _python_to_numpy(values, dtype)
     if arr is None:
         raise TypeError(f"make_tensor_proto: cannot convert {values!r} (it contains symbolic tensors)")
     if shape is not None:
@@ -64,6 +66,29 @@ def make_ndarray(tensor):
         raise TypeError(f"make_ndarray expects a treadle.proto.TensorProto, got {type(tensor).__name__}")
     t = _core.tensor_from_proto_bytes(tensor.SerializeToString())
     return np.array(t, copy=True)
+
+
+def _string_array(values):
+    """An object array of the str/bytes in `values`, or None when they are not
+    all strings. NumPy's own 'S'/'U' arrays would drop trailing NUL bytes and
+    refuse to mix str with bytes."""
+    if isinstance(values, (str, bytes)):
+        return np.array(values, dtype=object)
+    if isinstance(values, np.ndarray):
+        if values.dtype.kind not in "USO":
+            return None
+        return values if values.size == 0 or _all_str(values) else None
+    if not isinstance(values, (list, tuple)):
+        return None
+    try:
+        arr = np.array(values, dtype=object)
+    except ValueError:
+        return None
+    return arr if arr.size and _all_str(arr) else None
+
+
+def _all_str(arr):
+    return arr.dtype.kind in "USO" and all(isinstance(x, (str, bytes)) for x in arr.ravel().tolist())
 
 
 def _as_dims(shape):
