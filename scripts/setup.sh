@@ -13,6 +13,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # --- system packages: the protobuf compiler and C++ library, a C++ toolchain, CMake
 APT_PACKAGES=(protobuf-compiler libprotobuf-dev cmake g++ make)
+PYTHON=${PYTHON:-python3}
+# Debian's own python3 keeps venv in a separate package (pyenv's Python has it).
+"$PYTHON" -c "import ensurepip, venv" 2>/dev/null || APT_PACKAGES+=(python3-venv)
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
@@ -27,7 +30,6 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- the virtual environment and the build requirements (from pyproject.toml)
-PYTHON=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
   echo "setup: creating .venv with $($PYTHON --version 2>&1)"
   "$PYTHON" -m venv .venv
@@ -44,9 +46,9 @@ with open("pyproject.toml", "rb") as f:
     print("\n".join(tomllib.load(f)["build-system"]["requires"]))
 PY
 )
-# numpy is needed at build time too (scipy-openblas32's helpers import it);
-# ninja makes rebuilds fast.
-"$VPY" -m pip install -q "${BUILD_REQUIRES[@]}" numpy ninja
+# Building without isolation (below) keeps the CMake build directory between
+# runs; ninja makes those rebuilds fast.
+"$VPY" -m pip install -q "${BUILD_REQUIRES[@]}" ninja
 
 # --- treadle itself, built once and rebuilt incrementally
 BUILD_DIR=${TREADLE_BUILD_DIR:-build/release}
