@@ -55,6 +55,9 @@ def _python_to_numpy(value, dtype):
             arr = arr.astype(np.float32)
         elif arr.dtype == object and arr.size and not _all_strings(arr):
             raise TypeError(f"Failed to convert elements of {value!r} to Tensor: unsupported element types")
+        elif arr.dtype.kind in "SU":
+            # NumPy's fixed-width strings drop trailing NUL bytes; keep elements exact.
+            arr = np.array(value, dtype=object)
         elif arr.dtype == np.float64 and arr.size == 0 and dtype is None:
             arr = arr.astype(np.float32)
     if dtype is not None:
