@@ -27,6 +27,7 @@ SliceMasks ReadMasks(const AttrMap& attrs) {
 struct DenseEntry {
   int64_t begin = 0, end = 0, stride = 1;
   bool begin_masked = false, end_masked = false, shrink = false;
+  bool whole = false;  // covered by an ellipsis: the entire dimension, whatever the values
 };
 
 struct DenseSpec {
@@ -62,7 +63,7 @@ DenseSpec BuildDenseSpec(const OpDef& op, int64_t rank, int64_t sparse_len, cons
       const int64_t next = std::min(rank - (n - i) + 1 + new_axes_after_ellipsis, rank);
       for (; full < next; ++full) {
         DenseEntry& e = spec.entries[full];
-        e.begin_masked = e.end_masked = true;
+        e.begin_masked = e.end_masked = e.whole = true;
         spec.gather.push_back(full);
       }
     } else if (m.bit(m.new_axis, i)) {
@@ -138,6 +139,7 @@ SliceAnalysis AnalyzeSlice(const OpDef& op, const PartialShape& in, int64_t spar
   for (int64_t i = 0; i < rank; ++i) {
     const DenseEntry& e = spec.entries[i];
     if (e.shrink) size[i] = 1;
+    if (e.whole) size[i] = in.dims[i];
     if (!values_known) continue;
     if (in.dims[i] < 0) {
       if (e.stride == 0) ThrowValueError(op.name, ": strides[", i, "] must be non-zero");

@@ -384,12 +384,22 @@ def _index_value(idx):
         return idx
 
 
-def _pack_indices(values):
-    """An integer vector from Python ints and (symbolic) scalar tensors."""
+def _slice_index_dtype(*lists):
+    """int64 when any index is an int64 tensor or a Python int beyond int32, else int32."""
+    for values in lists:
+        for v in values:
+            if isinstance(v, Tensor):
+                if v.dtype == dtypes.int64:
+                    return dtypes.int64
+            elif not _INT32_MIN <= v <= _INT32_MAX:
+                return dtypes.int64
+    return dtypes.int32
+
+
+def _pack_indices(values, dtype):
+    """An integer vector of `dtype` from Python ints and (symbolic) scalar tensors."""
     if all(isinstance(v, int) for v in values):
-        return convert_to_tensor(np.array(values, dtype=_index_dtype(values).as_numpy_dtype))
-    dtype = dtypes.int64 if any(isinstance(v, Tensor) and v.dtype == dtypes.int64 for v in values) \
-        or not all(_INT32_MIN <= v <= _INT32_MAX for v in values if isinstance(v, int)) else dtypes.int32
+        return convert_to_tensor(np.array(values, dtype=dtype.as_numpy_dtype))
     from treadle.ops.math_ops import cast
     return stack([cast(v, dtype) if isinstance(v, Tensor) else convert_to_tensor(v, dtype=dtype) for v in values])
 
@@ -442,7 +452,9 @@ def tensor_getitem(tensor, key):
     if not begin:
         empty = convert_to_tensor(np.zeros(0, np.int32))
         return _run1("StridedSlice", [tensor, empty, empty, empty], attrs)
-    return _run1("StridedSlice", [tensor, _pack_indices(begin), _pack_indices(end), _pack_indices(strides)], attrs)
+    dtype = _slice_index_dtype(begin, end, strides)
+    packed = [_pack_indices(values, dtype) for values in (begin, end, strides)]
+    return _run1("StridedSlice", [tensor] + packed, attrs)
 
 
 PUBLIC = {"": ["reshape", "expand_dims", "squeeze", "identity", "shape", "size", "rank", "transpose",
