@@ -7,12 +7,23 @@ namespace treadle {
 namespace {
 
 constexpr int64_t kTile = 32;
+constexpr int64_t kShortStride = 4;
 
 // Copies a rows x cols block: dst is dense, src has strides (rs, cs).
 template <typename E>
 void CopyTile(const E* src, int64_t rows, int64_t cols, int64_t rs, int64_t cs, E* dst) {
   if (cs == 1) {
     for (int64_t r = 0; r < rows; ++r) std::copy_n(src + r * rs, cols, dst + r * cols);
+    return;
+  }
+  // A short stride still reads each cache line for several elements in a row:
+  // walking rows in order is best. Long strides (transposes) need tiles.
+  if (cs >= -kShortStride && cs <= kShortStride) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const E* s = src + r * rs;
+      E* d = dst + r * cols;
+      for (int64_t c = 0; c < cols; ++c) d[c] = s[c * cs];
+    }
     return;
   }
   for (int64_t r0 = 0; r0 < rows; r0 += kTile) {

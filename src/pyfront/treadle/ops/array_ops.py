@@ -11,7 +11,7 @@ import numpy as np
 
 from treadle.framework import dtypes
 from treadle.framework.ops import execute
-from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 
 newaxis = None
@@ -24,11 +24,39 @@ def _run1(op_name, inputs, attrs=None, name=None):
 
 
 def _is_int(value):
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+    return type(value) is int or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
+
+
+def _tensor(value):
+    """convert_to_tensor with a fast path for what is already an eager tensor."""
+    return value if type(value) is EagerTensor else convert_to_tensor(value)
 
 
 def _index_dtype(values):
     return dtypes.int32 if all(_INT32_MIN <= v <= _INT32_MAX for v in values) else dtypes.int64
+
+
+# Small integer constants (axes, shapes, slice specs) are made once and reused:
+# tensors are immutable, and building one from Python costs more than the op.
+_INDEX_CONSTANTS = {}
+_INDEX_CONSTANTS_LIMIT = 4096
+
+
+def _index_constant(key):
+    """The int32 (or int64, when needed) constant for a Python int or tuple of ints."""
+    t = _INDEX_CONSTANTS.get(key)
+    if t is None:
+        values = key if isinstance(key, tuple) else (key,)
+        dtype = _index_dtype(values)
+        if isinstance(key, tuple):
+            t = convert_to_tensor(np.array(key, dtype=dtype.as_numpy_dtype))
+        else:
+            t = convert_to_tensor(key, dtype=dtype)
+        if len(key if isinstance(key, tuple) else ()) <= 16:
+            if len(_INDEX_CONSTANTS) >= _INDEX_CONSTANTS_LIMIT:
+                _INDEX_CONSTANTS.clear()
+            _INDEX_CONSTANTS[key] = t
+    return t
 
 
 def _int_scalar(value, what):
@@ -38,8 +66,7 @@ def _int_scalar(value, what):
             raise TypeError(f"`{what}` must be an int32 or int64 tensor, got {value.dtype.name}")
         return value
     if _is_int(value):
-        value = int(value)
-        return convert_to_tensor(value, dtype=_index_dtype([value]))
+        return _index_constant(int(value))
     t = convert_to_tensor(value, dtype_hint=dtypes.int32)
     if not t.dtype.is_integer:
         raise TypeError(f"`{what}` must be an integer, got {value!r}")
@@ -50,6 +77,8 @@ def _int_vector(value, what):
     """An integer vector tensor for a shape-like argument: a list or tuple of
     ints (or scalar tensors), a fully known TensorShape, a NumPy array or an
     integer tensor."""
+    if type(value) in (list, tuple) and all(type(v) is int for v in value):
+        return _index_constant(tuple(value))
     if isinstance(value, Tensor):
         if not value.dtype.is_integer:
             raise TypeError(f"`{what}` must be an int32 or int64 tensor, got {value.dtype.name}")
@@ -60,8 +89,7 @@ def _int_vector(value, what):
         value = value.as_list()
     if isinstance(value, (list, tuple)):
         if all(_is_int(v) for v in value):
-            ints = [int(v) for v in value]
-            return convert_to_tensor(np.array(ints, dtype=_index_dtype(ints).as_numpy_dtype))
+            return _index_constant(tuple(int(v) for v in value))
         if any(v is None for v in value):
             raise ValueError(f"`{what}` must be fully known, got {value!r}")
     t = convert_to_tensor(value, dtype_hint=dtypes.int32)
@@ -85,7 +113,7 @@ def _convert_list(values):
 
 def reshape(tensor, shape, name=None):
     """`tensor`'s elements (not copied) under `shape`; one entry of `shape` may be -1."""
-    tensor = convert_to_tensor(tensor)
+    tensor = _tensor(tensor)
     return _run1("Reshape", [tensor, _int_vector(shape, "shape")], name=name)
 
 
@@ -93,7 +121,7 @@ def expand_dims(input, axis, name=None):  # noqa: A002 (TensorFlow's argument na
     """Inserts a dimension of size 1 at `axis` (negative counts from the end)."""
     if axis is None:
         raise ValueError("expand_dims: `axis` must be set")
-    return _run1("ExpandDims", [convert_to_tensor(input), _int_scalar(axis, "axis")], name=name)
+    return _run1("ExpandDims", [_tensor(input), _int_scalar(axis, "axis")], name=name)
 
 
 def squeeze(input, axis=None, name=None):  # noqa: A002
@@ -104,35 +132,35 @@ def squeeze(input, axis=None, name=None):  # noqa: A002
         axis = [int(axis)]
     else:
         axis = [int(a) for a in axis]
-    return _run1("Squeeze", [convert_to_tensor(input)], {"axis": axis}, name)
+    return _run1("Squeeze", [_tensor(input)], {"axis": axis}, name)
 
 
 def identity(input, name=None):  # noqa: A002
     """`input` itself, as a tensor."""
-    return _run1("Identity", [convert_to_tensor(input)], name=name)
+    return _run1("Identity", [_tensor(input)], name=name)
 
 
 def shape(input, out_type=None, name=None):  # noqa: A002
     """The shape of `input` as an int32 (or `out_type`) vector."""
     out_type = dtypes.int32 if out_type is None else dtypes.as_dtype(out_type)
-    return _run1("Shape", [convert_to_tensor(input)], {"out_type": out_type}, name)
+    return _run1("Shape", [_tensor(input)], {"out_type": out_type}, name)
 
 
 def size(input, out_type=None, name=None):  # noqa: A002
     """The number of elements of `input` as an int32 (or `out_type`) scalar."""
     out_type = dtypes.int32 if out_type is None else dtypes.as_dtype(out_type)
-    return _run1("Size", [convert_to_tensor(input)], {"out_type": out_type}, name)
+    return _run1("Size", [_tensor(input)], {"out_type": out_type}, name)
 
 
 def rank(input, name=None):  # noqa: A002
     """The number of dimensions of `input` as an int32 scalar."""
-    return _run1("Rank", [convert_to_tensor(input)], name=name)
+    return _run1("Rank", [_tensor(input)], name=name)
 
 
 def transpose(a, perm=None, conjugate=False, name="transpose"):
     """Permutes the dimensions of `a` (output dimension i is input dimension
     perm[i]); without `perm`, reverses them."""
-    a = convert_to_tensor(a)
+    a = _tensor(a)
     if perm is None:
         r = a.shape.rank
         if r is not None:
@@ -176,7 +204,7 @@ def stack(values, axis=0, name="stack"):
 def unstack(value, num=None, axis=0, name="unstack"):
     """The slices of `value` along `axis`, as a list of `num` tensors (`num` is
     read from the static shape when not given)."""
-    value = convert_to_tensor(value)
+    value = _tensor(value)
     value_shape = value.shape
     if value_shape.rank is not None:
         r = value_shape.rank
@@ -192,7 +220,7 @@ def unstack(value, num=None, axis=0, name="unstack"):
 def split(value, num_or_size_splits, axis=0, num=None, name="split"):
     """Splits `value` along `axis` into `num_or_size_splits` equal pieces (an
     int), or into pieces of the listed sizes (one may be -1)."""
-    value = convert_to_tensor(value)
+    value = _tensor(value)
     if _is_int(num_or_size_splits):
         return execute("Split", [_int_scalar(axis, "axis"), value], {"num_split": int(num_or_size_splits)},
                        name=name)
@@ -212,7 +240,7 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
     """Slices of `params` along `axis` (default: `batch_dims`) at `indices`.
     An index outside [0, params.shape[axis]) is an InvalidArgumentError."""
-    params = convert_to_tensor(params)
+    params = _tensor(params)
     indices = convert_to_tensor(indices, dtype_hint=dtypes.int32)
     if axis is None:
         axis = batch_dims
@@ -224,7 +252,7 @@ def where(condition, x=None, y=None, name=None):
     (all three broadcast). Alone: the int64 coordinates of the true (non-zero)
     elements of `condition`, one row each."""
     if x is None and y is None:
-        return _run1("Where", [convert_to_tensor(condition)], name=name)
+        return _run1("Where", [_tensor(condition)], name=name)
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     condition = convert_to_tensor(condition, dtype_hint=dtypes.bool)
@@ -268,14 +296,14 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 def tile(input, multiples, name=None):  # noqa: A002
     """`input` repeated multiples[i] times along each dimension i."""
-    return _run1("Tile", [convert_to_tensor(input), _int_vector(multiples, "multiples")], name=name)
+    return _run1("Tile", [_tensor(input), _int_vector(multiples, "multiples")], name=name)
 
 
 # ---------------------------------------------------------------- tensors from shapes and values
 
 def fill(dims, value, name=None, layout=None):
     """A tensor of shape `dims` whose every element is `value`."""
-    return _run1("Fill", [_int_vector(dims, "dims"), convert_to_tensor(value)], name=name)
+    return _run1("Fill", [_int_vector(dims, "dims"), _tensor(value)], name=name)
 
 
 def _shape_argument(shape_value):
@@ -312,7 +340,7 @@ def ones(shape, dtype=dtypes.float32, name=None, layout=None):
 
 def zeros_like(input, dtype=None, name=None, layout=None):  # noqa: A002
     """Zeros with the shape of `input` and its dtype (or `dtype`)."""
-    input = convert_to_tensor(input)
+    input = _tensor(input)
     if dtype is None or dtypes.as_dtype(dtype) == input.dtype:
         return _run1("ZerosLike", [input], name=name)
     return _run1("Fill", [shape(input), _scalar_of(dtypes.as_dtype(dtype), 0)], name=name)
@@ -320,13 +348,25 @@ def zeros_like(input, dtype=None, name=None, layout=None):  # noqa: A002
 
 def ones_like(input, dtype=None, name=None, layout=None):  # noqa: A002
     """Ones with the shape of `input` and its dtype (or `dtype`)."""
-    input = convert_to_tensor(input)
+    input = _tensor(input)
     if dtype is None or dtypes.as_dtype(dtype) == input.dtype:
         return _run1("OnesLike", [input], name=name)
     return _run1("Fill", [shape(input), _scalar_of(dtypes.as_dtype(dtype), 1)], name=name)
 
 
 _RANGE_DTYPE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
+
+
+def _range_argument(value, dtype):
+    if isinstance(value, Tensor):
+        return value
+    if dtype is not None:
+        return convert_to_tensor(value, dtype=dtype)
+    if _is_int(value):
+        return _index_constant(int(value))
+    if isinstance(value, float):
+        return convert_to_tensor(value, dtype=dtypes.float32)
+    return _tensor(value)
 
 
 def _range(start, limit=None, delta=1, dtype=None, name="range"):
@@ -337,7 +377,7 @@ def _range(start, limit=None, delta=1, dtype=None, name="range"):
         start, limit = 0, start
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
-    args = [v if isinstance(v, Tensor) else convert_to_tensor(v, dtype=dtype) for v in (start, limit, delta)]
+    args = [_range_argument(v, dtype) for v in (start, limit, delta)]
     if dtype is None:
         for v in args:
             if v.dtype not in _RANGE_DTYPE_ORDER:
@@ -358,103 +398,81 @@ def strided_slice(input_, begin, end, strides=None, begin_mask=0, end_mask=0, el
     strides = ones_like(begin) if strides is None else _int_vector(strides, "strides")
     attrs = {"begin_mask": int(begin_mask), "end_mask": int(end_mask), "ellipsis_mask": int(ellipsis_mask),
              "new_axis_mask": int(new_axis_mask), "shrink_axis_mask": int(shrink_axis_mask)}
-    return _run1("StridedSlice", [convert_to_tensor(input_), begin, end, strides], attrs, name)
+    return _run1("StridedSlice", [_tensor(input_), begin, end, strides], attrs, name)
 
 
 _SLICE_TYPE_ERROR = ("Only integers, slices (`:`), ellipsis (`...`), td.newaxis (`None`) and scalar "
                      "td.int32/td.int64 tensors are valid indices")
 
 
-def _check_index(idx):
-    """Accepts Python ints and scalar integer tensors as indices."""
-    if _is_int(idx):
-        return
-    dtype = getattr(idx, "dtype", None)
-    if not isinstance(idx, Tensor) or dtype not in (dtypes.int32, dtypes.int64) or idx.shape.rank != 0:
-        raise TypeError(f"{_SLICE_TYPE_ERROR}, got {idx!r}")
-
-
 def _index_value(idx):
-    """A Python int for ints and eager scalar tensors; symbolic tensors stay tensors."""
+    """A Python int for ints and eager scalar integer tensors; symbolic scalar
+    integer tensors stay tensors. TypeError for anything else."""
+    if type(idx) is int:
+        return idx
     if _is_int(idx):
         return int(idx)
-    try:
-        return int(idx.__index__())
-    except (AttributeError, TypeError, ValueError):
-        return idx
+    if isinstance(idx, Tensor) and idx.dtype in (dtypes.int32, dtypes.int64) and idx.shape.rank == 0:
+        return int(idx) if type(idx) is EagerTensor else idx
+    raise TypeError(f"{_SLICE_TYPE_ERROR}, got {idx!r}")
 
 
-def _slice_index_dtype(*lists):
-    """int64 when any index is an int64 tensor or a Python int beyond int32, else int32."""
-    for values in lists:
-        for v in values:
-            if isinstance(v, Tensor):
-                if v.dtype == dtypes.int64:
-                    return dtypes.int64
-            elif not _INT32_MIN <= v <= _INT32_MAX:
-                return dtypes.int64
-    return dtypes.int32
+def _parse_slice_key(key):
+    """TensorFlow's encoding of an index expression: begin, end and strides
+    lists (Python ints, or tensors for symbolic indices) and the five masks."""
+    if not isinstance(key, (list, tuple)):
+        key = (key,)
+    begin, end, strides = [], [], []
+    masks = {"begin_mask": 0, "end_mask": 0, "ellipsis_mask": 0, "new_axis_mask": 0, "shrink_axis_mask": 0}
+    for index, s in enumerate(key):
+        bit = 1 << index
+        if type(s) is slice:
+            start, stop, step = (None if v is None else _index_value(v) for v in (s.start, s.stop, s.step))
+            if start is None:
+                masks["begin_mask"] |= bit
+            if stop is None:
+                masks["end_mask"] |= bit
+            begin.append(0 if start is None else start)
+            end.append(0 if stop is None else stop)
+            strides.append(1 if step is None else step)
+        elif s is Ellipsis or s is None:
+            begin.append(0)
+            end.append(0)
+            strides.append(1)
+            masks["ellipsis_mask" if s is Ellipsis else "new_axis_mask"] |= bit
+        else:
+            i = _index_value(s)
+            begin.append(i)
+            # A shrunk dimension ignores its end, but keep TensorFlow's i + 1.
+            end.append(i + 1 if type(i) is int else _run1("AddV2", [i, convert_to_tensor(1, dtype=i.dtype)]))
+            strides.append(1)
+            masks["shrink_axis_mask"] |= bit
+    return begin, end, strides, masks
 
 
-def _pack_indices(values, dtype):
-    """An integer vector of `dtype` from Python ints and (symbolic) scalar tensors."""
-    if all(isinstance(v, int) for v in values):
-        return convert_to_tensor(np.array(values, dtype=dtype.as_numpy_dtype))
+def _pack_symbolic_indices(lists):
+    """begin/end/strides vectors from Python ints and symbolic scalar tensors (int64 if any needs it)."""
+    wide = any((isinstance(v, Tensor) and v.dtype == dtypes.int64) or
+               (type(v) is int and not _INT32_MIN <= v <= _INT32_MAX) for values in lists for v in values)
+    dtype = dtypes.int64 if wide else dtypes.int32
     from treadle.ops.math_ops import cast
-    return stack([cast(v, dtype) if isinstance(v, Tensor) else convert_to_tensor(v, dtype=dtype) for v in values])
+    return [stack([cast(v, dtype) if isinstance(v, Tensor) else convert_to_tensor(v, dtype=dtype) for v in values])
+            for values in lists]
 
 
 def tensor_getitem(tensor, key):
     """`tensor[key]` with NumPy's basic indexing: ints (negative from the end),
     slices with steps, Ellipsis, None (td.newaxis) and scalar integer tensors."""
-    if not isinstance(key, (list, tuple)):
-        key = [key]
-    begin, end, strides = [], [], []
-    begin_mask = end_mask = ellipsis_mask = new_axis_mask = shrink_axis_mask = 0
-    for index, s in enumerate(key):
-        bit = 1 << index
-        if isinstance(s, slice):
-            for part in (s.start, s.stop, s.step):
-                if part is not None:
-                    _check_index(part)
-            if s.start is None:
-                begin.append(0)
-                begin_mask |= bit
-            else:
-                begin.append(_index_value(s.start))
-            if s.stop is None:
-                end.append(0)
-                end_mask |= bit
-            else:
-                end.append(_index_value(s.stop))
-            strides.append(1 if s.step is None else _index_value(s.step))
-        elif s is Ellipsis:
-            begin.append(0)
-            end.append(0)
-            strides.append(1)
-            ellipsis_mask |= bit
-        elif s is None:
-            begin.append(0)
-            end.append(0)
-            strides.append(1)
-            new_axis_mask |= bit
-        else:
-            _check_index(s)
-            i = _index_value(s)
-            begin.append(i)
-            # The end of an index is ignored by the shrink mask; any value will do.
-            end.append(i + 1 if isinstance(i, int) else _run1("AddV2", [i, convert_to_tensor(1, dtype=i.dtype)]))
-            strides.append(1)
-            shrink_axis_mask |= bit
-    attrs = {"begin_mask": begin_mask, "end_mask": end_mask, "ellipsis_mask": ellipsis_mask,
-             "new_axis_mask": new_axis_mask, "shrink_axis_mask": shrink_axis_mask}
-    tensor = convert_to_tensor(tensor)
-    if not begin:
-        empty = convert_to_tensor(np.zeros(0, np.int32))
-        return _run1("StridedSlice", [tensor, empty, empty, empty], attrs)
-    dtype = _slice_index_dtype(begin, end, strides)
-    packed = [_pack_indices(values, dtype) for values in (begin, end, strides)]
-    return _run1("StridedSlice", [tensor] + packed, attrs)
+    begin, end, strides, masks = _parse_slice_key(key)
+    tensor = _tensor(tensor)
+    lists = (begin, end, strides)
+    if all(type(v) is int for values in lists for v in values):
+        packed = [_index_constant(tuple(values)) for values in lists]
+        if not packed[0].dtype == packed[1].dtype == packed[2].dtype:  # some value needs int64
+            packed = [convert_to_tensor(np.array(values, dtype=np.int64)) for values in lists]
+    else:
+        packed = _pack_symbolic_indices(lists)
+    return _run1("StridedSlice", [tensor] + packed, masks)
 
 
 PUBLIC = {"": ["reshape", "expand_dims", "squeeze", "identity", "shape", "size", "rank", "transpose",
