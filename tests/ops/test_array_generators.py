@@ -5,7 +5,10 @@ import numpy as np
 import pytest
 
 import treadle as td
-from array_testing import ALL_DTYPES, NUMERIC_DTYPES, check, sample
+try:  # tests/ops as a package, or as a plain directory on sys.path
+    from .array_testing import ALL_DTYPES, NUMERIC_DTYPES, check, sample
+except ImportError:
+    from array_testing import ALL_DTYPES, NUMERIC_DTYPES, check, sample
 
 SHAPES = [[], [0], [3], [2, 3], [2, 0, 4], [1, 1, 1]]
 

@@ -7,7 +7,10 @@ import numpy as np
 import pytest
 
 import treadle as td
-from array_testing import ALL_DTYPES, check, sample
+try:  # tests/ops as a package, or as a plain directory on sys.path
+    from .array_testing import ALL_DTYPES, check, sample
+except ImportError:
+    from array_testing import ALL_DTYPES, check, sample
 
 # ---------------------------------------------------------------- reshape
 

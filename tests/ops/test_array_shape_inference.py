@@ -5,7 +5,10 @@ constants. Problems found here are ValueErrors, as in TensorFlow."""
 import pytest
 
 import treadle as td
-from array_testing import const, infer
+try:  # tests/ops as a package, or as a plain directory on sys.path
+    from .array_testing import const, infer
+except ImportError:
+    from array_testing import const, infer
 
 F, I32, I64, B, S = td.float32, td.int32, td.int64, td.bool, td.string
 

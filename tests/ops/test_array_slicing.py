@@ -5,7 +5,10 @@ import numpy as np
 import pytest
 
 import treadle as td
-from array_testing import ALL_DTYPES, check, sample
+try:  # tests/ops as a package, or as a plain directory on sys.path
+    from .array_testing import ALL_DTYPES, check, sample
+except ImportError:
+    from array_testing import ALL_DTYPES, check, sample
 
 KEYS = [
     0, 1, -1, -2,
@@ -125,3 +128,17 @@ def test_strided_slice_spec_length_mismatch():
         td.strided_slice(t, [0, 0], [1], [1, 1])
     with pytest.raises(td.errors.InvalidArgumentError, match="only stride 1 allowed on non-range indexing"):
         td.strided_slice(t, [0], [1], [-1], shrink_axis_mask=1)
+
+
+def test_symbolic_indices_are_packed_with_stack():
+    # Symbolic (graph) scalar indices cannot become Python ints; they are
+    # packed into the begin/end/strides vectors with Pack, widening to int64
+    # when any index needs it.
+    from treadle.ops import array_ops
+    begin, end, strides = array_ops._pack_symbolic_indices(
+        ([td.constant(1), 2], [td.constant(3, td.int64), 4], [1, td.constant(-1)]))
+    check(begin, np.array([1, 2], np.int64), td.int64)
+    check(end, np.array([3, 4], np.int64), td.int64)
+    check(strides, np.array([1, -1], np.int64), td.int64)
+    packed = array_ops._pack_symbolic_indices(([td.constant(1)], [td.constant(2)], [1]))
+    assert [p.dtype for p in packed] == [td.int32] * 3

@@ -62,14 +62,17 @@ void CheckOutputRank(const OpDef& op, int64_t rank) {
 }
 
 int64_t CheckedProduct(const OpDef& op, const Dims& dims) {
+  // Like NumElements (which every tensor's shape must pass), but a ValueError
+  // naming the op, and tolerant of unknown (negative) dimensions.
   int64_t n = 1;
+  bool overflow = false;
   for (int64_t d : dims) {
     if (d < 0) continue;
-    if (d != 0 && n > kMaxElements / d) {
-      ThrowValueError(op.name, ": shape ", DimsToString(dims), " has more than 2^40 elements");
-    }
-    n *= d;
+    if (d > kMaxElements) overflow = true;
+    else if (d != 0 && n > kMaxElements / d) overflow = true;
+    else n *= d;
   }
+  if (overflow) ThrowValueError(op.name, ": shape ", DimsToString(dims), " has more than 2^40 elements");
   return n;
 }
 
@@ -99,11 +102,14 @@ void DeinterleaveCopy(DType t, int64_t outer, const char* in, const std::vector<
   }
 }
 
+// Bounds the output list an attribute can ask for before anything is allocated.
+constexpr int64_t kMaxOutputs = int64_t{1} << 24;
+
 DTypeFn RepeatedDTypeOfInput(int i, const char* num_attr) {
   return [i, num_attr](const InferContext& c) {
     int64_t n = c.attrs.GetInt(num_attr);
     if (n < 0) ThrowValueError(c.op.name, ": attribute '", num_attr, "' must be >= 0, got ", n);
-    if (n > (int64_t{1} << 20)) ThrowValueError(c.op.name, ": attribute '", num_attr, "' is too large: ", n);
+    if (n > kMaxOutputs) ThrowValueError(c.op.name, ": attribute '", num_attr, "' is too large: ", n);
     return std::vector<DType>(static_cast<size_t>(n), c.dtypes[i]);
   };
 }
