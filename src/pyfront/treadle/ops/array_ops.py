@@ -9,7 +9,7 @@ import numbers
 
 import numpy as np
 
-from treadle.framework import dtypes
+from treadle.framework import context, dtypes
 from treadle.framework.ops import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
@@ -36,23 +36,29 @@ def _index_dtype(values):
     return dtypes.int32 if all(_INT32_MIN <= v <= _INT32_MAX for v in values) else dtypes.int64
 
 
-# Small integer constants (axes, shapes, slice specs) are made once and reused:
-# tensors are immutable, and building one from Python costs more than the op.
+def _new_index_tensor(key):
+    """An int32 (int64 when needed) tensor for a Python int or tuple of ints."""
+    if isinstance(key, tuple):
+        return convert_to_tensor(np.array(key, dtype=_index_dtype(key).as_numpy_dtype))
+    return convert_to_tensor(key, dtype=_index_dtype((key,)))
+
+
+# Small integer constants (axes, shapes, slice specs) are made once and reused
+# in eager mode: tensors are immutable, and building one from Python costs more
+# than the op. While tracing, each becomes a Const node of the graph instead,
+# so that shape inference sees its value.
 _INDEX_CONSTANTS = {}
 _INDEX_CONSTANTS_LIMIT = 4096
 
 
 def _index_constant(key):
-    """The int32 (or int64, when needed) constant for a Python int or tuple of ints."""
+    """The index tensor for a Python int or tuple of ints (see _new_index_tensor)."""
+    if context.current_graph() is not None:
+        return _new_index_tensor(key)
     t = _INDEX_CONSTANTS.get(key)
     if t is None:
-        values = key if isinstance(key, tuple) else (key,)
-        dtype = _index_dtype(values)
-        if isinstance(key, tuple):
-            t = convert_to_tensor(np.array(key, dtype=dtype.as_numpy_dtype))
-        else:
-            t = convert_to_tensor(key, dtype=dtype)
-        if len(key if isinstance(key, tuple) else ()) <= 16:
+        t = _new_index_tensor(key)
+        if not isinstance(key, tuple) or len(key) <= 16:
             if len(_INDEX_CONSTANTS) >= _INDEX_CONSTANTS_LIMIT:
                 _INDEX_CONSTANTS.clear()
             _INDEX_CONSTANTS[key] = t
