@@ -31,8 +31,10 @@ void SoftmaxRows(const T* in, T* out, int64_t outer, int64_t n, int64_t inner) {
         if constexpr (!kLog) y[k] = e;
       }
       if constexpr (kLog) {
-        T shift = max + static_cast<T>(std::log(sum));
-        for (int64_t k = 0; k < n; ++k) y[k] = x[k] - shift;
+        // (x - max) - log(sum), not x - (max + log(sum)): the latter rounds
+        // log(sum) away when max is large.
+        const T log_sum = static_cast<T>(std::log(sum));
+        for (int64_t k = 0; k < n; ++k) y[k] = (x[k] - max) - log_sum;
       } else {
         T scale = static_cast<T>(1.0 / sum);
         for (int64_t k = 0; k < n; ++k) y[k] *= scale;
@@ -62,7 +64,7 @@ void SoftmaxRows(const T* in, T* out, int64_t outer, int64_t n, int64_t inner) {
     }
     for (int64_t k = 0; k < n; ++k) {
       for (int64_t j = 0; j < inner; ++j) {
-        if constexpr (kLog) y[k * inner + j] = x[k * inner + j] - (max[j] + static_cast<T>(std::log(sum[j])));
+        if constexpr (kLog) y[k * inner + j] = (x[k * inner + j] - max[j]) - static_cast<T>(std::log(sum[j]));
         else y[k * inner + j] = static_cast<T>(y[k * inner + j] / sum[j]);
       }
     }
