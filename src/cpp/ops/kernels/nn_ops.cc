@@ -205,16 +205,19 @@ OpDef MakeSparseXent() {
         }
       }
     }
-    PartialShape loss = PartialShape::Unknown();
+    // Each of features and labels may know batch dims the other does not.
+    PartialShape loss = PartialShape::Unknown(), backprop = f;
     if (f.known_rank) {
       loss = PartialShape(Dims(f.dims.begin(), f.dims.end() - 1));
       if (l.known_rank) {
-        for (int d = 0; d < l.rank(); ++d) if (loss.dims[d] < 0) loss.dims[d] = l.dims[d];
+        for (int d = 0; d < l.rank(); ++d) {
+          if (loss.dims[d] < 0) loss.dims[d] = backprop.dims[d] = l.dims[d];
+        }
       }
     } else if (l.known_rank) {
       loss = l;
     }
-    return std::vector<PartialShape>{loss, f};
+    return std::vector<PartialShape>{loss, backprop};
   };
   op.kernel = [](KernelContext& ctx) {
     const Tensor& f = ctx.input(0);

@@ -16,6 +16,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <string>
 #include <tuple>
 
 #include "ops/dispatch.h"
@@ -168,7 +169,11 @@ PartialShape ShapeFromInput(const InferContext& c, int i) {
     ThrowValueError(c.op.name, ": 'shape' has ", dims->size(), " dims; at most ", kMaxRank, " are supported");
   }
   for (int64_t d : *dims) {
-    if (d < 0) ThrowValueError(c.op.name, ": 'shape' dims must be non-negative, got ", DimsToString(*dims));
+    if (d < 0) {
+      std::string listed;
+      for (int64_t e : *dims) listed += (listed.empty() ? "" : ", ") + std::to_string(e);
+      ThrowValueError(c.op.name, ": 'shape' dims must be non-negative, got [", listed, "]");
+    }
   }
   NumElements(*dims);  // rejects sizes that overflow
   return PartialShape(*dims);
