@@ -183,3 +183,23 @@ def test_relu_sigmoid_tanh_live_in_nn():
     np.testing.assert_array_equal(td.nn.relu(x).numpy(), [0.0, 0.0, 2.0])
     np.testing.assert_allclose(td.nn.sigmoid(x).numpy(), 1 / (1 + np.exp([1.0, 0.0, -2.0])), rtol=1e-6)
     np.testing.assert_allclose(td.nn.tanh(x).numpy(), np.tanh([-1.0, 0.0, 2.0]), rtol=1e-6)
+
+
+# ---------------------------------------------------------------- shape inference (graph construction)
+
+def test_nn_shapes_with_partial_information():
+    from ._helpers import infer
+    f, i = td.float32, td.int32
+    assert infer("Softmax", [f], [None]) == ([f], [None])
+    assert infer("LogSoftmax", [f], [[None, 3]], None, {"axis": 0}) == ([f], [(None, 3)])
+    assert infer("L2Loss", [td.float64], [None]) == ([td.float64], [()])
+    with pytest.raises(ValueError, match="out of range"):
+        infer("Softmax", [f], [[None, 3]], None, {"axis": 2})
+    xent = "SparseSoftmaxCrossEntropyWithLogits"
+    assert infer(xent, [f, i], [[None, 5], [7]]) == ([f, f], [(7,), (7, 5)])
+    assert infer(xent, [f, i], [None, [7]]) == ([f, f], [(7,), None])
+    assert infer(xent, [f, i], [[None, 2, 5], None]) == ([f, f], [(None, 2), (None, 2, 5)])
+    with pytest.raises(ValueError, match="Shape mismatch"):
+        infer(xent, [f, i], [[3, 5], [7]])
+    with pytest.raises(ValueError, match="Rank mismatch"):
+        infer(xent, [f, i], [[3, 5], [3, 1]])

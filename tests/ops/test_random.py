@@ -232,3 +232,22 @@ def test_argument_errors():
         td.random.uniform([2], minval=[0, 1], maxval=5, dtype=td.int32)
     with pytest.raises(td.errors.InvalidArgumentError, match="RandomUniform"):
         td.raw_ops.RandomUniform(shape=[2], dtype=td.int32)
+
+
+# ---------------------------------------------------------------- shape inference (graph construction)
+
+def test_random_shapes_with_partial_information():
+    from ._helpers import infer
+    f, i = td.float32, td.int32
+    attrs = {"dtype": f}
+    assert infer("RandomUniform", [i], [[3]], None, attrs) == ([f], [(None, None, None)])
+    assert infer("RandomStandardNormal", [i], [[None]], None, attrs) == ([f], [None])
+    assert infer("RandomUniform", [i], [[2]], [td.constant([4, 0])], attrs) == ([f], [(4, 0)])
+    assert infer("RandomUniformInt", [i, td.int64, td.int64], [[2], [], []], [td.constant([2, 3]), None, None]) \
+        == ([td.int64], [(2, 3)])
+    with pytest.raises(ValueError, match=r"non-negative, got \[2, -1\]"):
+        infer("RandomUniform", [i], [[2]], [td.constant([2, -1])], attrs)
+    with pytest.raises(ValueError, match="1-D"):
+        infer("RandomUniform", [i], [[]], None, attrs)
+    with pytest.raises(TypeError, match="float32 or float64"):
+        infer("RandomStandardNormal", [i], [[1]], None, {"dtype": td.int32})

@@ -285,3 +285,36 @@ def test_add_n_errors():
         td.add_n([td.constant([1, 2]), td.constant([1.0, 2.0])])
     with pytest.raises(td.errors.InvalidArgumentError, match="AddN"):
         td.add_n([td.constant([True]), td.constant([False])])
+
+
+# ---------------------------------------------------------------- shape inference (graph construction)
+
+def test_reduction_shapes_with_partial_information():
+    from ._helpers import infer
+    f, i = td.float32, td.int32
+    assert infer("Sum", [f, i], [[None, 3, 4], [1]], [None, td.constant([1])]) == ([f], [(None, 4)])
+    assert infer("Max", [f, i], [[None, 3, 4], [2]], [None, td.constant([0, -1])], {"keep_dims": True}) == \
+        ([f], [(1, 3, 1)])
+    # axis unknown: the rank survives only with keep_dims
+    assert infer("Mean", [f, i], [[None, 3], [1]], None, {"keep_dims": True}) == ([f], [(None, None)])
+    assert infer("Mean", [f, i], [[None, 3], [1]], None) == ([f], [None])
+    assert infer("Prod", [f, i], [None, [1]], [None, td.constant([0])]) == ([f], [None])
+    with pytest.raises(ValueError, match="Invalid reduction dimension 5"):
+        infer("Sum", [f, i], [[2, 3], [1]], [None, td.constant([5])])
+    with pytest.raises(ValueError, match="duplicate"):
+        infer("Sum", [f, i], [[2, 3], [2]], [None, td.constant([1, -1])])
+    with pytest.raises(ValueError, match="scalar or vector"):
+        infer("Sum", [f, i], [[2, 3], [1, 1]], None)
+
+
+def test_arg_and_add_n_shapes_with_partial_information():
+    from ._helpers import infer
+    f, i = td.float32, td.int32
+    assert infer("ArgMax", [f, i], [[None, 3, 4], []], [None, td.constant(1)]) == ([td.int64], [(None, 4)])
+    assert infer("ArgMin", [f, i], [[None, 3, 4], []], None, {"output_type": td.int32}) == \
+        ([td.int32], [(None, None)])
+    assert infer("AddN", [f] * 3, [[None, 3], [2, None], None]) == ([f], [(2, 3)])
+    with pytest.raises(ValueError, match="same shape"):
+        infer("AddN", [f] * 2, [[None, 3], [2, 4]])
+    with pytest.raises(TypeError, match="output_type"):
+        infer("ArgMax", [f, i], [[2], []], None, {"output_type": td.float32})
