@@ -256,8 +256,7 @@ void RunReduction(const Tensor& in, const std::vector<bool>& mask, Tensor& out, 
 }
 
 template <typename R>
-OpDef ReductionOp(const char* name, std::vector<DType> allowed, bool mean, std::vector<std::string> api,
-                  const char* doc) {
+OpDef ReductionOp(const char* name, std::vector<DType> allowed, bool mean, const char* doc) {
   OpDef op;
   op.name = name;
   op.inputs = {{"input", false, "T", std::move(allowed)}, {"axis", false, "Tidx", kIndexTypes}};
@@ -265,8 +264,7 @@ OpDef ReductionOp(const char* name, std::vector<DType> allowed, bool mean, std::
   op.attrs = {{"keep_dims", AttrType::kBool, AttrValue(false)}};
   op.dtype_fn = SameDTypeAsInput(0);
   op.shape_fn = ReductionShapeFn;
-  op.api_names = std::move(api);
-  op.doc = doc;
+  op.doc = doc;  // public names come from ops/math_ops.py (axis=None needs a wrapper)
   op.kernel = [name, mean](KernelContext& ctx) {
     const Tensor& in = ctx.input(0);
     std::vector<bool> mask = ReductionMask(ctx.op, ReadInts(ctx.input(1)), in.rank());
@@ -288,18 +286,18 @@ OpDef ReductionOp(const char* name, std::vector<DType> allowed, bool mean, std::
   return op;
 }
 
-OpRegistrar sum_op(ReductionOp<SumReducer>("Sum", kNumericTypes, false, {},
+OpRegistrar sum_op(ReductionOp<SumReducer>("Sum", kNumericTypes, false,
                                            "Sum of the elements along `axis`."));
-OpRegistrar mean_op(ReductionOp<SumReducer>("Mean", kNumericTypes, true, {},
+OpRegistrar mean_op(ReductionOp<SumReducer>("Mean", kNumericTypes, true,
                                             "Mean along `axis` (integer division for integer tensors)."));
-OpRegistrar prod_op(ReductionOp<ProdReducer>("Prod", kNumericTypes, false, {},
+OpRegistrar prod_op(ReductionOp<ProdReducer>("Prod", kNumericTypes, false,
                                              "Product of the elements along `axis`."));
-OpRegistrar max_op(ReductionOp<MaxReducer>("Max", kNumericTypes, false, {},
+OpRegistrar max_op(ReductionOp<MaxReducer>("Max", kNumericTypes, false,
                                            "Maximum along `axis` (-inf or the lowest integer when empty)."));
-OpRegistrar min_op(ReductionOp<MinReducer>("Min", kNumericTypes, false, {},
+OpRegistrar min_op(ReductionOp<MinReducer>("Min", kNumericTypes, false,
                                            "Minimum along `axis` (inf or the largest integer when empty)."));
-OpRegistrar all_op(ReductionOp<AllReducer>("All", kBoolType, false, {}, "Logical and along `axis`."));
-OpRegistrar any_op(ReductionOp<AnyReducer>("Any", kBoolType, false, {}, "Logical or along `axis`."));
+OpRegistrar all_op(ReductionOp<AllReducer>("All", kBoolType, false, "Logical and along `axis`."));
+OpRegistrar any_op(ReductionOp<AnyReducer>("Any", kBoolType, false, "Logical or along `axis`."));
 
 // ---------------------------------------------------------------- ArgMax / ArgMin
 
