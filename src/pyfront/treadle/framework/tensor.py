@@ -114,7 +114,8 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     for _, base_type, fn in _conversion_functions:
         if isinstance(value, base_type):
             return fn(value, dtype=dtype, name=name)
-    if dtype is None and dtype_hint is not None:
+    if dtype is None and dtype_hint is not None and not isinstance(value, (np.ndarray, np.generic)):
+        # A hint is for values without a dtype of their own (Python numbers and lists).
         hint = dtypes.as_dtype(dtype_hint)
         try:
             return _in_current_graph(_convert_value(value, hint))
