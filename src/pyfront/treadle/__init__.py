@@ -15,6 +15,7 @@ from treadle.framework.dtypes import (  # noqa: E402
 from treadle.framework.tensor import (  # noqa: E402
     Tensor, constant, convert_to_tensor, register_tensor_conversion_function)
 from treadle.framework.tensor_shape import TensorShape  # noqa: E402
+from treadle.framework.tensor_util import make_ndarray, make_tensor_proto  # noqa: E402
 from treadle.framework import op_def_library as _op_def_library  # noqa: E402
 from treadle.framework.op_def_library import raw_ops  # noqa: E402
 
@@ -25,7 +26,10 @@ from treadle.framework.variables import Variable  # noqa: E402
 from treadle.framework.tensor_array import TensorArray  # noqa: E402
 from treadle.io.saving import load, save  # noqa: E402
 
-from treadle import bitwise, config, math, nn, random  # noqa: E402
+from treadle.module.module import Module  # noqa: E402
+
+from treadle import bitwise, config, math, nn, random, types  # noqa: E402
+from treadle import experimental  # noqa: E402
 from treadle import autograph  # noqa: E402
 from treadle._api import install_api as _install_api  # noqa: E402
 

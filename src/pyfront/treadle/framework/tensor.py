@@ -55,6 +55,9 @@ def _python_to_numpy(value, dtype):
             arr = arr.astype(np.float32)
         elif arr.dtype == object and arr.size and not _all_strings(arr):
             raise TypeError(f"Failed to convert elements of {value!r} to Tensor: unsupported element types")
+        elif arr.dtype.kind in "SU":
+            # NumPy's fixed-width strings drop trailing NUL bytes; keep elements exact.
+            arr = np.array(value, dtype=object)
         elif arr.dtype == np.float64 and arr.size == 0 and dtype is None:
             arr = arr.astype(np.float32)
     if dtype is not None:
@@ -111,7 +114,8 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     for _, base_type, fn in _conversion_functions:
         if isinstance(value, base_type):
             return fn(value, dtype=dtype, name=name)
-    if dtype is None and dtype_hint is not None:
+    if dtype is None and dtype_hint is not None and not isinstance(value, (np.ndarray, np.generic)):
+        # A hint is for values without a dtype of their own (Python numbers and lists).
         hint = dtypes.as_dtype(dtype_hint)
         try:
             return _in_current_graph(_convert_value(value, hint))

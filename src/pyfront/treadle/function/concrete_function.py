@@ -1,11 +1,13 @@
 """ConcreteFunction: one traced graph, callable with tensors."""
 
+import inspect
 import threading
 
 from treadle import _core
 from treadle.framework import context, graph_serialization
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
+from treadle.function import trace_type
 from treadle.util import nest
 
 
@@ -24,9 +26,13 @@ class ConcreteFunction:
         self._python_function = python_function
         self._num_args = len(graph.inputs) - len(graph.captures)
         self._executable = None
+        self._run = None
+        self._capture_values = None
+        self._pack = None
         self._lock = threading.Lock()
         self._function_def = None
         self.function_type = None  # set by the polymorphic function that traced it
+        self._signature = None     # inspect.Signature of the Python function
 
     # ---------------------------------------------------------- inspection
     @property
@@ -67,39 +73,75 @@ class ConcreteFunction:
         return self._executable
 
     def __call__(self, *args, **kwargs):
-        flat = self._flatten_call_args(args, kwargs)
-        return self._call_flat(flat)
+        return self._call_flat(self._flatten_call_args(args, kwargs))
 
     def _flatten_call_args(self, args, kwargs):
-        """The tensor leaves of a call, checked against the traced signature."""
-        sig_args, sig_kwargs = self.structured_input_signature
-        if len(args) > len(sig_args):
-            raise TypeError(f"{self.name} takes {len(sig_args)} positional arguments but {len(args)} were given")
-        call_structure = (tuple(args) + tuple(sig_args[len(args):]), dict(sig_kwargs, **kwargs))
-        try:
-            nest.assert_same_structure(call_structure, (tuple(sig_args), sig_kwargs), check_types=False)
-        except (ValueError, TypeError) as e:
-            raise TypeError(f"{self.name}: the arguments do not match the traced signature: {e}") from None
-        from treadle.framework.tensor_spec import TensorSpec
-        flat = []
-        for value, spec in zip(nest.flatten(call_structure), nest.flatten((tuple(sig_args), sig_kwargs))):
-            if isinstance(spec, TensorSpec):
-                t = value if isinstance(value, Tensor) else convert_to_tensor(value, dtype_hint=spec.dtype)
-                if not spec.is_compatible_with(t):
-                    raise TypeError(f"{self.name}: expected an argument compatible with {spec}, got "
-                                    f"{t.dtype.name} tensor of shape {t.shape}")
-                flat.append(t)
-        return flat
+        """The tensor arguments of a call, checked against the traced FunctionType.
+
+        As in TensorFlow, positional arguments go to the parameters that carry
+        tensors; the others keep the Python values the function was traced
+        with unless given (equal) by keyword."""
+        if self.function_type is None:
+            if kwargs:
+                raise TypeError(f"{self.name} takes only positional tensor arguments")
+            return [convert_to_tensor(a) for a in args]
+        params = self.function_type.parameters
+        tensor_params = [p for p in params if _carries_tensors(p.type)]
+        if len(args) > len(tensor_params):
+            raise TypeError(f"{self.name} takes {len(tensor_params)} positional arguments but {len(args)} were "
+                            f"given")
+        values = {p.name: a for p, a in zip(tensor_params, args)}
+        for name, value in kwargs.items():
+            if name in values:
+                raise TypeError(f"{self.name} got multiple values for argument '{name}'")
+            if not any(p.name == name for p in params):
+                raise TypeError(f"{self.name} got an unexpected keyword argument '{name}'")
+            values[name] = value
+        arguments = {}
+        for p in params:
+            if p.name in values:
+                value = values[p.name]
+            elif not _carries_tensors(p.type):
+                value = p.type.placeholder_value(None)  # the literal or object traced with
+            else:
+                raise TypeError(f"{self.name} missing required argument '{p.name}'")
+            if isinstance(p.type, trace_type.TensorType) and isinstance(value, Tensor) \
+                    and value.dtype != p.type.dtype:
+                from treadle import errors
+                raise errors.InvalidArgumentError(
+                    None, None, f"cannot compute {self.name} as input '{p.name}' was expected to be a "
+                                f"{p.type.dtype.name} tensor but is a {value.dtype.name} tensor [Op:{self.name}]")
+            try:
+                arguments[p.name] = p.type.cast(value)
+            except (ValueError, TypeError) as e:
+                raise TypeError(f"Binding inputs to td.function failed due to `Can not cast {value!r} to "
+                                f"{p.type!r}`: {e}") from None
+        return self.function_type.flatten_tensors(arguments)
 
     def _call_flat(self, tensors):
         """Runs on the flat tensor arguments; returns the structured outputs."""
-        captured = [external for external, _ in self.graph.captures.values()]
         graph = context.current_graph()
         if graph is not None or any(type(t) is not EagerTensor for t in tensors):
-            flat_out = self._call_in_graph(graph, tensors + captured)
+            captured = [external for external, _ in self.graph.captures.values()]
+            return self._pack_outputs(self._call_in_graph(graph, tensors + captured))
+        run = self._run
+        if run is None:
+            run = self._prepare_run()
+        return self._pack(run(tensors + self._capture_values))
+
+    def _prepare_run(self):
+        """Binds the executable and the values of the captures (fixed once the
+        graph is finished: eager constants, and variable handles)."""
+        self._capture_values = [_read_capture(c) for c, _ in self.graph.captures.values()]
+        outputs = self.structured_outputs
+        if isinstance(outputs, Tensor):
+            self._pack = _first
+        elif outputs is None:
+            self._pack = _none
         else:
-            flat_out = self._get_executable().run(tensors + [_read_capture(c) for c in captured])
-        return self._pack_outputs(flat_out)
+            self._pack = self._pack_outputs
+        self._run = self._get_executable().run
+        return self._run
 
     def _call_in_graph(self, graph, inputs):
         """Adds a call of this function to the graph being traced."""
@@ -130,9 +172,27 @@ class ConcreteFunction:
         return f"<ConcreteFunction {self.name}>"
 
     def __str__(self):
-        return self.pretty_printed_signature()
+        return "ConcreteFunction " + self.pretty_printed_signature()
+
+
+def _first(outputs):
+    return outputs[0]
+
+
+def _none(outputs):
+    return None
 
 
 def _read_capture(value):
     """Captured values are eager tensors, or objects (variables) that give one."""
     return value if type(value) is EagerTensor else value._captured_value()
+
+
+def _carries_tensors(t):
+    if isinstance(t, trace_type.TensorType):
+        return True
+    if isinstance(t, trace_type._Sequence):
+        return any(_carries_tensors(c) for c in t.components)
+    if isinstance(t, trace_type.DictType):
+        return any(_carries_tensors(c) for c in t.mapping.values())
+    return False

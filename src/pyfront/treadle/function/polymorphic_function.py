@@ -1,19 +1,25 @@
-"""td.function: a Python function traced into a graph once per distinct kind
-of argument, and its calls dispatched to the matching ConcreteFunction."""
+"""td.function: a Python function traced into a graph once per distinct
+FunctionType of its arguments; calls dispatch to the most specific traced
+ConcreteFunction whose type accepts them."""
 
 import functools
 import inspect
 import threading
+import warnings
 import weakref
 
+from treadle import _core
 from treadle.framework import context
 from treadle.framework.func_graph import FuncGraph, unique_function_name
-from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework.tensor import Tensor
 from treadle.framework.tensor_spec import TensorSpec
+from treadle.function import trace_type
 from treadle.function.concrete_function import ConcreteFunction
+from treadle.function.function_type import FunctionCache, FunctionType, Parameter
 from treadle.util import nest
 
 _RUN_EAGERLY = False
+_RETRACE_WARNING_THRESHOLD = 5
 
 
 def run_functions_eagerly(run_eagerly):
@@ -26,63 +32,6 @@ def functions_run_eagerly():
     return _RUN_EAGERLY
 
 
-class Parameter:
-    """One bound parameter of a traced signature, for printing."""
-
-    KIND_NAMES = {
-        inspect.Parameter.POSITIONAL_ONLY: "POSITIONAL_ONLY",
-        inspect.Parameter.POSITIONAL_OR_KEYWORD: "POSITIONAL_OR_KEYWORD",
-        inspect.Parameter.VAR_POSITIONAL: "VAR_POSITIONAL",
-        inspect.Parameter.KEYWORD_ONLY: "KEYWORD_ONLY",
-        inspect.Parameter.VAR_KEYWORD: "VAR_KEYWORD",
-    }
-
-    def __init__(self, name, kind, value):
-        self.name = name
-        self.kind = kind
-        self.kind_name = self.KIND_NAMES[kind]
-        self.value = value
-
-
-class FunctionType:
-    """The parameters of a traced function with the types they were traced for."""
-
-    def __init__(self, parameters):
-        self.parameters = parameters
-
-    def __repr__(self):
-        inner = ", ".join(f"{p.name}: {p.value!r}" for p in self.parameters)
-        return f"({inner})"
-
-
-# ----------------------------------------------------------------- cache keys
-
-def _leaf_key(value):
-    if isinstance(value, Tensor):
-        return ("T", value.dtype.as_datatype_enum, value.shape.as_tuple())
-    if isinstance(value, TensorSpec):
-        return ("T", value.dtype.as_datatype_enum, value.shape.as_tuple())
-    if value is None or isinstance(value, (bool, int, float, str, bytes)):
-        return (type(value), value)
-    try:
-        hash(value)
-    except TypeError:
-        raise TypeError(f"could not generate a cache key for argument {value!r}: it is neither hashable "
-                        "nor a tensor") from None
-    return ("id", id(value))
-
-
-def _structure_key(value):
-    if not nest.is_nested(value):
-        return _leaf_key(value)
-    if isinstance(value, dict):
-        return ("dict", tuple(sorted((repr(k), _structure_key(v)) for k, v in value.items())))
-    return (type(value), tuple(_structure_key(v) for v in nest.flatten(value)) if not isinstance(value, (list, tuple))
-            else tuple(_structure_key(v) for v in value))
-
-
-# ----------------------------------------------------------------- the function
-
 class Function:
     """The object `@td.function` makes: call it like the Python function."""
 
@@ -90,18 +39,38 @@ class Function:
                  reduce_retracing=False):
         self._python_function = python_function
         self._name = name or getattr(python_function, "__name__", "function")
-        self._input_signature = None if input_signature is None else tuple(input_signature)
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
         self._signature = inspect.signature(python_function)
-        self._cache = {}
+        self._input_signature = None
+        self._signature_type = None
+        if input_signature is not None:
+            self._set_input_signature(tuple(input_signature))
+        self._cache = FunctionCache()
+        self._fast_cache = _core.DispatchCache()  # C++: positional calls of known kinds
         self._concrete_functions = []
         self._tracing_count = 0
         self._lock = threading.RLock()
-        self._tracing_now = False
-        self._descriptor_cache = weakref.WeakKeyDictionary()
+        self._tracing_thread = None
+        self._traced_once = False
+        self._instances = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, python_function, updated=())
 
+    def _set_input_signature(self, specs):
+        for s in nest.flatten(specs):
+            if not isinstance(s, TensorSpec):
+                raise TypeError(f"input_signature must be a possibly nested sequence of TensorSpec objects, got "
+                                f"{s!r}")
+        self._input_signature = specs
+        params = [p for p in self._signature.parameters.values()
+                  if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        if len(specs) > len(params):
+            raise TypeError(f"input_signature has {len(specs)} entries but {self._name} takes {len(params)} "
+                            "positional parameters")
+        self._signature_type = FunctionType(
+            [Parameter(p.name, p.kind, trace_type.from_spec_structure(s)) for p, s in zip(params, specs)])
+
+    # ---------------------------------------------------------- properties
     @property
     def python_function(self):
         return self._python_function
@@ -110,20 +79,39 @@ class Function:
     def input_signature(self):
         return self._input_signature
 
+    @property
+    def function_spec(self):
+        return self._signature
+
     def experimental_get_tracing_count(self):
         return self._tracing_count
 
     def __get__(self, instance, owner):
+        """A td.function on a method: one Function per instance, so each
+        instance's traces are its own (as the self argument's identity)."""
         if instance is None:
             return self
-        bound = self._descriptor_cache.get(instance)
+        bound = self._instances.get(instance)
         if bound is None:
-            bound = Function(self._python_function.__get__(instance, owner), self._name, self._input_signature,
-                             self._autograph, self._reduce_retracing)
-            self._descriptor_cache[instance] = bound
+            bound = Function(self._python_function.__get__(instance, owner), self._name,
+                             self._input_signature, self._autograph, self._reduce_retracing)
+            self._instances[instance] = bound
         return bound
 
-    # ---------------------------------------------------------- binding
+    # ---------------------------------------------------------- calling
+    def __call__(self, *args, **kwargs):
+        if _RUN_EAGERLY:
+            return self._python_function(*args, **kwargs)
+        if not kwargs:
+            hit = self._fast_cache.lookup(args)
+            if hit is not None:
+                concrete, flat = hit
+                return concrete._call_flat(flat)
+        concrete, flat = self._dispatch(args, kwargs)
+        if not kwargs:
+            self._fast_cache.insert(args, flat, concrete)
+        return concrete._call_flat(flat)
+
     def _bind(self, args, kwargs):
         try:
             bound = self._signature.bind(*args, **kwargs)
@@ -133,126 +121,138 @@ class Function:
         bound.apply_defaults()
         return bound
 
-    def _bound_to_call(self, bound):
-        """(args, kwargs) in the order the Python function takes them."""
-        return tuple(bound.args), dict(bound.kwargs)
-
-    # ---------------------------------------------------------- calling
-    def __call__(self, *args, **kwargs):
-        if _RUN_EAGERLY:
-            return self._python_function(*args, **kwargs)
-        concrete, call_args, call_kwargs = self._concrete_for_call(args, kwargs)
-        return concrete(*call_args, **call_kwargs)
-
-    def _concrete_for_call(self, args, kwargs):
-        if self._input_signature is not None:
-            concrete = self._signature_concrete()
-            call_args, call_kwargs = self._cast_to_signature(args, kwargs)
-            return concrete, call_args, call_kwargs
+    def _dispatch(self, args, kwargs):
+        """(ConcreteFunction, flat tensor arguments) for a call, tracing if needed."""
         bound = self._bind(args, kwargs)
-        key = tuple((name, _structure_key(v)) for name, v in bound.arguments.items())
-        concrete = self._cache.get(key)
+        if self._signature_type is not None:
+            return self._dispatch_to_signature(bound, args, kwargs)
+        ftype = FunctionType.from_bound(bound)
+        concrete = self._cache.lookup(ftype)
         if concrete is None:
             with self._lock:
-                concrete = self._cache.get(key)
+                concrete = self._cache.lookup(ftype)
                 if concrete is None:
-                    concrete = self._trace(bound)
-                    self._cache[key] = concrete
-        call_args, call_kwargs = self._bound_to_call(bound)
-        return concrete, call_args, call_kwargs
+                    trace_as = self._cache.generalize(ftype) if self._reduce_retracing else ftype
+                    concrete = self._trace(trace_as)
+                    self._cache.add(trace_as, concrete)
+        return concrete, concrete.function_type.flatten_tensors(bound.arguments)
+
+    def _dispatch_to_signature(self, bound, args, kwargs):
+        concrete = self._signature_concrete()
+        arguments = {}
+        for p in self._signature_type.parameters:
+            value = bound.arguments[p.name]
+            try:
+                arguments[p.name] = p.type.cast(value)
+            except (ValueError, TypeError):
+                raise TypeError(f"Binding inputs to td.function failed due to `Can not cast {value!r} to "
+                                f"{_describe(p.type)}`. Received args: {args} and kwargs: {kwargs} for signature: "
+                                f"{self._signature_string()}.") from None
+        extra = [n for n in bound.arguments if n not in arguments and
+                 self._signature.parameters[n].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                            inspect.Parameter.VAR_KEYWORD)]
+        for n in extra:
+            if bound.arguments[n] is not self._signature.parameters[n].default:
+                raise TypeError(f"Binding inputs to td.function failed due to `too many positional arguments`. "
+                                f"Received args: {args} and kwargs: {kwargs} for signature: "
+                                f"{self._signature_string()}.")
+        return concrete, self._signature_type.flatten_tensors(arguments)
+
+    def _signature_string(self):
+        params = ", ".join(f"{p.name}: {_describe(p.type)}" for p in self._signature_type.parameters)
+        return f"({params})"
 
     def _signature_concrete(self):
-        key = ("input_signature",)
-        concrete = self._cache.get(key)
+        concrete = self._cache.lookup(self._signature_type)
         if concrete is None:
             with self._lock:
-                concrete = self._cache.get(key)
+                concrete = self._cache.lookup(self._signature_type)
                 if concrete is None:
-                    bound = self._bind(self._input_signature, {})
-                    concrete = self._trace(bound)
-                    self._cache[key] = concrete
+                    concrete = self._trace(self._signature_type)
+                    self._cache.add(self._signature_type, concrete)
         return concrete
-
-    def _cast_to_signature(self, args, kwargs):
-        bound = self._bind(args, kwargs)
-        call_args = list(bound.args)
-        if len(call_args) != len(self._input_signature) or bound.kwargs:
-            raise TypeError(f"Binding inputs to td.function failed due to `Can not cast {args!r} to the "
-                            f"input_signature {self._input_signature!r}`.")
-        out = []
-        for value, spec in zip(call_args, self._input_signature):
-            flat_spec = nest.flatten(spec)
-            try:
-                nest.assert_same_structure(value, spec, check_types=False)
-                flat = [convert_to_tensor(v, dtype_hint=s.dtype) if not isinstance(v, Tensor) else v
-                        for v, s in zip(nest.flatten(value), flat_spec)]
-                ok = all(s.is_compatible_with(t) for s, t in zip(flat_spec, flat))
-            except (TypeError, ValueError):
-                ok = False
-            if not ok:
-                raise TypeError(f"Binding inputs to td.function failed due to `Can not cast {value!r} to "
-                                f"{spec!r}`. Received args: {args} and kwargs: {kwargs} for signature: "
-                                f"{self._signature}.")
-            out.append(nest.pack_sequence_as(spec, flat))
-        return tuple(out), {}
 
     # ---------------------------------------------------------- tracing
-    def _trace(self, bound):
-        if self._tracing_now:
-            raise RecursionError(f"td.function '{self._name}' calls itself while it is being traced; recursive "
-                                 "td.functions are not supported (the graph would be infinite). Use a loop, or "
-                                 "call the Python function directly.")
-        self._tracing_now = True
+    def _trace(self, ftype):
+        if self._tracing_thread == threading.get_ident():
+            raise RecursionError(
+                f"td.function '{self._name}' calls itself while it is being traced. A recursive td.function "
+                "would need an infinitely large graph; write the recursion as a loop (td.while_loop or a "
+                "Python while on tensors), or call the undecorated Python function.")
+        self._tracing_thread = threading.get_ident()
         try:
-            return self._trace_unguarded(bound)
+            first = not self._concrete_functions and not self._traced_once
+            self._traced_once = True
+            created = []
+            concrete = self._trace_unguarded(ftype, allow_variables=first, created=created)
+            if created:
+                # As TensorFlow does: a first trace that made variables is
+                # traced again, and that trace must find them made.
+                concrete = self._trace_unguarded(ftype, allow_variables=False, created=[])
         finally:
-            self._tracing_now = False
-
-    def _trace_unguarded(self, bound):
-        graph = FuncGraph(self._name, outer_graph=context.current_graph())
-        params = []
-        with graph:
-            traced_args = {}
-            for pname, value in bound.arguments.items():
-                flat = nest.flatten(value)
-                placeholders = []
-                for i, leaf in enumerate(flat):
-                    if isinstance(leaf, (Tensor, TensorSpec)):
-                        ph_name = leaf.name if isinstance(leaf, TensorSpec) and leaf.name else pname
-                        placeholders.append(graph.add_placeholder(leaf.dtype, leaf.shape, ph_name))
-                    else:
-                        placeholders.append(leaf)
-                traced_args[pname] = nest.pack_sequence_as(value, placeholders)
-                spec_value = nest.pack_sequence_as(
-                    value, [TensorSpec(p.shape, p.dtype, pname) if isinstance(p, Tensor) else p for p in placeholders])
-                kind = self._signature.parameters[pname].kind
-                params.append(Parameter(pname, kind, spec_value))
-            bound_traced = self._signature.bind_partial()
-            bound_traced.arguments.update(traced_args)
-            call_args, call_kwargs = tuple(bound_traced.args), dict(bound_traced.kwargs)
-            fn = self._converted_function()
-            outputs = fn(*call_args, **call_kwargs)
-            flat_out = nest.flatten(outputs)
-            graph_outputs = []
-            packed = []
-            for leaf in flat_out:
-                if isinstance(leaf, Tensor):
-                    t = graph._graph_input(leaf) if leaf is not None else leaf
-                    graph_outputs.append(t)
-                    packed.append(t)
-                else:
-                    packed.append(leaf)
-            graph.structured_outputs = nest.pack_sequence_as(outputs, packed)
-            graph.outputs = graph_outputs
+            self._tracing_thread = None
         self._tracing_count += 1
-        arg_signature = (tuple(_spec_of(v) for v in bound.args), {k: _spec_of(v) for k, v in bound.kwargs.items()})
-        concrete = ConcreteFunction(graph, unique_function_name(self._name), arg_signature, graph_outputs,
-                                    self._python_function)
-        concrete.function_type = FunctionType(params)
-        concrete.function_def()  # serialize now: the graph is final
-        graph.finalized = True
         self._concrete_functions.append(concrete)
+        if self._tracing_count >= _RETRACE_WARNING_THRESHOLD and self._tracing_count % _RETRACE_WARNING_THRESHOLD == 0:
+            warnings.warn(
+                f"{self._tracing_count} out of the last {self._tracing_count} calls to {self._python_function} "
+                "triggered td.function retracing. Tracing is expensive and the excessive number of tracings could "
+                "be due to (1) creating @td.function repeatedly in a loop, (2) passing tensors with different "
+                "shapes, (3) passing Python objects instead of tensors. For (1), please define your @td.function "
+                "outside of the loop. For (2), @td.function has reduce_retracing=True option that can avoid "
+                "unnecessary retracing. For (3), please refer to the tf.function guide's 'Controlling retracing' "
+                "section.", stacklevel=3)
         return concrete
+
+    def _trace_unguarded(self, ftype, allow_variables, created):
+        from treadle.framework import variables
+        graph = FuncGraph(self._name, outer_graph=context.current_graph())
+        hook = self._variable_creation_hook(graph, allow_variables, created)
+        variables._creation_hooks.append(hook)
+        try:
+            with graph:
+                arguments = ftype.placeholder_arguments(graph)
+                bound = self._signature.bind_partial()
+                bound.arguments.update(arguments)
+                outputs = self._converted_function()(*bound.args, **bound.kwargs)
+                flat_out, packed = [], []
+                for leaf in nest.flatten(outputs):
+                    if isinstance(leaf, Tensor):
+                        t = graph._graph_input(leaf)
+                        flat_out.append(t)
+                        packed.append(t)
+                    elif hasattr(leaf, "read_value") and hasattr(leaf, "assign"):  # a Variable: return its value
+                        t = graph._graph_input(leaf.read_value())
+                        flat_out.append(t)
+                        packed.append(t)
+                    else:
+                        packed.append(leaf)
+                graph.structured_outputs = nest.pack_sequence_as(outputs, packed)
+                graph.outputs = flat_out
+        finally:
+            variables._creation_hooks.remove(hook)
+        arg_specs = {p.name: _spec_structure(p.type, p.name) for p in ftype.parameters}
+        structured_args = (tuple(arg_specs[n] for n in arg_specs), {})
+        concrete = ConcreteFunction(graph, unique_function_name(self._name), structured_args, flat_out,
+                                    self._python_function)
+        concrete.function_type = ftype
+        concrete._signature = self._signature
+        concrete.function_def()
+        graph.finalized = True
+        return concrete
+
+    def _variable_creation_hook(self, graph, allowed, created):
+        """Variables may be created only while the function is traced the first time."""
+        def hook(variable):
+            if context.graph_being_built() is not graph:
+                return
+            if not allowed:
+                raise ValueError(
+                    "td.function only supports singleton td.Variables created on the first call. Make sure the "
+                    "td.Variable is only created once or created outside td.function. See the tf.function "
+                    "guide's section on creating variables for more information.")
+            created.append(variable)
+        return hook
 
     def _converted_function(self):
         if self._autograph:
@@ -266,17 +266,11 @@ class Function:
     # ---------------------------------------------------------- inspection
     def get_concrete_function(self, *args, **kwargs):
         """The ConcreteFunction for these arguments (values or TensorSpecs), tracing if needed."""
-        if self._input_signature is not None and not args and not kwargs:
+        if self._signature_type is not None:
+            if args or kwargs:
+                self._dispatch(args, kwargs)
             return self._signature_concrete()
-        if self._input_signature is not None:
-            return self._signature_concrete()
-        bound = self._bind(args, kwargs)
-        key = tuple((name, _structure_key(v)) for name, v in bound.arguments.items())
-        with self._lock:
-            concrete = self._cache.get(key)
-            if concrete is None:
-                concrete = self._trace(bound)
-                self._cache[key] = concrete
+        concrete, _ = self._dispatch(args, kwargs)
         return concrete
 
     def pretty_printed_concrete_signatures(self, verbose=True):
@@ -286,15 +280,30 @@ class Function:
         return f"<td.function {self._name}>"
 
 
-def _spec_of(value):
-    return nest.map_structure(lambda v: TensorSpec(v.shape, v.dtype) if isinstance(v, Tensor) else v, value)
+def _describe(t):
+    if isinstance(t, trace_type.TensorType):
+        return repr(t.spec())
+    return repr(t)
+
+
+def _spec_structure(t, name=None):
+    """A value standing for a parameter type in structured_input_signature."""
+    if isinstance(t, trace_type.TensorType):
+        return TensorSpec(t.shape, t.dtype, t.name or name)
+    if isinstance(t, trace_type.Literal):
+        return t.value
+    if isinstance(t, trace_type._Sequence) and not isinstance(t, trace_type.AttrsType):
+        return t._make([_spec_structure(c) for c in t.components])
+    if isinstance(t, trace_type.DictType):
+        return {k: _spec_structure(v) for k, v in t.mapping.items()}
+    return t
 
 
 def function(func=None, *, input_signature=None, autograph=True, reduce_retracing=False, jit_compile=None,
              name=None, experimental_relax_shapes=None):
     """Compiles a Python function into a callable graph (TensorFlow's tf.function)."""
-    if experimental_relax_shapes is not None:
-        reduce_retracing = reduce_retracing or experimental_relax_shapes
+    if experimental_relax_shapes:
+        reduce_retracing = True
 
     def decorate(f):
         return Function(f, name=name, input_signature=input_signature, autograph=autograph,

@@ -7,6 +7,9 @@ from treadle.util import nest
 
 
 def _describe_leaf(value):
+    from treadle.function import trace_type
+    if isinstance(value, trace_type.TraceType):
+        return repr(value)
     if isinstance(value, TensorSpec):
         return repr(value)
     if isinstance(value, Tensor):
