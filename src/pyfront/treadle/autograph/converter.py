@@ -58,7 +58,8 @@ def _library_roots():
         path = sysconfig.get_paths().get(key)
         if path:
             roots.add(path)
-    return tuple(os.path.join(os.path.realpath(r), "") for r in roots)
+    roots |= {os.path.realpath(r) for r in roots}
+    return tuple(os.path.join(r, "") for r in roots)
 
 
 _roots = None
@@ -71,7 +72,7 @@ def _is_library(filename):
         global _roots
         if _roots is None:
             _roots = _library_roots()
-        result = os.path.realpath(filename).startswith(_roots)
+        result = filename.startswith(_roots) or os.path.realpath(filename).startswith(_roots)
         _library_files[filename] = result
     return result
 

@@ -1,17 +1,15 @@
 """Python builtins as converted code sees them: on Python values they are the
 builtins themselves; on tensors being traced they do what the builtin means
-for a tensor (a graph loop range, its static length, printing when the
-graph runs)."""
+for a tensor (td.range, its length, printing when the graph runs)."""
 
 import builtins
 import sys
 
 from treadle.autograph.operators import tensors
-from treadle.autograph.operators.iteration import TensorEnumerate, TensorRange
+from treadle.autograph.operators.iteration import TensorEnumerate
 from treadle.framework import dtypes
 from treadle.framework.tensor import Tensor
-from treadle.framework.tensor_array import TensorArray
-from treadle.ops import math_ops
+from treadle.ops import array_ops, math_ops
 
 
 def range_(*args):
@@ -19,8 +17,7 @@ def range_(*args):
         return range(*args)
     if not 1 <= len(args) <= 3:
         raise TypeError(f"range expected at most 3 arguments, got {len(args)}")
-    start, limit, delta = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], 1) if len(args) == 2 else args
-    return TensorRange(start, limit, delta)
+    return array_ops._range(*args)  # td.range: a staged for loop iterates over it without building it
 
 
 def enumerate_(iterable, start=0):
@@ -36,7 +33,7 @@ def len_(value):
             raise TypeError(f"len() of a scalar tensor ({value.name}) is not defined")
         if shape.rank is not None and shape[0] is not None:
             return shape[0]
-        return TensorArray(value.dtype, element_shape=None).unstack(value).size()
+        return array_ops.shape(value)[0]
     return len(value)
 
 

@@ -1,32 +1,15 @@
-"""What a staged `for` loop iterates over: a range with tensor bounds, the
-first dimension of a tensor, or `enumerate` of a tensor. Each is a source
+"""What a staged `for` loop iterates over: a range with tensor bounds (a
+td.range tensor, whose Range node gives start, limit and delta), the first
+dimension of a tensor, or `enumerate` of a tensor. Each is a source
 with a hidden index: first_index, has_next(i), element(i), next_index(i),
 and static_count() when the number of iterations is known while tracing."""
 
 from treadle.autograph.operators import tensors
 from treadle.framework import context, dtypes
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
-from treadle.framework.tensor_array import TensorArray
-from treadle.ops import math_ops
+from treadle.ops import array_ops, math_ops
 
 _ops = math_ops.OPERATOR_FUNCTIONS
-
-
-class TensorRange:
-    """`range(...)` with tensor bounds inside converted code (iterated by a
-    staged for loop; TensorFlow's AutoGraph makes it a tf.range)."""
-
-    __slots__ = ("start", "limit", "delta")
-
-    def __init__(self, start, limit, delta):
-        self.start, self.limit, self.delta = start, limit, delta
-
-    def __iter__(self):
-        raise TypeError("a range with tensor bounds can only be iterated by a for loop in converted code (it "
-                        "becomes a graph loop); it has no Python elements")
-
-    def __repr__(self):
-        return f"range({self.start!r}, {self.limit!r}, {self.delta!r})"
 
 
 class TensorEnumerate:
@@ -100,10 +83,9 @@ class TensorSource:
         if t.shape.rank == 0:
             raise TypeError("cannot iterate over a scalar tensor (a for loop over a tensor iterates over its first "
                             "dimension)")
-        element_shape = t.shape.dims[1:] if t.shape.rank is not None else None
-        self.array = TensorArray(t.dtype, element_shape=element_shape).unstack(t)
+        self.tensor = t
         self.count = t.shape[0] if t.shape.rank is not None else None
-        self.length = self.count if self.count is not None else self.array.size()
+        self.length = self.count if self.count is not None else array_ops.shape(t)[0]
 
     def first_index(self):
         return convert_to_tensor(0, dtype=dtypes.int32)
@@ -112,7 +94,7 @@ class TensorSource:
         return _ops["less"](i, self.length)
 
     def element(self, i):
-        return self.array.read(i)
+        return array_ops.gather(self.tensor, i)
 
     def next_index(self, i):
         return _ops["add"](i, 1)
@@ -133,8 +115,6 @@ class EnumerateSource(TensorSource):
 
 def staged_source(iterable):
     """The source a staged for loop iterates over, or None to iterate in Python."""
-    if isinstance(iterable, TensorRange):
-        return RangeSource(iterable.start, iterable.limit, iterable.delta)
     if isinstance(iterable, TensorEnumerate):
         return EnumerateSource(iterable.tensor, iterable.start)
     if tensors.is_symbolic(iterable):

@@ -136,11 +136,13 @@ class _Transformer(ast.NodeTransformer):
         return opts
 
     # ---------------------------------------------------------- if
+    # Each visit analyzes the statement before converting the statements
+    # nested in it (which turns their assignments into nested functions).
     def visit_If(self, node):
-        self._children(node)
         modified = activity.analyze(node.body).modified
         for k, v in activity.analyze(node.orelse).modified.items():
             modified.setdefault(k, v)
+        self._children(node)
         live = node.ag_live_out
         block = _Block(modified, live, self.scope, node)
         outputs = [k for k in block.simple if k in live] + block.compounds
@@ -165,11 +167,11 @@ class _Transformer(ast.NodeTransformer):
         return block, state
 
     def visit_While(self, node):
-        self._children(node)
         modified = activity.analyze(node.body).modified
         test_modified = activity.analyze(node.test).simple_modified()  # walrus
         for k in test_modified:
             modified.setdefault(k, sym.Symbol(k, k, frozenset((k,))))
+        self._children(node)
         block, state = self._loop_state(node, modified)
         defs, get_state, set_state = self._state_functions(state, block.must_in, node)
         test_name = self.namer.new("loop_test")
@@ -182,11 +184,10 @@ class _Transformer(ast.NodeTransformer):
         return base.located(defs + self._placeholders(block) + [call], node)
 
     def visit_For(self, node):
-        self._children(node)
-        target = activity.analyze(node.target).modified
-        modified = dict(target)
+        modified = dict(activity.analyze(node.target).modified)
         for k, v in activity.analyze(node.body).modified.items():
             modified.setdefault(k, v)
+        self._children(node)
         block, state = self._loop_state(node, modified)
         defs, get_state, set_state = self._state_functions(state, block.must_in, node)
         itr = self.namer.new("itr")
