@@ -29,7 +29,7 @@ import weakref
 from treadle.autograph import operators
 from treadle.autograph.operators import errors
 from treadle.autograph.static_analysis import definitions, liveness
-from treadle.autograph.transformer import (base, break_continue, control_flow, directives, expressions,
+from treadle.autograph.transformer import (base, break_continue, control_flow, directives, expressions, functions,
                                            return_statements)
 
 
@@ -210,6 +210,11 @@ def _transform(fn):
     namer = base.Namer(node)
     if isinstance(node, ast.FunctionDef):
         node.decorator_list = []
+        node.ag_method = "__class__" in code.co_freevars
+        for n in ast.walk(node):
+            if isinstance(n, ast.ClassDef):
+                for child in n.body:
+                    child.ag_method = True
         for scope in [n for n in ast.walk(node) if isinstance(n, ast.FunctionDef)]:
             _transform_scope(scope, namer)
     expressions.transform(node)
@@ -222,12 +227,15 @@ def _transform_scope(scope, namer):
     if base.contains_yield_or_await(scope):
         scope.ag_skip = True  # generators keep their statements (yield cannot move into a nested function)
         return
+    if getattr(scope, "ag_method", False):
+        functions.explicit_super(scope)
     directives.extract(scope)
     break_continue.transform(scope, namer)
     return_statements.transform(scope, namer)
     definitions.analyze(scope)
     liveness.analyze(scope)
-    control_flow.transform(scope, namer)
+    maybe_undefined = control_flow.transform(scope, namer)
+    functions.checked_loads(scope, maybe_undefined)
 
 
 def _compile(node, code, fn):
@@ -238,6 +246,8 @@ def _compile(node, code, fn):
     if isinstance(node, ast.Lambda):
         body.append(base.assign("__ag_lambda", node))
     else:
+        if node.name not in code.co_freevars:
+            body.insert(0, ast.Global(names=[node.name]))  # its own name stays a global in its body
         body.append(node)
     factory = base.function_def("__ag_factory", [base.AG], body)
     module = ast.Module(body=[factory], type_ignores=[])

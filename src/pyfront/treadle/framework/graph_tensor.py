@@ -76,7 +76,8 @@ class SymbolicTensor(Tensor):
 
     def __bool__(self):
         raise TypeError(
-            "Using a symbolic `td.Tensor` as a Python `bool` is not allowed. You can attempt the following "
+            f"Using a symbolic `td.Tensor` ({_where_used_as_bool(self)}) as a Python `bool` is not allowed. "
+            "You can attempt the following "
             "resolutions to the problem: If you are running in Graph mode, use Eager execution mode or "
             "decorate this function with @td.function. If you are using AutoGraph, you can try decorating "
             "this function with @td.function. If that does not work, then you may be using an unsupported "
@@ -118,6 +119,16 @@ class SymbolicTensor(Tensor):
     def __invert__(self):
         from treadle.ops import math_ops
         return math_ops.invert_(self)
+
+
+def _where_used_as_bool(tensor):
+    """Names the tensor (by a local variable bound to it, if any) and the line
+    that used it as a bool: the frame that called __bool__."""
+    import sys
+    frame = sys._getframe(2)
+    names = [k for k, v in frame.f_locals.items() if v is tensor]
+    what = f"'{names[0]}', " if names else ""
+    return f"{what}{tensor.name}, at {frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 def _install_operators():

@@ -109,9 +109,9 @@ def _staged_loop(test, body, get_state, set_state, names, opts, maximum_iteratio
         set_state = _ignore
     invariants = _invariant_overrides(opts.get("shape_invariants"))
     missing = [i for i, v in enumerate(init) if isinstance(v, Undefined)]
+    init = [v if i in missing else _entry_value(n, v) for i, (n, v) in enumerate(zip(names, init))]
     if missing:
         _discover(init, missing, body, set_state, get_state, names, invariants)
-    init = [_entry_value(n, v) for n, v in zip(names, init)]
     flat_invariants = _flat_invariants(init, invariants)
 
     def cond_fn(*values):
@@ -232,7 +232,7 @@ def _discover(init, missing, body, set_state, get_state, names, invariants):
     (and its traced shape as invariant, since the zeros' shape is a guess)."""
     graph = FuncGraph("autograph_dry_run", outer_graph=context.current_graph())
     with graph, conditionals.dry_run():
-        set_state(tuple(init))
+        set_state(tuple(v if isinstance(v, Undefined) else _placeholders_like(graph, v) for v in init))
         body()
         after = tuple(get_state())
     set_state(tuple(init))
@@ -250,6 +250,16 @@ def _discover(init, missing, body, set_state, get_state, names, invariants):
                 invariants[id(z)] = shape
             zeros.append(z)
         init[i] = nest.pack_sequence_as(value, zeros)
+
+
+def _placeholders_like(graph, value):
+    """Placeholders with the types of a loop variable, as the body sees it when traced."""
+    def leaf(v):
+        if conditionals._is_composite(v):
+            parts = [graph.add_placeholder(c.dtype, c.shape, "dry_run") for c in v._to_components()]
+            return v._from_components(parts)
+        return graph.add_placeholder(v.dtype, v.shape, "dry_run")
+    return nest.map_structure(leaf, value)
 
 
 def _typed(value):

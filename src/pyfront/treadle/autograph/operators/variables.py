@@ -53,6 +53,14 @@ def ldu(load, name):
         return Undefined(name)
 
 
+def ld(value, name):
+    """A read of a symbol that may hold an Undefined placeholder: fails as
+    reading an unbound local does."""
+    if isinstance(value, Undefined):
+        raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value")
+    return value
+
+
 def is_undefined(value):
     return isinstance(value, Undefined)
 

@@ -101,10 +101,13 @@ def if_(test, body, orelse=()):
 
 def located(nodes, origin):
     """Gives generated nodes (and their children without a location) the location of `origin`."""
+    # One line only: a generated call spanning the whole statement would be
+    # reported at the statement's last line.
+    line, col = origin.lineno, origin.col_offset
     for node in nodes:
         for n in ast.walk(node):
             if "lineno" in n._attributes and getattr(n, "lineno", None) is None:
-                ast.copy_location(n, origin)
+                n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = line, col, line, col
     return nodes
 
 

@@ -72,10 +72,19 @@ def _declarations(names, scope):
     return out
 
 
+def _is_simple(key):
+    return "." not in key and "[" not in key
+
+
+def _maybe_unbound(key, must_in):
+    """Whether a state read needs a guard: compound symbols, and names not bound on every path."""
+    return not _is_simple(key) or not (must_in is definitions.EVERYTHING or key in must_in)
+
+
 def _read(key, must_in):
-    if "." not in key and "[" not in key and (must_in is definitions.EVERYTHING or key in must_in):
-        return base.load(key)
-    return base.ag_call("ldu", base.lambda_(sym.load(key)), base.const(key))
+    if _maybe_unbound(key, must_in):
+        return base.ag_call("ldu", base.lambda_(sym.load(key)), base.const(key))
+    return base.load(key)
 
 
 class _Transformer(ast.NodeTransformer):
@@ -83,6 +92,7 @@ class _Transformer(ast.NodeTransformer):
         self.namer = namer
         self.scope = scope
         self.depth = 0  # enclosing converted statements; 0 means scope level
+        self.maybe_undefined = set()  # symbols that may hold an Undefined placeholder
 
     # nested scopes are converted on their own
     def _keep(self, node):
@@ -105,7 +115,9 @@ class _Transformer(ast.NodeTransformer):
             return [], base.const(None), base.const(None)
         get_name, set_name = self.namer.new("get_state"), self.namer.new("set_state")
         getter = base.function_def(get_name, [], [ast.Return(value=base.tuple_([_read(k, must_in) for k in state]))])
-        simple = [k for k in state if "." not in k and "[" not in k]
+        getter.ag_state_getter = True
+        self.maybe_undefined.update(k for k in state if _is_simple(k) and _maybe_unbound(k, must_in))
+        simple = [k for k in state if _is_simple(k)]
         setter = base.function_def(set_name, ["vars_"], _declarations(simple, self.scope) + [
             ast.Assign(targets=[base.tuple_([sym.store(k) for k in state], ast.Store())], value=base.load("vars_"))])
         return [getter, setter], base.load(get_name), base.load(set_name)
@@ -114,8 +126,9 @@ class _Transformer(ast.NodeTransformer):
         """`x = ag__.Undefined('x')` for symbols no earlier code may have bound."""
         if self.depth:
             return []  # the enclosing converted statement binds them
-        return [base.assign(k, base.ag_call("Undefined", base.const(k)))
-                for k in block.local if k not in block.may_in and k not in self.scope.user_nonlocals]
+        names = [k for k in block.local if k not in block.may_in and k not in self.scope.user_nonlocals]
+        self.maybe_undefined.update(names)
+        return [base.assign(k, base.ag_call("Undefined", base.const(k))) for k in names]
 
     def _block_function(self, prefix, block, body, params=()):
         name = self.namer.new(prefix)
@@ -214,3 +227,4 @@ def transform(function_node, namer):
         r = t.visit(s)
         new_body.extend(r if isinstance(r, list) else [r])
     function_node.body = new_body
+    return t.maybe_undefined

@@ -48,9 +48,9 @@ def _rewrite_block(stmts):
             s.body, _ = _rewrite_block(s.body)
             s.orelse, _ = _rewrite_block(s.orelse)
         elif isinstance(s, (ast.With, ast.AsyncWith)):
-            s.body, returns = _rewrite_block(s.body)
-            if returns:
-                return out, True
+            # Not "always returns" even if its body does: the context
+            # manager may suppress an exception raised before the return.
+            s.body, _ = _rewrite_block(s.body)
         elif isinstance(s, ast.Try):
             s.body, _ = _rewrite_block(s.body)
             s.orelse, _ = _rewrite_block(s.orelse)
