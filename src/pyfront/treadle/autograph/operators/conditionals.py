@@ -251,7 +251,9 @@ class _Merge:
             return errors.located(ValueError, f"the {_BRANCH[side]} branch of this conditional on a tensor must "
                                               f"also have a return statement, since the {other} branch returns a "
                                               "value (a function converted to a graph returns the same kind of "
-                                              "value on every path)")
+                                              "value on every path). A return inside a loop works when the loop is "
+                                              "a graph loop (it iterates over a tensor or its condition is a "
+                                              "tensor), not when it runs as Python")
         return errors.located(ValueError, f"'{name}' must also be initialized in the {_BRANCH[side]} branch: it is "
                                           f"assigned only in the {other} branch of a conditional on a tensor, and is "
                                           "used after the conditional (define it before the if statement, or in "

@@ -49,7 +49,9 @@ def _statement(s, out):
         s.ag_live_out = frozenset(out)
         target = activity.analyze(s.target)
         kills = set(target.simple_modified())
-        head = _loop(s, out, kills, target.reads)
+        # Lowered break/return flags are tested before each element is fetched.
+        header_reads = target.reads | activity.reads_of(getattr(s, "ag_extra_tests", []))
+        head = _loop(s, out, kills, header_reads)
         s.ag_live_in = frozenset(head)
         return head | activity.reads_of(s.iter)
     if isinstance(s, (ast.With, ast.AsyncWith)):

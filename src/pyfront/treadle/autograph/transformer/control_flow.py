@@ -206,6 +206,7 @@ class _Transformer(ast.NodeTransformer):
         itr = self.namer.new("itr")
         bind_target = ast.Assign(targets=[node.target], value=base.load(itr))
         body_fn, body_name = self._block_function("loop_body", block, [bind_target] + node.body, [itr])
+        body_fn.ag_bound_first = set(activity.analyze(node.target).simple_modified())
         defs.append(body_fn)
         extra = getattr(node, "ag_extra_tests", None)
         extra_ref = base.const(None)

@@ -44,6 +44,7 @@ class _CheckedLoads(ast.NodeTransformer):
             rebound = set(body.simple_modified()) - body.declared_nonlocal - body.declared_global
         a = node.args
         rebound |= {arg.arg for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if arg}
+        rebound |= getattr(node, "ag_bound_first", set())  # a for loop's target, bound before the body runs
         if self.names & rebound:
             saved, self.names = self.names, self.names - rebound
             self.generic_visit(node)
