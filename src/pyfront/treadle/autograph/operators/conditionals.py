@@ -183,6 +183,8 @@ class _Merge:
         if a is b:
             return _Plan("value", a)
         a_undef, b_undef = isinstance(a, Undefined), isinstance(b, Undefined)
+        if (a is None and isinstance(b, UndefinedReturnValue)) or (b is None and isinstance(a, UndefinedReturnValue)):
+            return _Plan("value", None)  # `return` without a value, and falling off the end: both None
         if a_undef or b_undef:
             if a_undef and b_undef:
                 return _Plan("value", a)
