@@ -105,8 +105,17 @@ def convert(fn):
     if isinstance(call, types.FunctionType) and not isinstance(fn, type):
         conv = converted_function(call)
         return fn if conv is call else types.MethodType(conv, fn)
-    _warn(fn, "its source code is not available (it is a builtin or an extension)")
+    if not _from_library_module(fn):
+        _warn(fn, "its source code is not available (it is a builtin or an extension)")
     return fn
+
+
+def _from_library_module(obj):
+    """True for callables of library packages (NumPy ufuncs and dispatchers...)."""
+    import sys
+    module = sys.modules.get((getattr(obj, "__module__", None) or "").split(".")[0])
+    filename = getattr(module, "__file__", None)
+    return filename is not None and _is_library(filename)
 
 
 def converted_function(fn):
@@ -201,7 +210,17 @@ class _CannotConvert(Exception):
 def _warn(fn, reason):
     name = getattr(fn, "__qualname__", None) or repr(fn)
     warnings.warn(f"AutoGraph could not transform {name} and will run it as-is: {reason}", AutoGraphWarning,
-                  stacklevel=4)
+                  stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel():
+    """The stacklevel of the first caller outside treadle (where the warning belongs)."""
+    import sys
+    level, frame = 2, sys._getframe(2)
+    while frame is not None and _is_library(frame.f_code.co_filename) and "treadle" in frame.f_code.co_filename:
+        level += 1
+        frame = frame.f_back
+    return level
 
 
 def _transform(fn):
@@ -295,6 +314,20 @@ def _parse_snippet(source):
     return ast.parse(source).body, 0
 
 
+def _by_column(code, lambdas, offset):
+    """The lambda whose body holds the leftmost instruction of `code` (several
+    lambdas with the same parameters on one line)."""
+    positions = [(p[0], p[2]) for p in code.co_positions()
+                 if None not in p and (p[1], p[3]) > (p[0], p[2])]  # zero-width ones are bookkeeping
+    if not positions:
+        return lambdas
+    first = min(positions)
+    before = [n for n in lambdas if (n.body.lineno + offset, n.body.col_offset) <= first]
+    if not before:
+        return lambdas
+    return [max(before, key=lambda n: (n.body.lineno, n.body.col_offset))]
+
+
 def _lambda_node(code, source, start):
     try:
         tree, shift = _parse_snippet(source)
@@ -310,6 +343,8 @@ def _lambda_node(code, source, start):
     params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
     matching = [n for n in candidates if n.lineno + offset == code.co_firstlineno
                 and tuple(a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs) == params]
+    if len(matching) > 1:
+        matching = _by_column(code, matching, offset)
     if len(matching) != 1:
         what = "no lambda" if not matching else "several lambdas"
         raise _CannotConvert(f"{what} with these parameters on line {code.co_firstlineno} of its source")

@@ -35,6 +35,7 @@ def analyze_block(stmts, may, must):
 
 
 def _statement(s, may, must):
+    s.ag_must_here = must  # for reads in simple statements (see transformer/functions.py)
     if isinstance(s, ast.If):
         s.ag_may_in, s.ag_must_in = frozenset(may), must
         test = set(activity.analyze(s.test).simple_modified())  # walrus

@@ -170,6 +170,7 @@ class _Transformer(ast.NodeTransformer):
             else_ref = base.load(else_name)
         call = base.expr_stmt(base.ag_call("if_stmt", node.test, base.load(body_name), else_ref, get_state, set_state,
                                            self._names(state), base.const(len(outputs))))
+        call.ag_must_here = node.ag_must_in  # the test runs where the if statement was
         return base.located(defs + self._placeholders(block) + [call], node)
 
     # ---------------------------------------------------------- loops
@@ -190,6 +191,7 @@ class _Transformer(ast.NodeTransformer):
         test_name = self.namer.new("loop_test")
         defs.append(base.function_def(test_name, [], _declarations(test_modified, self.scope)
                                       + [ast.Return(value=node.test)]))
+        defs[-1].ag_must_here = node.ag_must_in  # bound before the loop stays bound at its head
         body_fn, body_name = self._block_function("loop_body", block, node.body)
         defs.append(body_fn)
         call = base.expr_stmt(base.ag_call("while_stmt", base.load(test_name), base.load(body_name), get_state,
@@ -214,9 +216,11 @@ class _Transformer(ast.NodeTransformer):
             test = extra[0] if len(extra) == 1 else ast.BoolOp(op=ast.And(), values=list(extra))
             extra_name = self.namer.new("extra_test")
             defs.append(base.function_def(extra_name, [], [ast.Return(value=test)]))
+            defs[-1].ag_must_here = node.ag_must_in
             extra_ref = base.load(extra_name)
         call = base.expr_stmt(base.ag_call("for_stmt", node.iter, extra_ref, base.load(body_name), get_state,
                                            set_state, self._names(state), self._options(node)))
+        call.ag_must_here = node.ag_must_in
         return base.located(defs + self._placeholders(block) + [call], node)
 
 

@@ -26,9 +26,26 @@ def explicit_super(scope):
             node.args = [ast.copy_location(base.load("__class__"), node), ast.copy_location(base.load(first), node)]
 
 
+_MISSING = object()
+_COMPOUND = (ast.If, ast.While, ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.Try, ast.Match)
+
+
 class _CheckedLoads(ast.NodeTransformer):
     def __init__(self, names):
         self.names = names
+
+    def visit(self, node):
+        # A simple statement knows which names are bound on every path to it
+        # (definedness analysis): its reads of those need no check.
+        must = getattr(node, "ag_must_here", _MISSING)
+        if must is _MISSING or isinstance(node, _COMPOUND) or not self.names:
+            return super().visit(node)
+        saved = self.names
+        self.names = set() if must is None else self.names - must
+        try:
+            return super().visit(node)
+        finally:
+            self.names = saved
 
     def visit_Name(self, node):
         if isinstance(node.ctx, ast.Load) and node.id in self.names:
