@@ -16,6 +16,8 @@ outputs (the symbols live after it) are merged per symbol:
 The merge is carried through td.cond as composite values whose components
 are only decided once both branches are traced."""
 
+import threading
+
 import numpy as np
 
 from treadle.autograph.operators import errors, tensors
@@ -61,22 +63,26 @@ def _staged_if(cond, body, orelse, get_state, set_state, names, nouts):
 
 # ------------------------------------------------------------------ dry runs
 
-_dry_run_depth = [0]
+class _DryRuns(threading.local):
+    depth = 0
+
+
+_dry_runs = _DryRuns()
 
 
 def in_dry_run():
     """True while a loop body is traced once only to learn the types of
     variables first defined inside it (see loops.py): branches may then
     leave a variable undefined."""
-    return _dry_run_depth[0] > 0
+    return _dry_runs.depth > 0
 
 
 class dry_run:
     def __enter__(self):
-        _dry_run_depth[0] += 1
+        _dry_runs.depth += 1
 
     def __exit__(self, *exc):
-        _dry_run_depth[0] -= 1
+        _dry_runs.depth -= 1
         return False
 
 
