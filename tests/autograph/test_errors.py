@@ -314,3 +314,21 @@ def test_user_exceptions_keep_their_traceback_lines():
         td.function(user_error_in_branch)(td.constant(1))
     lines = [entry.lineno + 1 for entry in info.traceback if entry.path == info.traceback[-1].path]
     assert _line_of(user_error_in_branch, 'raise ValueError("user error")') in lines
+
+
+def assigns_in_staged_test(n):
+    i = 0
+    while (i := i + 1) < n:
+        pass
+    return i
+
+
+def test_a_staged_loop_condition_cannot_assign_variables():
+    m = _raises(NotImplementedError, assigns_in_staged_test, td.constant(5),
+                match="the condition of this loop assigns 'i'")
+    _points_at(m, assigns_in_staged_test, "while (i := i + 1) < n:")
+
+
+def test_the_same_walrus_condition_runs_as_python():
+    from treadle.autograph import converter
+    assert converter.convert(assigns_in_staged_test)(5) == 5

@@ -689,3 +689,81 @@ def test_autograph_false_leaves_python_control_flow(autograph):
     f = td.function(if_else, autograph=autograph)
     with pytest.raises(TypeError, match="as a Python `bool`"):
         f(td.constant(1))
+
+
+def test_a_variable_first_defined_in_a_loop_that_never_runs_fails_when_run():
+    f = td.function(defined_only_in_loop)
+    with pytest.raises(UnboundLocalError, match="'y' is assigned only inside this loop over a tensor, and the loop "
+                                                "ran no iteration"):
+        f(td.constant(0))
+
+
+COUNTER = td.Variable(0)
+
+
+def variable_updates_in_loop(n):
+    for i in range(n):
+        if i % 2 == 0:
+            COUNTER.assign_add(i)
+    return COUNTER.read_value()
+
+
+def test_variable_updates_inside_staged_loops_and_branches():
+    COUNTER.assign(0)
+    assert _value(td.function(variable_updates_in_loop)(td.constant(5))) == 0 + 2 + 4
+
+
+def print_order(n):
+    for i in range(n):
+        td.print("a", i)
+        if i > 0:
+            td.print("b", i)
+        td.print("c", i)
+
+
+def test_prints_in_loops_and_branches_keep_program_order(capfd):
+    td.function(print_order)(td.constant(3))
+    assert capfd.readouterr().err == "a 0\nc 0\na 1\nb 1\nc 1\na 2\nb 2\nc 2\n"
+
+
+class Accumulator:
+    def __init__(self):
+        self.total = td.constant(0)
+
+    @td.function
+    def add_positive(self, xs):
+        for x in xs:
+            if x > 0:
+                self.total = self.total + x
+        return self.total
+
+
+def test_method_with_attribute_state():
+    assert _value(Accumulator().add_positive(td.constant([1, -2, 3]))) == 4
+
+
+def dict_loop_variable(n):
+    d = {"a": 0, "b": 1}
+    i = 0
+    while i < n:
+        d = {"a": d["a"] + i, "b": d["b"] * 2}
+        i += 1
+    return d
+
+
+def test_dict_loop_variable():
+    d = td.function(dict_loop_variable)(td.constant(4))
+    assert (_value(d["a"]), _value(d["b"])) == (6, 16)
+
+
+def string_condition(s):
+    if s == "hello":
+        r = 1
+    else:
+        r = 2
+    return r
+
+
+def test_string_comparison_condition():
+    f = td.function(string_condition)
+    assert _value(f(td.constant("hello"))) == 1 and _value(f(td.constant("bye"))) == 2

@@ -12,7 +12,7 @@ That includes the return value of a `return` inside the loop."""
 
 from treadle.autograph.operators import conditionals, errors, iteration, logical, tensors
 from treadle.autograph.operators.conditionals import contains_tensor, describe, zeros_like_spec
-from treadle.autograph.operators.variables import Undefined
+from treadle.autograph.operators.variables import Undefined, UndefinedReturnValue
 from treadle.framework import context
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.tensor import Tensor, convert_to_tensor
@@ -109,14 +109,24 @@ def _staged_loop(test, body, get_state, set_state, names, opts, maximum_iteratio
         set_state = _ignore
     invariants = _invariant_overrides(opts.get("shape_invariants"))
     missing = [i for i, v in enumerate(init) if isinstance(v, Undefined)]
+    first_defined = [names[i] for i in missing if not isinstance(init[i], UndefinedReturnValue)]
     init = [v if i in missing else _entry_value(n, v) for i, (n, v) in enumerate(zip(names, init))]
     if missing:
         _discover(init, missing, body, set_state, get_state, names, invariants)
+    if first_defined:
+        # Their values are stand-ins until the body has run once: as in
+        # TensorFlow, such a loop must run at least one iteration, which a
+        # hidden flag checks when the graph runs.
+        test, body, get_state, set_state, names, init = _with_ran_flag(test, body, get_state, set_state, names,
+                                                                       init)
     flat_invariants = _flat_invariants(init, invariants)
 
     def cond_fn(*values):
         set_state(values)
-        return tensors.as_condition(test(), "a while loop")
+        cond = tensors.as_condition(test(), "a while loop")
+        if get_state is not None:
+            _check_test_kept_state(names, values, tuple(get_state()))
+        return cond
 
     def body_fn(*values):
         set_state(values)
@@ -127,6 +137,55 @@ def _staged_loop(test, body, get_state, set_state, names, opts, maximum_iteratio
                                           maximum_iterations=maximum_iterations,
                                           parallel_iterations=opts.get("parallel_iterations", 10))
     set_state(tuple(results))
+    if first_defined:
+        _check_ran(results[0], first_defined)
+
+
+def _with_ran_flag(test, body, get_state, set_state, names, init):
+    """The loop with one more variable, first, that is True once the body ran."""
+    ran = [None]
+
+    def get_all():
+        return (ran[0],) + tuple(get_state())
+
+    def set_all(values):
+        ran[0] = values[0]
+        set_state(tuple(values[1:]))
+
+    def body_and_flag():
+        body()
+        ran[0] = True
+
+    flag = convert_to_tensor(False)
+    return test, body_and_flag, get_all, set_all, ("the loop's ran flag",) + tuple(names), [flag] + list(init)
+
+
+def _check_ran(ran, names):
+    from treadle.ops import script_ops
+    listed = ", ".join(describe(n) for n in names)
+    location = errors.user_location()
+    where = f"\n\n{errors.format_location(location)}" if location else ""
+    one = len(names) == 1
+    message = (f"{listed} {'is' if one else 'are'} assigned only inside this loop over a tensor, and the loop ran no "
+               f"iteration: {'it has' if one else 'they have'} no value after it. A loop that defines variables "
+               f"used after it must run at least once (or define them before the loop){where}")
+
+    def check(flag):
+        if not flag.numpy():
+            raise UnboundLocalError(message)
+
+    script_ops.py_function(check, [ran], Tout=None)
+
+
+def _check_test_kept_state(names, before, after):
+    """A graph loop's condition cannot change loop variables (its only result
+    is the condition), so a test that assigns one (`while (n := n - 1) > 0`)
+    would loop forever: refuse it."""
+    for name, b, a in zip(names, before, after):
+        if a is not b:
+            raise errors.located(NotImplementedError, f"the condition of this loop assigns {describe(name)}; a loop "
+                                                      "over a tensor cannot change its variables in its condition. "
+                                                      "Move the assignment into the loop body (and before the loop)")
 
 
 def _ignore(values):
