@@ -104,10 +104,14 @@ def located(nodes, origin):
     # One line only: a generated call spanning the whole statement would be
     # reported at the statement's last line.
     line, col = origin.lineno, origin.col_offset
-    for node in nodes:
-        for n in ast.walk(node):
-            if "lineno" in n._attributes and getattr(n, "lineno", None) is None:
-                n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = line, col, line, col
+    stack = list(nodes)
+    while stack:
+        n = stack.pop()
+        if "lineno" in n._attributes:
+            if getattr(n, "lineno", None) is not None:
+                continue  # user code (or located already), and so is everything in it
+            n.lineno, n.col_offset, n.end_lineno, n.end_col_offset = line, col, line, col
+        stack.extend(ast.iter_child_nodes(n))
     return nodes
 
 
