@@ -182,6 +182,11 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
   } catch (const StaticError& e) {
     throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
   }
+  return RunKernel(op, inputs, attrs, inferred, functions);
+}
+
+std::vector<Tensor> RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+                              const InferredOutputs& inferred, const FunctionCaller* functions) {
   KernelContext ctx(op, inputs, attrs, inferred.dtypes, inferred.shapes, functions);
   try {
     op.kernel(ctx);

@@ -146,6 +146,12 @@ InferredOutputs InferOutputs(const OpDef& op, const std::vector<DType>& dtypes,
 // call itself (dtypes, shapes) surface as InvalidArgument with "[Op:Name]".
 std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
                           const FunctionCaller* functions = nullptr);
+// Runs only the kernel, with output dtypes and shapes inferred beforehand (the
+// graph executor infers once when it plans, where shapes are static). Inputs
+// must already satisfy the op's dtype rules and match `inferred`. Errors are
+// reported as RunOp reports them.
+std::vector<Tensor> RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+                              const InferredOutputs& inferred, const FunctionCaller* functions = nullptr);
 
 // Input index range [begin, end) covered by ArgDef `arg` for a call with
 // `num_inputs` inputs (list arguments take whatever the others leave).

@@ -7,4 +7,5 @@ PYBIND11_MODULE(_core, m) {
   treadle::python::RegisterTensor(m);
   treadle::python::RegisterOps(m);
   treadle::python::RegisterProto(m);
+  treadle::python::RegisterGraph(m);
 }

@@ -45,5 +45,6 @@ void RegisterErrors(py::module_& m);
 void RegisterTensor(py::module_& m);
 void RegisterOps(py::module_& m);
 void RegisterProto(py::module_& m);
+void RegisterGraph(py::module_& m);
 
 }  // namespace treadle::python
