@@ -197,6 +197,7 @@ OpDef CallOp(const char* name, bool stateful) {
   op.attrs = {{"Tin", AttrType::kTypeList, std::nullopt},
               {"Tout", AttrType::kTypeList, std::nullopt},
               {"f", AttrType::kFunc, std::nullopt},
+              {"output_shapes", AttrType::kShapeList, AttrValue(std::vector<PartialShape>{})},
               // Accepted for compatibility with TensorFlow's GraphDefs; unused.
               {"config", AttrType::kString, AttrValue(std::string())},
               {"config_proto", AttrType::kString, AttrValue(std::string())},
@@ -205,9 +206,7 @@ OpDef CallOp(const char* name, bool stateful) {
     CheckInputTypes(c, "Tin", 0);
     return c.attrs.GetTypeList("Tout");
   };
-  op.shape_fn = [](const InferContext& c) {
-    return std::vector<PartialShape>(c.attrs.GetTypeList("Tout").size());
-  };
+  op.shape_fn = [](const InferContext& c) { return DeclaredOutputShapes(c, "Tout"); };
   op.kernel = CallKernel;
   op.stateful = stateful;
   op.doc = "Calls library function f on args and returns its results.";

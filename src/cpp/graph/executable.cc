@@ -129,6 +129,7 @@ void Executable::Plan() {
       step.functions = callers_.back().get();
     }
     max_inputs_ = std::max(max_inputs_, step.num_inputs);
+    max_outputs_ = std::max(max_outputs_, static_cast<int32_t>(node.outputs.dtypes.size()));
     steps_.push_back(step);
   }
   for (size_t k = 0; k < body.rets.size(); ++k) {
@@ -171,11 +172,14 @@ void Executable::CheckArgs(const std::vector<Tensor>& args) const {
   }
 }
 
-std::vector<Tensor> Executable::RunStep(const Step& step, const std::vector<Tensor>& inputs) const {
+void Executable::RunStep(const Step& step, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) const {
   const Node& node = *step.node;
   try {
-    if (step.infer_at_run) return RunOp(*node.op, inputs, node.attrs, step.functions);
-    return RunKernel(*node.op, inputs, node.attrs, node.outputs, step.functions);
+    if (step.infer_at_run) {
+      *outputs = RunOp(*node.op, inputs, node.attrs, step.functions);
+    } else {
+      RunKernel(*node.op, inputs, node.attrs, node.outputs, step.functions, outputs);
+    }
   } catch (const Error& e) {
     // Each enclosing node adds a line, so nested calls read like a stack.
     std::string in = body_->function_name.empty() ? "" : " in " + body_->Describe();
@@ -218,8 +222,9 @@ std::vector<Tensor> Executable::Run(const std::vector<Tensor>& args) const {
   for (size_t i = 0; i < args.size(); ++i) {
     if (keep_[i]) slots[i] = args[i];
   }
-  std::vector<Tensor> inputs;
+  std::vector<Tensor> inputs, outputs;  // reused by every step
   inputs.reserve(max_inputs_);
+  outputs.reserve(max_outputs_);
   for (const Step& step : steps_) {
     const Source* src = sources_.data() + step.first_source;
     for (int32_t k = 0; k < step.num_inputs; ++k, ++src) {
@@ -227,13 +232,14 @@ std::vector<Tensor> Executable::Run(const std::vector<Tensor>& args) const {
       else if (src->last_use) inputs.push_back(std::move(slots[src->index]));
       else inputs.push_back(slots[src->index]);
     }
-    std::vector<Tensor> outputs = RunStep(step, inputs);
+    RunStep(step, inputs, &outputs);
     inputs.clear();  // inputs read for the last time are freed here
     CheckOutputs(step, outputs);
     for (size_t k = 0; k < outputs.size(); ++k) {
       const int32_t slot = step.first_slot + static_cast<int32_t>(k);
       if (keep_[slot]) slots[slot] = std::move(outputs[k]);
     }
+    outputs.clear();  // outputs nobody reads are freed here
   }
   std::vector<Tensor> results;
   results.reserve(result_sources_.size());

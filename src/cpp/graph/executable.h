@@ -57,7 +57,7 @@ class Executable {
 
   void Plan();
   void CheckArgs(const std::vector<Tensor>& args) const;
-  std::vector<Tensor> RunStep(const Step& step, const std::vector<Tensor>& inputs) const;
+  void RunStep(const Step& step, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) const;
   void CheckOutputs(const Step& step, const std::vector<Tensor>& outputs) const;
   void CheckResult(size_t k, const Tensor& t) const;
 
@@ -72,6 +72,7 @@ class Executable {
   std::vector<std::unique_ptr<FunctionCaller>> callers_;
   int32_t num_slots_ = 0;
   int32_t max_inputs_ = 0;
+  int32_t max_outputs_ = 0;
 };
 
 }  // namespace treadle::graph

@@ -182,12 +182,14 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
   } catch (const StaticError& e) {
     throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
   }
-  return RunKernel(op, inputs, attrs, inferred, functions);
+  std::vector<Tensor> outputs;
+  RunKernel(op, inputs, attrs, inferred, functions, &outputs);
+  return outputs;
 }
 
-std::vector<Tensor> RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
-                              const InferredOutputs& inferred, const FunctionCaller* functions) {
-  KernelContext ctx(op, inputs, attrs, inferred.dtypes, inferred.shapes, functions);
+void RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+               const InferredOutputs& inferred, const FunctionCaller* functions, std::vector<Tensor>* outputs) {
+  KernelContext ctx(op, inputs, attrs, inferred.dtypes, inferred.shapes, functions, std::move(*outputs));
   try {
     op.kernel(ctx);
   } catch (const StaticError& e) {
@@ -203,7 +205,7 @@ std::vector<Tensor> RunKernel(const OpDef& op, const std::vector<Tensor>& inputs
       throw Error(Code::kInternal, StrCat(op.name, ": kernel did not produce output ", i));
     }
   }
-  return std::move(ctx.outputs);
+  *outputs = std::move(ctx.outputs);
 }
 
 }  // namespace treadle

@@ -71,6 +71,16 @@ class KernelContext {
                 const FunctionCaller* functions = nullptr)
       : op(op), inputs(inputs), attrs(attrs), out_dtypes(out_dtypes), out_shapes(out_shapes),
         outputs(out_dtypes.size()), functions(functions) {}
+  // The same, with `outputs` taking over `storage` (whose capacity a caller
+  // running many kernels recycles, to save an allocation per call).
+  KernelContext(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+                const std::vector<DType>& out_dtypes, const std::vector<PartialShape>& out_shapes,
+                const FunctionCaller* functions, std::vector<Tensor>&& storage)
+      : op(op), inputs(inputs), attrs(attrs), out_dtypes(out_dtypes), out_shapes(out_shapes),
+        outputs(std::move(storage)), functions(functions) {
+    outputs.clear();
+    outputs.resize(out_dtypes.size());
+  }
 
   const OpDef& op;
   const std::vector<Tensor>& inputs;
@@ -148,10 +158,11 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
                           const FunctionCaller* functions = nullptr);
 // Runs only the kernel, with output dtypes and shapes inferred beforehand (the
 // graph executor infers once when it plans, where shapes are static). Inputs
-// must already satisfy the op's dtype rules and match `inferred`. Errors are
-// reported as RunOp reports them.
-std::vector<Tensor> RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
-                              const InferredOutputs& inferred, const FunctionCaller* functions = nullptr);
+// must already satisfy the op's dtype rules and match `inferred`. The outputs
+// replace the contents of *outputs (reusing its storage). Errors are reported
+// as RunOp reports them.
+void RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+               const InferredOutputs& inferred, const FunctionCaller* functions, std::vector<Tensor>* outputs);
 
 // Input index range [begin, end) covered by ArgDef `arg` for a call with
 // `num_inputs` inputs (list arguments take whatever the others leave).
