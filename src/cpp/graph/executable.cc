@@ -238,8 +238,8 @@ std::vector<Tensor> Executable::Run(const std::vector<Tensor>& args) const {
     for (size_t k = 0; k < outputs.size(); ++k) {
       const int32_t slot = step.first_slot + static_cast<int32_t>(k);
       if (keep_[slot]) slots[slot] = std::move(outputs[k]);
+      else outputs[k] = Tensor();  // nobody reads it: free it now
     }
-    outputs.clear();  // outputs nobody reads are freed here
   }
   std::vector<Tensor> results;
   results.reserve(result_sources_.size());

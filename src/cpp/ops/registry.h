@@ -78,8 +78,12 @@ class KernelContext {
                 const FunctionCaller* functions, std::vector<Tensor>&& storage)
       : op(op), inputs(inputs), attrs(attrs), out_dtypes(out_dtypes), out_shapes(out_shapes),
         outputs(std::move(storage)), functions(functions) {
-    outputs.clear();
-    outputs.resize(out_dtypes.size());
+    if (outputs.size() == out_dtypes.size()) {
+      for (Tensor& t : outputs) t = Tensor();
+    } else {
+      outputs.clear();
+      outputs.resize(out_dtypes.size());
+    }
   }
 
   const OpDef& op;

@@ -78,9 +78,11 @@ OpRegistrar py_func_op(PyFuncOp());
 
 void RegisterPyFuncDispatcher(py::module_& m) {
   m.def("_set_py_func_dispatcher", [](py::object fn) {
-    if (!g_dispatcher) g_dispatcher = new py::object();
+    if (!g_dispatcher) g_dispatcher = new py::object(py::none());
+    py::object previous = std::move(*g_dispatcher);
     *g_dispatcher = std::move(fn);
-  }, "Registers fn(token, [EagerTensor]) -> [EagerTensor], which PyFunc nodes call.");
+    return previous;
+  }, "Registers fn(token, [EagerTensor]) -> [EagerTensor], which PyFunc nodes call; returns the previous one.");
 }
 
 }  // namespace treadle::python
