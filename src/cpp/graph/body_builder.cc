@@ -59,6 +59,8 @@ void ResolveInputs(const NodeDefs& defs, Body* body) {
       ParsedInput p = ParseInput(inputs[j], where);
       auto it = body->node_index.find(p.name);
       if (p.control) {
+        // Arguments exist before any node runs: waiting for one is a no-op.
+        if (it == body->node_index.end() && FindArg(*body, p.name) >= 0) continue;
         if (it == body->node_index.end()) {
           ThrowInvalidArgument(where, " '", inputs[j], "' is a control dependency on '", p.name,
                                "', which is not a node of the ", body->Describe());
