@@ -167,6 +167,9 @@ static const char* NumpyFormat(DType t) {
 }
 
 py::object TensorToNumpy(const Tensor& t) {
+  if (IsHandle(t.dtype())) {
+    throw py::type_error(std::string("a ") + DTypeName(t.dtype()) + " tensor has no NumPy value");
+  }
   if (t.dtype() == DType::kString) {
     py::array out(py::dtype("object"), t.shape());
     auto** slots = static_cast<PyObject**>(out.mutable_data());

@@ -1,5 +1,6 @@
 // The op registry as Python sees it: descriptions to generate op functions
 // from, eager execution, and inference for graph construction.
+#include "ops/kernels/random_ops.h"
 #include "py_common.h"
 #include "util/errors.h"
 
@@ -64,6 +65,8 @@ void RegisterOps(py::module_& m) {
     for (const OpDef* op : OpRegistry::Global().All()) l.append(DescribeOp(*op));
     return l;
   });
+  m.def("reset_random_op_counters", &ResetRandomOpCounters,
+        "Restarts the stream of every seeded random op (td.random.set_seed).");
   m.def("op_def", [](const std::string& name) { return DescribeOp(OpRegistry::Global().Get(name)); });
 
   // execute(op_handle, inputs, attrs) -> list of EagerTensor

@@ -117,11 +117,14 @@ void RegisterTensor(py::module_& m) {
           case DType::kInt32: return py::int_(*t.data<int32_t>());
           case DType::kInt64: return py::int_(*t.data<int64_t>());
           case DType::kBool: return py::bool_(*t.data<bool>());
-          default: return py::bytes(*t.data<std::string>());
+          case DType::kString: return py::bytes(*t.data<std::string>());
+          default: throw py::type_error(std::string("a ") + DTypeName(t.dtype()) + " tensor has no Python value");
         }
       })
       .def_buffer([](const Tensor& t) -> py::buffer_info {
-        if (t.dtype() == DType::kString) throw py::type_error("a string tensor has no buffer; use .numpy()");
+        if (t.dtype() == DType::kString || IsHandle(t.dtype())) {
+          throw py::type_error(std::string("a ") + DTypeName(t.dtype()) + " tensor has no buffer");
+        }
         std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
         std::vector<py::ssize_t> strides(shape.size());
         py::ssize_t s = static_cast<py::ssize_t>(DTypeSize(t.dtype()));

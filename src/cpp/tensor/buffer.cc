@@ -4,6 +4,8 @@
 #include <new>
 #include <string>
 
+#include "tensor/handle.h"
+
 namespace treadle {
 
 namespace {
@@ -25,6 +27,9 @@ std::shared_ptr<Buffer> Buffer::Allocate(DType dtype, int64_t count) {
   if (dtype == DType::kString) {
     auto* s = static_cast<std::string*>(p);
     for (int64_t i = 0; i < count; ++i) new (s + i) std::string();
+  } else if (IsHandle(dtype)) {
+    auto* h = static_cast<Handle*>(p);
+    for (int64_t i = 0; i < count; ++i) new (h + i) Handle();
   }
   return b;
 }
@@ -45,6 +50,9 @@ Buffer::~Buffer() {
   if (dtype_ == DType::kString) {
     auto* s = static_cast<std::string*>(data_);
     for (int64_t i = 0; i < count_; ++i) s[i].~basic_string();
+  } else if (IsHandle(dtype_)) {
+    auto* h = static_cast<Handle*>(data_);
+    for (int64_t i = 0; i < count_; ++i) h[i].~Handle();
   }
   std::free(data_);
 }

@@ -1,5 +1,7 @@
 #include "tensor/dtype.h"
 
+#include <memory>
+
 namespace treadle {
 
 const char* DTypeName(DType t) {
@@ -10,6 +12,8 @@ const char* DTypeName(DType t) {
     case DType::kInt64: return "int64";
     case DType::kBool: return "bool";
     case DType::kString: return "string";
+    case DType::kResource: return "resource";
+    case DType::kVariant: return "variant";
     default: return "invalid";
   }
 }
@@ -29,6 +33,8 @@ size_t DTypeSize(DType t) {
     case DType::kInt64: return 8;
     case DType::kBool: return 1;
     case DType::kString: return sizeof(std::string);
+    case DType::kResource:
+    case DType::kVariant: return sizeof(std::shared_ptr<void>);
     default: return 0;
   }
 }

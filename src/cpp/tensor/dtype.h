@@ -19,8 +19,12 @@ enum class DType : int {
   kInt64 = 4,
   kBool = 5,
   kString = 6,
+  // Internal: handles to shared objects (variables) and to values that are
+  // not arrays (tensor lists). Not NumPy-convertible, never serialized.
+  kResource = 7,
+  kVariant = 8,
 };
-constexpr int kNumDTypes = 7;
+constexpr int kNumDTypes = 9;
 
 const char* DTypeName(DType t);             // "float32", ...
 DType DTypeFromName(std::string_view name);  // kInvalid when unknown
@@ -30,6 +34,7 @@ bool IsValidDType(int value);
 inline bool IsFloating(DType t) { return t == DType::kFloat32 || t == DType::kFloat64; }
 inline bool IsInteger(DType t) { return t == DType::kInt32 || t == DType::kInt64; }
 inline bool IsNumeric(DType t) { return IsFloating(t) || IsInteger(t); }
+inline bool IsHandle(DType t) { return t == DType::kResource || t == DType::kVariant; }
 
 template <typename T> struct DTypeOf;
 template <> struct DTypeOf<float> { static constexpr DType value = DType::kFloat32; };

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "tensor/handle.h"
+
 namespace treadle {
 
 Tensor::Tensor(DType dtype, Dims shape)
@@ -31,6 +33,10 @@ Tensor Tensor::Clone() const {
     const std::string* src = data<std::string>();
     std::string* dst = out.data<std::string>();
     for (int64_t i = 0; i < num_elements_; ++i) dst[i] = src[i];
+  } else if (IsHandle(dtype_)) {
+    const Handle* src = data<Handle>();
+    Handle* dst = out.data<Handle>();
+    for (int64_t i = 0; i < num_elements_; ++i) dst[i] = src[i];
   } else if (nbytes() > 0) {
     std::memcpy(out.raw_data(), raw_data(), nbytes());
   }
@@ -39,6 +45,12 @@ Tensor Tensor::Clone() const {
 
 std::string Tensor::DebugString() const {
   return StrCat("Tensor<", DTypeName(dtype_), ", ", DimsToString(shape_), ">");
+}
+
+Tensor MakeHandleTensor(DType dtype, Handle obj) {
+  Tensor t(dtype, {});
+  *t.data<Handle>() = std::move(obj);
+  return t;
 }
 
 }  // namespace treadle

@@ -36,6 +36,9 @@ PartialShape PartialShapeFromProto(const proto::TensorShapeProto& proto, const s
 }
 
 void TensorToProto(const Tensor& t, proto::TensorProto* proto) {
+  if (IsHandle(t.dtype())) {
+    ThrowInvalidArgument("a ", DTypeName(t.dtype()), " tensor refers to live objects and cannot be serialized");
+  }
   proto->Clear();
   proto->set_dtype(static_cast<proto::DataType>(static_cast<int>(t.dtype())));
   PartialShapeToProto(PartialShape(t.shape()), proto->mutable_shape());
@@ -49,6 +52,7 @@ void TensorToProto(const Tensor& t, proto::TensorProto* proto) {
 
 Tensor TensorFromProto(const proto::TensorProto& proto, const std::string& where) {
   DType dtype = DTypeFromProtoEnum(proto.dtype(), where);
+  if (IsHandle(dtype)) ThrowInvalidArgument(where, ": a ", DTypeName(dtype), " tensor cannot be read from bytes");
   PartialShape shape = PartialShapeFromProto(proto.shape(), where);
   if (!shape.fully_defined()) {
     ThrowInvalidArgument(where, ": a tensor value needs a fully defined shape, got ", shape.ToString());

@@ -7,19 +7,29 @@ from treadle import _core
 from treadle import errors
 from treadle.framework import dtypes as _dtypes
 
-_core._set_dtype_objects(list(_dtypes._ALL[:1]) + [_dtypes.float32, _dtypes.float64, _dtypes.int32,
-                                                   _dtypes.int64, _dtypes.bool, _dtypes.string])
+_core._set_dtype_objects(_dtypes._ALL)
 _core._set_error_classes(errors._BY_CODE)
 
 from treadle.framework.dtypes import (  # noqa: E402
-    DType, as_dtype, bool, double, float32, float64, int32, int64, string)
+    DType, as_dtype, bool, double, float32, float64, int32, int64, resource, string, variant)
 from treadle.framework.tensor import (  # noqa: E402
     Tensor, constant, convert_to_tensor, register_tensor_conversion_function)
 from treadle.framework.tensor_shape import TensorShape  # noqa: E402
+from treadle.framework.tensor_util import make_ndarray, make_tensor_proto  # noqa: E402
 from treadle.framework import op_def_library as _op_def_library  # noqa: E402
 from treadle.framework.op_def_library import raw_ops  # noqa: E402
 
-from treadle import bitwise, math, nn, random  # noqa: E402
+from treadle.framework.tensor_spec import TensorSpec  # noqa: E402
+from treadle.function.polymorphic_function import function  # noqa: E402
+from treadle.framework.context import executing_eagerly, init_scope  # noqa: E402
+from treadle.framework.variables import Variable  # noqa: E402
+from treadle.framework.tensor_array import TensorArray  # noqa: E402
+from treadle.io.saving import load, save  # noqa: E402
+
+from treadle.module.module import Module  # noqa: E402
+
+from treadle import bitwise, config, math, nn, random, types  # noqa: E402
+from treadle import experimental  # noqa: E402
 from treadle._api import install_api as _install_api  # noqa: E402
 
 _install_api(globals())

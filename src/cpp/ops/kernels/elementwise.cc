@@ -68,9 +68,47 @@ auto visit_bool = [](DType t, const char* w, auto&& fn) {
   fn(Tag<bool>{});
 };
 
+// Signed integer overflow is undefined in C++; TensorFlow's integer ops wrap
+// around, so the arithmetic that can overflow goes through unsigned types.
+template <typename T> constexpr bool kWraps = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <typename T> T WrapAdd(T x, T y) {
+  if constexpr (kWraps<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(x) + static_cast<U>(y));
+  } else {
+    return x + y;
+  }
+}
+template <typename T> T WrapSub(T x, T y) {
+  if constexpr (kWraps<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(x) - static_cast<U>(y));
+  } else {
+    return x - y;
+  }
+}
+template <typename T> T WrapMul(T x, T y) {
+  if constexpr (kWraps<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(x) * static_cast<U>(y));
+  } else {
+    return x * y;
+  }
+}
+
+template <typename T> T WrapNeg(T x) {
+  if constexpr (kWraps<T>) {
+    return WrapSub(T(0), x);
+  } else {
+    return -x;  // keeps -0.0 distinct from 0.0
+  }
+}
+
 template <typename T> T FloorDivide(T x, T y) {
   if constexpr (std::is_integral_v<T>) {
     if (y == 0) ThrowInvalidArgument("Integer division by zero");
+    // lowest / -1 overflows (and traps on x86); the wrapped result is lowest.
+    if (y == -1) return WrapNeg(x);
     T q = x / y;
     if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
     return q;
@@ -82,6 +120,7 @@ template <typename T> T FloorDivide(T x, T y) {
 template <typename T> T FloorModulo(T x, T y) {
   if constexpr (std::is_integral_v<T>) {
     if (y == 0) ThrowInvalidArgument("Integer division by zero");
+    if (y == -1) return 0;  // lowest % -1 traps on x86
     T r = x % y;
     if (r != 0 && ((r < 0) != (y < 0))) r += y;
     return r;
@@ -97,8 +136,8 @@ template <typename T> T Power(T x, T y) {
     if (y < 0) ThrowInvalidArgument("Integers to negative integer powers are not allowed");
     T result = 1;
     while (y) {
-      if (y & 1) result *= x;
-      x *= x;
+      if (y & 1) result = WrapMul(result, x);
+      x = WrapMul(x, x);
       y >>= 1;
     }
     return result;
@@ -109,11 +148,17 @@ template <typename T> T Power(T x, T y) {
 
 // Arithmetic --------------------------------------------------------------
 OpRegistrar add_op(BinaryOp<false>("AddV2", kAddTypes, {"add", "math.add"}, visit_all,
-                            [](const auto& x, const auto& y) { return x + y; }));
+                            [](const auto& x, const auto& y) {
+                              if constexpr (std::is_same_v<std::decay_t<decltype(x)>, std::string>) {
+                                return x + y;
+                              } else {
+                                return WrapAdd(x, y);
+                              }
+                            }));
 OpRegistrar sub_op(BinaryOp<false>("Sub", kNumericTypes, {"subtract", "math.subtract"}, visit_numeric,
-                            [](auto x, auto y) { return x - y; }));
+                            [](auto x, auto y) { return WrapSub(x, y); }));
 OpRegistrar mul_op(BinaryOp<false>("Mul", kNumericTypes, {"multiply", "math.multiply"}, visit_numeric,
-                            [](auto x, auto y) { return x * y; }));
+                            [](auto x, auto y) { return WrapMul(x, y); }));
 OpRegistrar realdiv_op(BinaryOp<false>("RealDiv", kFloatTypes, {"math.realdiv"}, visit_float,
                                 [](auto x, auto y) { return x / y; }));
 OpRegistrar floordiv_op(BinaryOp<false>("FloorDiv", kNumericTypes, {"math.floordiv", "floordiv"}, visit_numeric,
@@ -166,11 +211,17 @@ OpRegistrar invert_op(UnaryOp("Invert", "x", kIntTypes, {"bitwise.invert"}, visi
 
 // Unary math ----------------------------------------------------------------
 OpRegistrar neg_op(UnaryOp("Neg", "x", kNumericTypes, {"negative", "math.negative"}, visit_numeric,
-                           [](auto x) { return -x; }));
+                           [](auto x) { return WrapNeg(x); }));
 OpRegistrar abs_op(UnaryOp("Abs", "x", kNumericTypes, {"abs", "math.abs"}, visit_numeric,
-                           [](auto x) { return x < 0 ? -x : x; }));
+                           [](auto x) {
+                             if constexpr (std::is_floating_point_v<decltype(x)>) {
+                               return std::fabs(x);  // also clears the sign of -0.0
+                             } else {
+                               return x < 0 ? WrapNeg(x) : x;
+                             }
+                           }));
 OpRegistrar square_op(UnaryOp("Square", "x", kNumericTypes, {"square", "math.square"}, visit_numeric,
-                              [](auto x) { return x * x; }));
+                              [](auto x) { return WrapMul(x, x); }));
 OpRegistrar sqrt_op(UnaryOp("Sqrt", "x", kFloatTypes, {"sqrt", "math.sqrt"}, visit_float,
                             [](auto x) { return std::sqrt(x); }));
 OpRegistrar rsqrt_op(UnaryOp("Rsqrt", "x", kFloatTypes, {"math.rsqrt"}, visit_float,
@@ -190,9 +241,14 @@ OpRegistrar sigmoid_op(UnaryOp("Sigmoid", "x", kFloatTypes, {"sigmoid", "math.si
                                  return e / (T(1) + e);
                                }));
 OpRegistrar relu_op(UnaryOp("Relu", "features", kNumericTypes, {"nn.relu"}, visit_numeric,
-                            [](auto x) { return x > 0 ? x : decltype(x)(0); }));
+                            [](auto x) { return x > 0 || x != x ? x : decltype(x)(0); }));  // NaN stays NaN
 OpRegistrar sign_op(UnaryOp("Sign", "x", kNumericTypes, {"sign", "math.sign"}, visit_numeric,
-                            [](auto x) { return static_cast<decltype(x)>((x > 0) - (x < 0)); }));
+                            [](auto x) {
+                              if constexpr (std::is_floating_point_v<decltype(x)>) {
+                                if (std::isnan(x)) return x;  // sign(NaN) is NaN, as in TensorFlow
+                              }
+                              return static_cast<decltype(x)>((x > 0) - (x < 0));
+                            }));
 OpRegistrar reciprocal_op(UnaryOp("Reciprocal", "x", kFloatTypes, {"math.reciprocal"}, visit_float,
                                   [](auto x) { return decltype(x)(1) / x; }));
 

@@ -3,6 +3,9 @@
 // (scipy-openblas32); integers use a plain triple loop.
 #include <cblas.h>
 
+#include <algorithm>
+#include <type_traits>
+
 #include "ops/dispatch.h"
 #include "ops/op_helpers.h"
 
@@ -22,13 +25,22 @@ void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, co
                     static_cast<blasint>(ta ? m : k), b, static_cast<blasint>(tb ? k : n), 0.0, c,
                     static_cast<blasint>(n));
 }
+// Integers: i-p-j order, so the inner loop walks a row of C (and of B when it
+// is not transposed) contiguously. Unsigned arithmetic wraps like TensorFlow's.
 template <typename T>
 void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  using U = std::make_unsigned_t<T>;
   for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      T acc = 0;
-      for (int64_t p = 0; p < k; ++p) acc += a[ta ? p * m + i : i * k + p] * b[tb ? j * k + p : p * n + j];
-      c[i * n + j] = acc;
+    U* crow = reinterpret_cast<U*>(c + i * n);
+    std::fill(crow, crow + n, U(0));
+    for (int64_t p = 0; p < k; ++p) {
+      const U aip = static_cast<U>(ta ? a[p * m + i] : a[i * k + p]);
+      if (tb) {
+        for (int64_t j = 0; j < n; ++j) crow[j] += aip * static_cast<U>(b[j * k + p]);
+      } else {
+        const T* brow = b + p * n;
+        for (int64_t j = 0; j < n; ++j) crow[j] += aip * static_cast<U>(brow[j]);
+      }
     }
   }
 }

@@ -35,3 +35,22 @@ def push_graph(graph):
 def pop_graph(graph):
     top = _context.graph_stack.pop()
     assert top is graph, "graph stack corrupted"
+
+
+class init_scope:
+    """Ops inside run eagerly even while a function is being traced (used to
+    create variables and other state once, outside the graph)."""
+
+    def __enter__(self):
+        _context.init_scope_depth += 1
+        return self
+
+    def __exit__(self, *exc):
+        _context.init_scope_depth -= 1
+        return False
+
+
+def graph_being_built():
+    """The innermost graph under construction, even inside init_scope."""
+    stack = _context.graph_stack
+    return stack[-1] if stack else None

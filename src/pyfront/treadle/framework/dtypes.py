@@ -99,9 +99,11 @@ int32 = DType(3, "int32", np.int32)
 int64 = DType(4, "int64", np.int64)
 bool = DType(5, "bool", np.bool_)  # noqa: A001 - TensorFlow's public name
 string = DType(6, "string", np.object_)
+resource = DType(7, "resource", np.object_)
+variant = DType(8, "variant", np.object_)
 double = float64
 
-_ALL = [None, float32, float64, int32, int64, bool, string]
+_ALL = [None, float32, float64, int32, int64, bool, string, resource, variant]
 _BY_NAME = {d.name: d for d in _ALL[1:]}
 _BY_NAME.update({"float": float32, "double": float64})
 

@@ -6,6 +6,8 @@ TensorFlow's argument names. Nothing here lists ops: the registry does."""
 
 import inspect
 
+import numpy as np
+
 from treadle import _core
 from treadle.framework import dtypes
 from treadle.framework.ops import execute
@@ -56,8 +58,12 @@ def convert_inputs(sig, values):
         for v in group:
             if isinstance(v, Tensor):
                 t = v
+            elif want is not None and not isinstance(v, (np.ndarray, np.generic)):
+                # A Python value takes the dtype of the tensors beside it, or
+                # fails with TypeError as in TensorFlow (`add(int_t, 1.5)`).
+                t = convert_to_tensor(v, dtype=want)
             elif want is not None:
-                t = convert_to_tensor(v, dtype_hint=want)
+                t = convert_to_tensor(v)
             else:
                 t = convert_to_tensor(v, dtype_hint=hint)
             if attr and attr not in known:

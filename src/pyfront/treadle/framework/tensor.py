@@ -7,7 +7,7 @@ import numbers
 import numpy as np
 
 from treadle import _core
-from treadle.framework import dtypes
+from treadle.framework import context, dtypes
 from treadle.framework.tensor_shape import TensorShape
 
 EagerTensor = _core.EagerTensor
@@ -55,6 +55,9 @@ def _python_to_numpy(value, dtype):
             arr = arr.astype(np.float32)
         elif arr.dtype == object and arr.size and not _all_strings(arr):
             raise TypeError(f"Failed to convert elements of {value!r} to Tensor: unsupported element types")
+        elif arr.dtype.kind in "SU":
+            # NumPy's fixed-width strings drop trailing NUL bytes; keep elements exact.
+            arr = np.array(value, dtype=object)
         elif arr.dtype == np.float64 and arr.size == 0 and dtype is None:
             arr = arr.astype(np.float32)
     if dtype is not None:
@@ -75,6 +78,8 @@ def _contains_tensor(seq):
 
 def _cast_numpy(value, arr, dtype):
     target = dtype.as_numpy_dtype
+    if arr.size == 0 and arr.dtype.kind in "fiub" and dtype != dtypes.string:
+        return arr.astype(target)  # [] has no element type of its own
     if dtype == dtypes.string:
         if arr.dtype.kind not in "USO":
             raise TypeError(f"Cannot convert {value!r} to EagerTensor of dtype string")
@@ -109,13 +114,14 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     for _, base_type, fn in _conversion_functions:
         if isinstance(value, base_type):
             return fn(value, dtype=dtype, name=name)
-    if dtype is None and dtype_hint is not None:
+    if dtype is None and dtype_hint is not None and not isinstance(value, (np.ndarray, np.generic)):
+        # A hint is for values without a dtype of their own (Python numbers and lists).
         hint = dtypes.as_dtype(dtype_hint)
         try:
-            return _convert_value(value, hint)
+            return _in_current_graph(_convert_value(value, hint))
         except (TypeError, ValueError):
             pass
-    return _convert_value(value, dtype)
+    return _in_current_graph(_convert_value(value, dtype))
 
 
 def _convert_value(value, dtype):
@@ -152,9 +158,11 @@ def constant(value, dtype=None, shape=None, name="Const"):
 
 
 def _in_current_graph(t):
-    from treadle.framework import context
+    """A value made while tracing becomes a Const node of the graph."""
     graph = context.current_graph()
-    return t if graph is None else graph.capture_constant(t)
+    if graph is None or type(t) is not EagerTensor:
+        return t
+    return graph.constant(t)
 
 
 def _cast_eager(t, dtype):
@@ -200,6 +208,8 @@ def _format_numpy(t):
 
 
 def _repr(self):
+    if self.dtype in (dtypes.resource, dtypes.variant):
+        return f"<td.Tensor: shape={self.shape}, dtype={self.dtype.name}, value=<handle>>"
     arr = self._numpy_view()
     value = arr[()] if arr.ndim == 0 else arr
     if arr.ndim == 0:
@@ -210,6 +220,8 @@ def _repr(self):
 
 
 def _str(self):
+    if self.dtype in (dtypes.resource, dtypes.variant):
+        return _repr(self)
     arr = self._numpy_view()
     return f"td.Tensor({arr[()] if arr.ndim == 0 else arr}, shape={self.shape}, dtype={self.dtype.name})"
 

@@ -1,5 +1,7 @@
 """Math wrappers with TensorFlow's signatures and dtype rules."""
 
+import numpy as np
+
 from treadle.framework import dtypes
 from treadle.framework.op_def_library import raw_ops
 from treadle.framework.ops import execute
@@ -54,6 +56,87 @@ def matmul(a, b, transpose_a=False, transpose_b=False, name=None):
     return _run1("BatchMatMulV2", [a, b], {"adj_x": transpose_a, "adj_y": transpose_b}, name)
 
 
+# ---------------------------------------------------------------- reductions
+
+def _int_tensor(value, what):
+    """An int32 (int64 where needed) tensor from an int, a list of ints, or a tensor."""
+    if isinstance(value, Tensor):
+        if not value.dtype.is_integer:
+            raise TypeError(f"{what} must be an integer tensor, got dtype {value.dtype.name}")
+        return value
+    arr = np.asarray(value)
+    if arr.size == 0:
+        arr = arr.astype(np.int32)
+    if arr.dtype.kind not in "iu":
+        raise TypeError(f"{what} must be an integer or a list of integers, got {value!r}")
+    if arr.size and (arr.min() < -(2**31) or arr.max() >= 2**31):
+        return convert_to_tensor(arr.astype(np.int64))
+    return convert_to_tensor(arr.astype(np.int32))
+
+
+def _reduction_axes(x, axis):
+    """The `axis` input of a reduction op; None means every axis."""
+    if axis is not None:
+        return _int_tensor(axis, "axis")
+    rank = x.shape.rank
+    if rank is not None:
+        return convert_to_tensor(np.arange(rank, dtype=np.int32))
+    # Rank known only when the graph runs: range(0, rank(x)).
+    return _run1("Range", [convert_to_tensor(0), _run1("Rank", [x]), convert_to_tensor(1)])
+
+
+def _make_reduction(op_name, public_name, doc):
+    def reduction(input_tensor, axis=None, keepdims=False, name=None):
+        x = convert_to_tensor(input_tensor)
+        keep = bool(keepdims) if keepdims is not None else False
+        return _run1(op_name, [x, _reduction_axes(x, axis)], {"keep_dims": keep}, name)
+    reduction.__name__ = reduction.__qualname__ = public_name
+    reduction.__doc__ = doc + (
+        "\n\n`axis`: an int, a list of ints or an integer tensor (negative counts from the end);"
+        " None reduces every axis. `keepdims` keeps reduced axes with length 1.")
+    return reduction
+
+
+reduce_sum = _make_reduction("Sum", "reduce_sum", "Sum of elements across axes (0 for an empty reduction).")
+reduce_mean = _make_reduction(
+    "Mean", "reduce_mean", "Mean across axes; integer tensors use integer division, as in TensorFlow.")
+reduce_max = _make_reduction(
+    "Max", "reduce_max", "Maximum across axes (-inf, or the lowest integer, for an empty reduction).")
+reduce_min = _make_reduction(
+    "Min", "reduce_min", "Minimum across axes (inf, or the largest integer, for an empty reduction).")
+reduce_prod = _make_reduction("Prod", "reduce_prod", "Product of elements across axes (1 for an empty reduction).")
+reduce_all = _make_reduction("All", "reduce_all", "Logical and of bool elements across axes.")
+reduce_any = _make_reduction("Any", "reduce_any", "Logical or of bool elements across axes.")
+
+
+def _make_arg_reduction(op_name, public_name, doc):
+    def arg_reduction(input, axis=None, output_type=dtypes.int64, name=None):  # noqa: A002 (TF's name)
+        x = convert_to_tensor(input)
+        dimension = _int_tensor(0 if axis is None else axis, "axis")
+        return _run1(op_name, [x, dimension], {"output_type": dtypes.as_dtype(output_type)}, name)
+    arg_reduction.__name__ = arg_reduction.__qualname__ = public_name
+    arg_reduction.__doc__ = doc
+    return arg_reduction
+
+
+argmax = _make_arg_reduction(
+    "ArgMax", "argmax", "Index of the largest value along `axis` (default 0); the first one on ties.")
+argmin = _make_arg_reduction(
+    "ArgMin", "argmin", "Index of the smallest value along `axis` (default 0); the first one on ties.")
+
+
+def add_n(inputs, name=None):
+    """Elementwise sum of a list of tensors of the same shape and dtype."""
+    if isinstance(inputs, Tensor) or not isinstance(inputs, (list, tuple)) or not inputs:
+        raise ValueError("inputs must be a list of at least one Tensor with the same dtype and shape.")
+    tensors = [convert_to_tensor(v) for v in inputs]  # each on its own, as TensorFlow does
+    if len(tensors) == 1:
+        return tensors[0]
+    return _run1("AddN", tensors, name=name)
+
+
+# ---------------------------------------------------------------- operators
+
 def logical_and_or_bitwise(op_bool, op_int):
     def fn(x, y, name=None):
         x, y = _binary_inputs(x, y)
@@ -103,6 +186,9 @@ OPERATOR_FUNCTIONS = {
     "not_equal": _op2("NotEqual"),
 }
 
-__all__ = ["cast", "truediv", "divide", "matmul", "invert_"]
+_REDUCTIONS = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_all", "reduce_any",
+               "argmax", "argmin", "add_n"]
+__all__ = ["cast", "truediv", "divide", "matmul", "invert_"] + _REDUCTIONS
 del raw_ops
-PUBLIC = {"": ["cast", "truediv", "divide", "matmul"], "math": ["cast", "truediv", "divide", "matmul"]}
+PUBLIC = {"": ["cast", "truediv", "divide", "matmul"] + _REDUCTIONS,
+          "math": ["cast", "truediv", "divide", "matmul"] + _REDUCTIONS}

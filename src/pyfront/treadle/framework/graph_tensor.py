@@ -1,0 +1,161 @@
+"""Symbolic tensors and operations: what tracing builds instead of running ops."""
+
+from treadle.framework import dtypes
+from treadle.framework.tensor import Tensor, _TensorRef
+from treadle.framework.tensor_shape import TensorShape
+
+
+class Operation:
+    """One node of a FuncGraph: an op type, its inputs, attributes and outputs."""
+
+    __slots__ = ("graph", "name", "type", "inputs", "attrs", "outputs", "control_inputs", "value", "__weakref__")
+
+    def __init__(self, graph, name, op_type, inputs, attrs, control_inputs=()):
+        self.graph = graph
+        self.name = name
+        self.type = op_type
+        self.inputs = list(inputs)
+        self.attrs = attrs
+        self.outputs = []
+        self.control_inputs = list(control_inputs)
+        self.value = None  # the EagerTensor of a Const node
+
+    def __repr__(self):
+        return f"<td.Operation '{self.name}' type={self.type}>"
+
+
+class SymbolicTensor(Tensor):
+    """A tensor of a graph being traced: it has a dtype and a static shape,
+    and stands for a value the graph computes when it runs."""
+
+    __slots__ = ("op", "value_index", "_dtype", "_shape")
+
+    def __init__(self, op, value_index, dtype, shape):
+        self.op = op
+        self.value_index = value_index
+        self._dtype = dtype
+        self._shape = TensorShape(shape)
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def get_shape(self):
+        return self._shape
+
+    def set_shape(self, shape):
+        self._shape = self._shape.merge_with(shape)
+
+    @property
+    def ndim(self):
+        return self._shape.rank
+
+    @property
+    def graph(self):
+        return self.op.graph
+
+    @property
+    def name(self):
+        return f"{self.op.name}:{self.value_index}"
+
+    def ref(self):
+        return _TensorRef(self)
+
+    def __repr__(self):
+        return f"<td.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
+
+    def __str__(self):
+        return f'Tensor("{self.name}", shape={self._shape}, dtype={self._dtype.name})'
+
+    def __hash__(self):
+        raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
+
+    def __bool__(self):
+        raise TypeError(
+            "Using a symbolic `td.Tensor` as a Python `bool` is not allowed. You can attempt the following "
+            "resolutions to the problem: If you are running in Graph mode, use Eager execution mode or "
+            "decorate this function with @td.function. If you are using AutoGraph, you can try decorating "
+            "this function with @td.function. If that does not work, then you may be using an unsupported "
+            "feature or your source code may not be visible to AutoGraph.")
+
+    def __len__(self):
+        if self._shape.rank is None or self._shape[0] is None:
+            raise TypeError(f"len is not well defined for a symbolic Tensor ({self.name}) whose first dimension "
+                            "is not known. Please call `x.shape` rather than `len(x)` for shape information.")
+        return self._shape[0]
+
+    def __iter__(self):
+        if self._shape.rank is None:
+            raise TypeError("Cannot iterate over a tensor with unknown shape.")
+        if self._shape.rank == 0:
+            raise TypeError("Cannot iterate over a scalar tensor.")
+        if self._shape[0] is None:
+            raise TypeError("Cannot iterate over a tensor with unknown first dimension.")
+        from treadle.ops import array_ops
+        return iter(array_ops.unstack(self, num=self._shape[0]))
+
+    def __array__(self, dtype=None, copy=None):
+        raise NotImplementedError(
+            f"Cannot convert a symbolic td.Tensor ({self.name}) to a numpy array. This error may indicate that "
+            "you're trying to pass a Tensor to a NumPy call, which is not supported.")
+
+    def __getitem__(self, key):
+        from treadle.ops import array_ops
+        return array_ops.tensor_getitem(self, key)
+
+    def __neg__(self):
+        from treadle.framework.ops import execute
+        return execute("Neg", [self], None)[0]
+
+    def __abs__(self):
+        from treadle.framework.ops import execute
+        return execute("Abs", [self], None)[0]
+
+    def __invert__(self):
+        from treadle.ops import math_ops
+        return math_ops.invert_(self)
+
+
+def _install_operators():
+    from treadle.ops import math_ops
+    table = {
+        "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"), "multiply": ("__mul__", "__rmul__"),
+        "truediv": ("__truediv__", "__rtruediv__"), "floordiv": ("__floordiv__", "__rfloordiv__"),
+        "mod": ("__mod__", "__rmod__"), "pow": ("__pow__", "__rpow__"), "matmul": ("__matmul__", "__rmatmul__"),
+        "and": ("__and__", "__rand__"), "or": ("__or__", "__ror__"),
+        "less": ("__lt__", None), "greater": ("__gt__", None), "less_equal": ("__le__", None),
+        "greater_equal": ("__ge__", None), "equal": ("__eq__", None), "not_equal": ("__ne__", None),
+    }
+    for name, (dunder, rdunder) in table.items():
+        fn = math_ops.OPERATOR_FUNCTIONS[name]
+
+        def forward(self, other, fn=fn, name=name):
+            from treadle.framework.tensor import convert_to_tensor
+            try:
+                other = convert_to_tensor(other, dtype_hint=self.dtype)
+            except (TypeError, ValueError):
+                if name in ("equal", "not_equal"):
+                    return name == "not_equal"
+                return NotImplemented
+            return fn(self, other)
+
+        def reflected(self, other, fn=fn):
+            from treadle.framework.tensor import convert_to_tensor
+            try:
+                other = convert_to_tensor(other, dtype_hint=self.dtype)
+            except (TypeError, ValueError):
+                return NotImplemented
+            return fn(other, self)
+
+        setattr(SymbolicTensor, dunder, forward)
+        if rdunder:
+            setattr(SymbolicTensor, rdunder, reflected)
+
+
+_install_operators()
+
+__all__ = ["Operation", "SymbolicTensor", "dtypes"]

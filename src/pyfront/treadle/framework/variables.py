@@ -1,0 +1,177 @@
+"""td.Variable: mutable state, held by the C++ core as a resource and read or
+assigned through ops, so it behaves the same eagerly and inside graphs."""
+
+import itertools
+import weakref
+
+import numpy as np
+
+from treadle.framework import context, dtypes
+from treadle.framework.ops import execute
+from treadle.framework.tensor import Tensor, _TensorRef, convert_to_tensor, register_tensor_conversion_function
+from treadle.framework.tensor_shape import TensorShape
+
+_ids = itertools.count(1)
+_by_handle = weakref.WeakValueDictionary()  # id(handle tensor) -> Variable, to recognise captured handles
+_creation_hooks = []  # callables(variable) run when a variable is created (td.function's first-call rule)
+
+
+class Variable:
+    """A tensor-valued variable: `assign`, `assign_add`, `assign_sub`, `read_value`."""
+
+    def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, shape=None, validate_shape=True):
+        if initial_value is None:
+            raise ValueError("initial_value must be specified.")
+        for hook in _creation_hooks:
+            hook(self)
+        with context.init_scope():
+            if callable(initial_value):
+                initial_value = initial_value()
+            if isinstance(initial_value, Tensor) and not hasattr(initial_value, "_numpy_view"):
+                raise ValueError(
+                    "A td.Variable created inside a td.function cannot take its initial value from a tensor "
+                    "computed in that function. Create the variable outside, or pass a Python value or callable.")
+            value = convert_to_tensor(initial_value, dtype=dtype)
+            self._dtype = value.dtype
+            if shape is not None:
+                self._shape = TensorShape(shape)
+            elif validate_shape:
+                self._shape = value.shape
+            else:
+                self._shape = TensorShape(None)
+            if not self._shape.is_compatible_with(value.shape):
+                raise ValueError(f"initial value of shape {value.shape} is not compatible with shape {self._shape}")
+            self._unique_id = next(_ids)
+            self._name = name or "Variable"
+            self._trainable = bool(trainable)
+            self._handle = execute("VarHandleOp", [], {"dtype": self._dtype, "shape": self._shape.dims,
+                                                       "shared_name": self._name})[0]
+            execute("AssignVariableOp", [self._handle, value], {"dtype": self._dtype})
+            _by_handle[id(self._handle)] = self
+
+    # ---------------------------------------------------------- properties
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self):
+        return self._shape
+
+    def get_shape(self):
+        return self._shape
+
+    @property
+    def ndim(self):
+        return self._shape.rank
+
+    @property
+    def name(self):
+        return f"{self._name}:0"
+
+    @property
+    def trainable(self):
+        return self._trainable
+
+    @property
+    def handle(self):
+        return self._handle
+
+    def _captured_value(self):
+        return self._handle
+
+    # ---------------------------------------------------------- reading
+    def read_value(self):
+        t = execute("ReadVariableOp", [self._handle], {"dtype": self._dtype})[0]
+        if hasattr(t, "set_shape"):
+            t.set_shape(self._shape)
+        return t
+
+    def value(self):
+        return self.read_value()
+
+    def numpy(self):
+        return self.read_value().numpy()
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self.read_value().numpy(), dtype=dtype)
+
+    # ---------------------------------------------------------- writing
+    def _update(self, op_name, value, read_value):
+        value = convert_to_tensor(value, dtype=self._dtype)
+        execute(op_name, [self._handle, value], {"dtype": self._dtype})
+        return self if read_value else None
+
+    def assign(self, value, use_locking=False, name=None, read_value=True):
+        return self._update("AssignVariableOp", value, read_value)
+
+    def assign_add(self, delta, use_locking=False, name=None, read_value=True):
+        return self._update("AssignAddVariableOp", delta, read_value)
+
+    def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
+        return self._update("AssignSubVariableOp", delta, read_value)
+
+    # ---------------------------------------------------------- misc
+    def ref(self):
+        return _TensorRef(self)
+
+    def __hash__(self):
+        raise TypeError("Variable is unhashable. Instead, use variable.ref() as the key.")
+
+    def __repr__(self):
+        if context.executing_eagerly():
+            return (f"<td.Variable '{self.name}' shape={self._shape} dtype={self._dtype.name}, "
+                    f"numpy={self.numpy()!r}>")
+        return f"<td.Variable '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
+
+    def __bool__(self):
+        return bool(self.read_value())
+
+    def __len__(self):
+        return len(self.read_value())
+
+    def __iter__(self):
+        return iter(self.read_value())
+
+    def __getitem__(self, key):
+        return self.read_value()[key]
+
+    def __float__(self):
+        return float(self.read_value())
+
+    def __int__(self):
+        return int(self.read_value())
+
+    def __index__(self):
+        return self.read_value().__index__()
+
+
+def _delegate(dunder):
+    def method(self, *args):
+        return getattr(self.read_value(), dunder)(*args)
+    method.__name__ = dunder
+    return method
+
+
+for _dunder in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
+                "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__",
+                "__rmatmul__", "__and__", "__rand__", "__or__", "__ror__", "__lt__", "__le__", "__gt__", "__ge__",
+                "__eq__", "__ne__", "__neg__", "__abs__", "__invert__"):
+    setattr(Variable, _dunder, _delegate(_dunder))
+Variable.__hash__ = Variable.__dict__["__hash__"]  # setting __eq__ above does not reset it, but be explicit
+
+
+def _variable_to_tensor(var, dtype=None, name=None):
+    if dtype is not None and dtypes.as_dtype(dtype) != var.dtype:
+        raise ValueError(f"Incompatible type conversion requested to type '{dtypes.as_dtype(dtype).name}' for "
+                         f"variable of type '{var.dtype.name}'")
+    return var.read_value()
+
+
+register_tensor_conversion_function(Variable, _variable_to_tensor)
+
+
+def variable_for_handle(tensor):
+    """The Variable whose handle is `tensor`, or None."""
+    var = _by_handle.get(id(tensor))
+    return var if var is not None and var._handle is tensor else None

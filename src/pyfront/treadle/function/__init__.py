@@ -1,0 +1,2 @@
+"""td.function: polymorphic functions traced into graphs, and the concrete
+(traced, callable) functions they dispatch to."""

@@ -1,0 +1,198 @@
+"""ConcreteFunction: one traced graph, callable with tensors."""
+
+import inspect
+import threading
+
+from treadle import _core
+from treadle.framework import context, graph_serialization
+from treadle.framework.func_graph import FuncGraph
+from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
+from treadle.function import trace_type
+from treadle.util import nest
+
+
+class ConcreteFunction:
+    """A traced function: a FuncGraph whose inputs are the tensor leaves of the
+    arguments followed by the captured values, run by the C++ executor."""
+
+    def __init__(self, graph: FuncGraph, name, arg_structure, flat_outputs, python_function=None):
+        self.graph = graph
+        self.name = name
+        # (args, kwargs) with each tensor leaf replaced by its TensorSpec and
+        # the other leaves kept as the Python values the trace saw.
+        self.structured_input_signature = arg_structure
+        self.structured_outputs = graph.structured_outputs
+        self._flat_outputs = flat_outputs
+        self._python_function = python_function
+        self._num_args = len(graph.inputs) - len(graph.captures)
+        self._executable = None
+        self._run = None
+        self._capture_values = None
+        self._pack = None
+        self._lock = threading.Lock()
+        self._function_def = None
+        self.function_type = None  # set by the polymorphic function that traced it
+        self._signature = None     # inspect.Signature of the Python function
+
+    # ---------------------------------------------------------- inspection
+    @property
+    def inputs(self):
+        return list(self.graph.inputs)
+
+    @property
+    def outputs(self):
+        return list(self._flat_outputs)
+
+    @property
+    def captured_inputs(self):
+        return [external for external, _ in self.graph.captures.values()]
+
+    @property
+    def inference_fn(self):
+        return self
+
+    @property
+    def variables(self):
+        return list(self.graph.variables)
+
+    def function_def(self):
+        if self._function_def is None:
+            self._function_def = graph_serialization.function_def(self.graph, self.name, self._flat_outputs)
+        return self._function_def
+
+    def library_graph_def(self):
+        return graph_serialization.library_graph_def(self)
+
+    # ---------------------------------------------------------- calling
+    def _get_executable(self):
+        if self._executable is None:
+            with self._lock:
+                if self._executable is None:
+                    data = self.library_graph_def().SerializeToString()
+                    self._executable = _core.Executable.from_function(data, self.name)
+        return self._executable
+
+    def __call__(self, *args, **kwargs):
+        return self._call_flat(self._flatten_call_args(args, kwargs))
+
+    def _flatten_call_args(self, args, kwargs):
+        """The tensor arguments of a call, checked against the traced FunctionType.
+
+        As in TensorFlow, positional arguments go to the parameters that carry
+        tensors; the others keep the Python values the function was traced
+        with unless given (equal) by keyword."""
+        if self.function_type is None:
+            if kwargs:
+                raise TypeError(f"{self.name} takes only positional tensor arguments")
+            return [convert_to_tensor(a) for a in args]
+        params = self.function_type.parameters
+        tensor_params = [p for p in params if _carries_tensors(p.type)]
+        if len(args) > len(tensor_params):
+            raise TypeError(f"{self.name} takes {len(tensor_params)} positional arguments but {len(args)} were "
+                            f"given")
+        values = {p.name: a for p, a in zip(tensor_params, args)}
+        for name, value in kwargs.items():
+            if name in values:
+                raise TypeError(f"{self.name} got multiple values for argument '{name}'")
+            if not any(p.name == name for p in params):
+                raise TypeError(f"{self.name} got an unexpected keyword argument '{name}'")
+            values[name] = value
+        arguments = {}
+        for p in params:
+            if p.name in values:
+                value = values[p.name]
+            elif not _carries_tensors(p.type):
+                value = p.type.placeholder_value(None)  # the literal or object traced with
+            else:
+                raise TypeError(f"{self.name} missing required argument '{p.name}'")
+            if isinstance(p.type, trace_type.TensorType) and isinstance(value, Tensor) \
+                    and value.dtype != p.type.dtype:
+                from treadle import errors
+                raise errors.InvalidArgumentError(
+                    None, None, f"cannot compute {self.name} as input '{p.name}' was expected to be a "
+                                f"{p.type.dtype.name} tensor but is a {value.dtype.name} tensor [Op:{self.name}]")
+            try:
+                arguments[p.name] = p.type.cast(value)
+            except (ValueError, TypeError) as e:
+                raise TypeError(f"Binding inputs to td.function failed due to `Can not cast {value!r} to "
+                                f"{p.type!r}`: {e}") from None
+        return self.function_type.flatten_tensors(arguments)
+
+    def _call_flat(self, tensors):
+        """Runs on the flat tensor arguments; returns the structured outputs."""
+        graph = context.current_graph()
+        if graph is not None or any(type(t) is not EagerTensor for t in tensors):
+            captured = [external for external, _ in self.graph.captures.values()]
+            return self._pack_outputs(self._call_in_graph(graph, tensors + captured))
+        run = self._run
+        if run is None:
+            run = self._prepare_run()
+        return self._pack(run(tensors + self._capture_values))
+
+    def _prepare_run(self):
+        """Binds the executable and the values of the captures (fixed once the
+        graph is finished: eager constants, and variable handles)."""
+        self._capture_values = [_read_capture(c) for c, _ in self.graph.captures.values()]
+        outputs = self.structured_outputs
+        if isinstance(outputs, Tensor):
+            self._pack = _first
+        elif outputs is None:
+            self._pack = _none
+        else:
+            self._pack = self._pack_outputs
+        self._run = self._get_executable().run
+        return self._run
+
+    def _call_in_graph(self, graph, inputs):
+        """Adds a call of this function to the graph being traced."""
+        from treadle.framework.ops import execute
+        if graph is None:
+            graph = next(t for t in inputs if type(t) is not EagerTensor).graph
+        graph.add_function(self)
+        op_type = "StatefulPartitionedCall" if self.graph.stateful_ops else "PartitionedCall"
+        attrs = {
+            "f": self.name,
+            "Tin": [t.dtype for t in inputs],
+            "Tout": [t.dtype for t in self._flat_outputs],
+            "output_shapes": [t.shape.dims for t in self._flat_outputs],
+        }
+        return execute(op_type, list(inputs), attrs)
+
+    def _pack_outputs(self, flat_out):
+        it = iter(flat_out)
+        leaves = [next(it) if isinstance(leaf, Tensor) else leaf for leaf in nest.flatten(self.structured_outputs)]
+        return nest.pack_sequence_as(self.structured_outputs, leaves)
+
+    # ---------------------------------------------------------- printing
+    def pretty_printed_signature(self, verbose=True):
+        from treadle.function.signature_printing import pretty_signature
+        return pretty_signature(self, verbose)
+
+    def __repr__(self):
+        return f"<ConcreteFunction {self.name}>"
+
+    def __str__(self):
+        return "ConcreteFunction " + self.pretty_printed_signature()
+
+
+def _first(outputs):
+    return outputs[0]
+
+
+def _none(outputs):
+    return None
+
+
+def _read_capture(value):
+    """Captured values are eager tensors, or objects (variables) that give one."""
+    return value if type(value) is EagerTensor else value._captured_value()
+
+
+def _carries_tensors(t):
+    if isinstance(t, trace_type.TensorType):
+        return True
+    if isinstance(t, trace_type._Sequence):
+        return any(_carries_tensors(c) for c in t.components)
+    if isinstance(t, trace_type.DictType):
+        return any(_carries_tensors(c) for c in t.mapping.values())
+    return False

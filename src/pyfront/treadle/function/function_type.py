@@ -1,0 +1,146 @@
+"""FunctionType: a function's parameters with the TraceType of each, the unit
+of dispatch. Binding follows Python (positional, keyword, defaults, *args,
+**kwargs); the `self` of a method is bound before and is not a parameter."""
+
+import inspect
+
+from treadle.function import trace_type
+
+_KIND_NAMES = {
+    inspect.Parameter.POSITIONAL_ONLY: "POSITIONAL_ONLY",
+    inspect.Parameter.POSITIONAL_OR_KEYWORD: "POSITIONAL_OR_KEYWORD",
+    inspect.Parameter.VAR_POSITIONAL: "VAR_POSITIONAL",
+    inspect.Parameter.KEYWORD_ONLY: "KEYWORD_ONLY",
+    inspect.Parameter.VAR_KEYWORD: "VAR_KEYWORD",
+}
+
+
+class Parameter:
+    __slots__ = ("name", "kind", "type")
+
+    def __init__(self, name, kind, type_):
+        self.name = name
+        self.kind = kind
+        self.type = type_
+
+    @property
+    def kind_name(self):
+        return _KIND_NAMES[self.kind]
+
+    @property
+    def value(self):  # what printing shows for the parameter
+        return self.type
+
+    def __eq__(self, other):
+        return (isinstance(other, Parameter) and self.name == other.name and self.kind == other.kind
+                and self.type == other.type)
+
+    def __hash__(self):
+        return hash((self.name, self.kind, self.type))
+
+    def __repr__(self):
+        return f"{self.name}: {self.type!r}"
+
+
+class FunctionType:
+    """Ordered parameters, each with a TraceType."""
+
+    __slots__ = ("parameters", "_hash")
+
+    def __init__(self, parameters):
+        self.parameters = tuple(parameters)
+        self._hash = hash(self.parameters)
+
+    @classmethod
+    def from_bound(cls, bound):
+        sig = bound.signature
+        params = []
+        for name, value in bound.arguments.items():
+            params.append(Parameter(name, sig.parameters[name].kind, trace_type.from_value(value)))
+        return cls(params)
+
+    def _same_names(self, other):
+        return (len(self.parameters) == len(other.parameters)
+                and all(a.name == b.name and a.kind == b.kind for a, b in zip(self.parameters, other.parameters)))
+
+    def is_subtype_of(self, other):
+        return self._same_names(other) and all(
+            a.type.is_subtype_of(b.type) for a, b in zip(self.parameters, other.parameters))
+
+    def most_specific_common_supertype(self, others):
+        if not all(self._same_names(o) for o in others):
+            return None
+        params = []
+        for i, p in enumerate(self.parameters):
+            t = p.type.most_specific_common_supertype([o.parameters[i].type for o in others])
+            if t is None:
+                return None
+            params.append(Parameter(p.name, p.kind, t))
+        return FunctionType(params)
+
+    def placeholder_arguments(self, graph):
+        """{name: value the Python function sees}, with graph placeholders for tensors."""
+        out = {}
+        for p in self.parameters:
+            ctx = trace_type.PlaceholderContext(graph, p.name)
+            out[p.name] = p.type.placeholder_value(ctx)
+        return out
+
+    def flatten_tensors(self, arguments):
+        """The tensors of bound `arguments` in placeholder order."""
+        flat = []
+        for p in self.parameters:
+            flat.extend(p.type.to_tensors(arguments[p.name]))
+        return flat
+
+    def __eq__(self, other):
+        return isinstance(other, FunctionType) and self.parameters == other.parameters
+
+    def __hash__(self):
+        return self._hash
+
+    def __repr__(self):
+        return f"({', '.join(map(repr, self.parameters))})"
+
+
+class FunctionCache:
+    """Traced ConcreteFunctions by FunctionType; a lookup finds the most
+    specific traced type that is a supertype of the call's type."""
+
+    def __init__(self):
+        self._exact = {}
+        self._entries = []  # (FunctionType, concrete), in trace order
+
+    def lookup(self, ftype):
+        hit = self._exact.get(ftype)
+        if hit is not None:
+            return hit
+        candidates = [(t, c) for t, c in self._entries if ftype.is_subtype_of(t)]
+        if not candidates:
+            return None
+        best_type, best = candidates[0]
+        for t, c in candidates[1:]:
+            if t.is_subtype_of(best_type):
+                best_type, best = t, c
+        self._exact[ftype] = best
+        return best
+
+    def add(self, ftype, concrete):
+        self._entries.append((ftype, concrete))
+        self._exact[ftype] = concrete
+
+    def generalize(self, ftype):
+        """The most specific common supertype of ftype and the traced types it
+        relates to (for reduce_retracing)."""
+        general = ftype
+        for t, _ in self._entries:
+            s = general.most_specific_common_supertype([t])
+            if s is not None:
+                general = s
+        return general
+
+    def types(self):
+        return [t for t, _ in self._entries]
+
+    def __len__(self):
+        return len(self._entries)

@@ -1,0 +1,314 @@
+"""td.function: a Python function traced into a graph once per distinct
+FunctionType of its arguments; calls dispatch to the most specific traced
+ConcreteFunction whose type accepts them."""
+
+import functools
+import inspect
+import threading
+import warnings
+import weakref
+
+from treadle import _core
+from treadle.framework import context
+from treadle.framework.func_graph import FuncGraph, unique_function_name
+from treadle.framework.tensor import Tensor
+from treadle.framework.tensor_spec import TensorSpec
+from treadle.function import trace_type
+from treadle.function.concrete_function import ConcreteFunction
+from treadle.function.function_type import FunctionCache, FunctionType, Parameter
+from treadle.util import nest
+
+_RUN_EAGERLY = False
+_RETRACE_WARNING_THRESHOLD = 5
+
+
+def run_functions_eagerly(run_eagerly):
+    """When True, td.functions run their Python body each call instead of a graph."""
+    global _RUN_EAGERLY
+    _RUN_EAGERLY = bool(run_eagerly)
+
+
+def functions_run_eagerly():
+    return _RUN_EAGERLY
+
+
+class Function:
+    """The object `@td.function` makes: call it like the Python function."""
+
+    def __init__(self, python_function, name=None, input_signature=None, autograph=True,
+                 reduce_retracing=False):
+        self._python_function = python_function
+        self._name = name or getattr(python_function, "__name__", "function")
+        self._autograph = autograph
+        self._reduce_retracing = reduce_retracing
+        self._signature = inspect.signature(python_function)
+        self._input_signature = None
+        self._signature_type = None
+        if input_signature is not None:
+            self._set_input_signature(tuple(input_signature))
+        self._cache = FunctionCache()
+        self._fast_cache = _core.DispatchCache()  # C++: positional calls of known kinds
+        self._concrete_functions = []
+        self._tracing_count = 0
+        self._lock = threading.RLock()
+        self._tracing_thread = None
+        self._traced_once = False
+        self._instances = weakref.WeakKeyDictionary()
+        functools.update_wrapper(self, python_function, updated=())
+
+    def _set_input_signature(self, specs):
+        for s in nest.flatten(specs):
+            if not isinstance(s, TensorSpec):
+                raise TypeError(f"input_signature must be a possibly nested sequence of TensorSpec objects, got "
+                                f"{s!r}")
+        self._input_signature = specs
+        params = [p for p in self._signature.parameters.values()
+                  if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+        if len(specs) > len(params):
+            raise TypeError(f"input_signature has {len(specs)} entries but {self._name} takes {len(params)} "
+                            "positional parameters")
+        self._signature_type = FunctionType(
+            [Parameter(p.name, p.kind, trace_type.from_spec_structure(s)) for p, s in zip(params, specs)])
+
+    # ---------------------------------------------------------- properties
+    @property
+    def python_function(self):
+        return self._python_function
+
+    @property
+    def input_signature(self):
+        return self._input_signature
+
+    @property
+    def function_spec(self):
+        return self._signature
+
+    def experimental_get_tracing_count(self):
+        return self._tracing_count
+
+    def __get__(self, instance, owner):
+        """A td.function on a method: one Function per instance, so each
+        instance's traces are its own (as the self argument's identity)."""
+        if instance is None:
+            return self
+        bound = self._instances.get(instance)
+        if bound is None:
+            bound = Function(self._python_function.__get__(instance, owner), self._name,
+                             self._input_signature, self._autograph, self._reduce_retracing)
+            self._instances[instance] = bound
+        return bound
+
+    # ---------------------------------------------------------- calling
+    def __call__(self, *args, **kwargs):
+        if _RUN_EAGERLY:
+            return self._python_function(*args, **kwargs)
+        if not kwargs:
+            hit = self._fast_cache.lookup(args)
+            if hit is not None:
+                concrete, flat = hit
+                return concrete._call_flat(flat)
+        concrete, flat = self._dispatch(args, kwargs)
+        if not kwargs:
+            self._fast_cache.insert(args, flat, concrete)
+        return concrete._call_flat(flat)
+
+    def _bind(self, args, kwargs):
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"Binding inputs to td.function failed due to `{e}`. Received args: {args} and "
+                            f"kwargs: {kwargs} for signature: {self._signature}.") from None
+        bound.apply_defaults()
+        return bound
+
+    def _dispatch(self, args, kwargs):
+        """(ConcreteFunction, flat tensor arguments) for a call, tracing if needed."""
+        bound = self._bind(args, kwargs)
+        if self._signature_type is not None:
+            return self._dispatch_to_signature(bound, args, kwargs)
+        ftype = FunctionType.from_bound(bound)
+        concrete = self._cache.lookup(ftype)
+        if concrete is None:
+            with self._lock:
+                concrete = self._cache.lookup(ftype)
+                if concrete is None:
+                    trace_as = self._cache.generalize(ftype) if self._reduce_retracing else ftype
+                    concrete = self._trace(trace_as)
+                    self._cache.add(trace_as, concrete)
+        return concrete, concrete.function_type.flatten_tensors(bound.arguments)
+
+    def _dispatch_to_signature(self, bound, args, kwargs):
+        concrete = self._signature_concrete()
+        arguments = {}
+        for p in self._signature_type.parameters:
+            value = bound.arguments[p.name]
+            try:
+                arguments[p.name] = p.type.cast(value)
+            except (ValueError, TypeError):
+                raise TypeError(f"Binding inputs to td.function failed due to `Can not cast {value!r} to "
+                                f"{_describe(p.type)}`. Received args: {args} and kwargs: {kwargs} for signature: "
+                                f"{self._signature_string()}.") from None
+        extra = [n for n in bound.arguments if n not in arguments and
+                 self._signature.parameters[n].kind not in (inspect.Parameter.VAR_POSITIONAL,
+                                                            inspect.Parameter.VAR_KEYWORD)]
+        for n in extra:
+            if bound.arguments[n] is not self._signature.parameters[n].default:
+                raise TypeError(f"Binding inputs to td.function failed due to `too many positional arguments`. "
+                                f"Received args: {args} and kwargs: {kwargs} for signature: "
+                                f"{self._signature_string()}.")
+        return concrete, self._signature_type.flatten_tensors(arguments)
+
+    def _signature_string(self):
+        params = ", ".join(f"{p.name}: {_describe(p.type)}" for p in self._signature_type.parameters)
+        return f"({params})"
+
+    def _signature_concrete(self):
+        concrete = self._cache.lookup(self._signature_type)
+        if concrete is None:
+            with self._lock:
+                concrete = self._cache.lookup(self._signature_type)
+                if concrete is None:
+                    concrete = self._trace(self._signature_type)
+                    self._cache.add(self._signature_type, concrete)
+        return concrete
+
+    # ---------------------------------------------------------- tracing
+    def _trace(self, ftype):
+        if self._tracing_thread == threading.get_ident():
+            raise RecursionError(
+                f"td.function '{self._name}' calls itself while it is being traced. A recursive td.function "
+                "would need an infinitely large graph; write the recursion as a loop (td.while_loop or a "
+                "Python while on tensors), or call the undecorated Python function.")
+        self._tracing_thread = threading.get_ident()
+        try:
+            first = not self._concrete_functions and not self._traced_once
+            self._traced_once = True
+            created = []
+            concrete = self._trace_unguarded(ftype, allow_variables=first, created=created)
+            if created:
+                # As TensorFlow does: a first trace that made variables is
+                # traced again, and that trace must find them made.
+                concrete = self._trace_unguarded(ftype, allow_variables=False, created=[])
+        finally:
+            self._tracing_thread = None
+        self._tracing_count += 1
+        self._concrete_functions.append(concrete)
+        if self._tracing_count >= _RETRACE_WARNING_THRESHOLD and self._tracing_count % _RETRACE_WARNING_THRESHOLD == 0:
+            warnings.warn(
+                f"{self._tracing_count} out of the last {self._tracing_count} calls to {self._python_function} "
+                "triggered td.function retracing. Tracing is expensive and the excessive number of tracings could "
+                "be due to (1) creating @td.function repeatedly in a loop, (2) passing tensors with different "
+                "shapes, (3) passing Python objects instead of tensors. For (1), please define your @td.function "
+                "outside of the loop. For (2), @td.function has reduce_retracing=True option that can avoid "
+                "unnecessary retracing. For (3), please refer to the tf.function guide's 'Controlling retracing' "
+                "section.", stacklevel=3)
+        return concrete
+
+    def _trace_unguarded(self, ftype, allow_variables, created):
+        from treadle.framework import variables
+        graph = FuncGraph(self._name, outer_graph=context.current_graph())
+        hook = self._variable_creation_hook(graph, allow_variables, created)
+        variables._creation_hooks.append(hook)
+        try:
+            with graph:
+                arguments = ftype.placeholder_arguments(graph)
+                bound = self._signature.bind_partial()
+                bound.arguments.update(arguments)
+                outputs = self._converted_function()(*bound.args, **bound.kwargs)
+                flat_out, packed = [], []
+                for leaf in nest.flatten(outputs):
+                    if isinstance(leaf, Tensor):
+                        t = graph._graph_input(leaf)
+                        flat_out.append(t)
+                        packed.append(t)
+                    elif hasattr(leaf, "read_value") and hasattr(leaf, "assign"):  # a Variable: return its value
+                        t = graph._graph_input(leaf.read_value())
+                        flat_out.append(t)
+                        packed.append(t)
+                    else:
+                        packed.append(leaf)
+                graph.structured_outputs = nest.pack_sequence_as(outputs, packed)
+                graph.outputs = flat_out
+        finally:
+            variables._creation_hooks.remove(hook)
+        arg_specs = {p.name: _spec_structure(p.type, p.name) for p in ftype.parameters}
+        structured_args = (tuple(arg_specs[n] for n in arg_specs), {})
+        concrete = ConcreteFunction(graph, unique_function_name(self._name), structured_args, flat_out,
+                                    self._python_function)
+        concrete.function_type = ftype
+        concrete._signature = self._signature
+        concrete.function_def()
+        graph.finalized = True
+        return concrete
+
+    def _variable_creation_hook(self, graph, allowed, created):
+        """Variables may be created only while the function is traced the first time."""
+        def hook(variable):
+            if context.graph_being_built() is not graph:
+                return
+            if not allowed:
+                raise ValueError(
+                    "td.function only supports singleton td.Variables created on the first call. Make sure the "
+                    "td.Variable is only created once or created outside td.function. See the tf.function "
+                    "guide's section on creating variables for more information.")
+            created.append(variable)
+        return hook
+
+    def _converted_function(self):
+        if self._autograph:
+            try:
+                from treadle.autograph import converter
+            except ImportError:
+                return self._python_function
+            return converter.convert(self._python_function)
+        return self._python_function
+
+    # ---------------------------------------------------------- inspection
+    def get_concrete_function(self, *args, **kwargs):
+        """The ConcreteFunction for these arguments (values or TensorSpecs), tracing if needed."""
+        if self._signature_type is not None:
+            if args or kwargs:
+                self._dispatch(args, kwargs)
+            return self._signature_concrete()
+        concrete, _ = self._dispatch(args, kwargs)
+        return concrete
+
+    def pretty_printed_concrete_signatures(self, verbose=True):
+        return "\n\n".join(c.pretty_printed_signature(verbose) for c in self._concrete_functions)
+
+    def __repr__(self):
+        return f"<td.function {self._name}>"
+
+
+def _describe(t):
+    if isinstance(t, trace_type.TensorType):
+        return repr(t.spec())
+    return repr(t)
+
+
+def _spec_structure(t, name=None):
+    """A value standing for a parameter type in structured_input_signature."""
+    if isinstance(t, trace_type.TensorType):
+        return TensorSpec(t.shape, t.dtype, t.name or name)
+    if isinstance(t, trace_type.Literal):
+        return t.value
+    if isinstance(t, trace_type._Sequence) and not isinstance(t, trace_type.AttrsType):
+        return t._make([_spec_structure(c) for c in t.components])
+    if isinstance(t, trace_type.DictType):
+        return {k: _spec_structure(v) for k, v in t.mapping.items()}
+    return t
+
+
+def function(func=None, *, input_signature=None, autograph=True, reduce_retracing=False, jit_compile=None,
+             name=None, experimental_relax_shapes=None):
+    """Compiles a Python function into a callable graph (TensorFlow's tf.function)."""
+    if experimental_relax_shapes:
+        reduce_retracing = True
+
+    def decorate(f):
+        return Function(f, name=name, input_signature=input_signature, autograph=autograph,
+                        reduce_retracing=reduce_retracing)
+
+    if func is not None:
+        return decorate(func)
+    return decorate

@@ -1,0 +1,444 @@
+"""TraceTypes: what a traced function's graph assumes of each argument.
+
+A call is dispatched to a ConcreteFunction whose parameter types are
+supertypes of the call's types (tensors by dtype and shape, Python values as
+literals, containers element-wise, other objects by identity), and a new one
+is traced otherwise."""
+
+import abc
+import collections.abc
+import weakref
+
+from treadle.framework import dtypes
+from treadle.framework.tensor import Tensor
+from treadle.framework.tensor_shape import TensorShape
+from treadle.framework.tensor_spec import TensorSpec
+
+
+class TraceType(metaclass=abc.ABCMeta):
+    """The abstract base of trace types (`td.types.TraceType`)."""
+
+    @abc.abstractmethod
+    def is_subtype_of(self, other):
+        """True when every value of this type is also a value of `other`."""
+
+    @abc.abstractmethod
+    def most_specific_common_supertype(self, others):
+        """The most specific type of which self and all `others` are subtypes, or None."""
+
+    @abc.abstractmethod
+    def placeholder_value(self, placeholder_context=None):
+        """The value the traced Python function sees for a parameter of this type."""
+
+    def to_tensors(self, value):
+        """The tensors a value of this type contributes to a call (none by default)."""
+        return []
+
+    def cast(self, value, casting_context=None):
+        """`value` converted to this type, for input signatures; ValueError when it cannot be."""
+        return value
+
+    @abc.abstractmethod
+    def __eq__(self, other):
+        ...
+
+    @abc.abstractmethod
+    def __hash__(self):
+        ...
+
+
+class PlaceholderContext:
+    """Handed to placeholder_value while tracing: makes graph placeholders."""
+
+    def __init__(self, graph, name="arg"):
+        self.graph = graph
+        self.name = name
+
+    def with_name(self, name):
+        return PlaceholderContext(self.graph, name)
+
+
+# ------------------------------------------------------------------ tensors
+
+class TensorType(TraceType):
+    """A tensor of a dtype and a (possibly partial) shape; also what TensorSpec means."""
+
+    __slots__ = ("dtype", "shape", "name")
+
+    def __init__(self, dtype, shape, name=None):
+        self.dtype = dtypes.as_dtype(dtype)
+        self.shape = TensorShape(shape)
+        self.name = name
+
+    @classmethod
+    def from_spec(cls, spec):
+        return cls(spec.dtype, spec.shape, spec.name)
+
+    def is_subtype_of(self, other):
+        return type(other) is TensorType and self.dtype == other.dtype and self.shape.is_subtype_of(other.shape)
+
+    def most_specific_common_supertype(self, others):
+        shape = self.shape
+        for o in others:
+            if type(o) is not TensorType or o.dtype != self.dtype:
+                return None
+            shape = shape.most_specific_compatible_shape(o.shape)
+        return TensorType(self.dtype, shape, self.name)
+
+    def placeholder_value(self, placeholder_context=None):
+        return placeholder_context.graph.add_placeholder(self.dtype, self.shape, self.name or placeholder_context.name)
+
+    def to_tensors(self, value):
+        return [value]
+
+    def cast(self, value, casting_context=None):
+        from treadle.framework.tensor import convert_to_tensor
+        if not isinstance(value, Tensor):
+            try:
+                value = convert_to_tensor(value, dtype_hint=self.dtype)
+            except (TypeError, ValueError) as e:
+                raise ValueError(str(e)) from None
+        if value.dtype != self.dtype or not TensorShape(value.shape).is_subtype_of(self.shape):
+            raise ValueError(f"{value!r} is not compatible with {self.spec()!r}")
+        return value
+
+    def spec(self):
+        return TensorSpec(self.shape, self.dtype, self.name)
+
+    def __eq__(self, other):
+        return type(other) is TensorType and self.dtype == other.dtype and self.shape == other.shape
+
+    def __hash__(self):
+        return hash((self.dtype, self.shape))
+
+    def __repr__(self):
+        return repr(self.spec())
+
+
+class VariableType(TraceType):
+    """A td.Variable: its dtype, shape and identity (the resource it refers to)."""
+
+    __slots__ = ("dtype", "shape", "resource_id", "_ref")
+
+    def __init__(self, variable):
+        self.dtype = variable.dtype
+        self.shape = variable.shape
+        self.resource_id = variable._unique_id
+        self._ref = weakref.ref(variable)
+
+    def is_subtype_of(self, other):
+        return self == other
+
+    def most_specific_common_supertype(self, others):
+        return self if all(self == o for o in others) else None
+
+    def placeholder_value(self, placeholder_context=None):
+        return self._ref()
+
+    def __eq__(self, other):
+        return (type(other) is VariableType and self.resource_id == other.resource_id and self.dtype == other.dtype
+                and self.shape == other.shape)
+
+    def __hash__(self):
+        return hash((self.resource_id, self.dtype))
+
+    def __repr__(self):
+        return f"Variable(shape={self.shape}, dtype={self.dtype!r}, id={self.resource_id})"
+
+
+# ------------------------------------------------------------------ Python values
+
+class Literal(TraceType):
+    """A Python primitive, matched by value (and type: True is not 1)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+    def is_subtype_of(self, other):
+        return self == other
+
+    def most_specific_common_supertype(self, others):
+        return self if all(self == o for o in others) else None
+
+    def placeholder_value(self, placeholder_context=None):
+        return self.value
+
+    def cast(self, value, casting_context=None):
+        if type(value) is not type(self.value) or value != self.value:
+            raise ValueError(f"Can not cast {value!r} to Literal[{self.value!r}]")
+        return value
+
+    def __eq__(self, other):
+        return type(other) is Literal and type(self.value) is type(other.value) and self.value == other.value
+
+    def __hash__(self):
+        return hash((type(self.value), self.value))
+
+    def __repr__(self):
+        return f"Literal[{self.value!r}]"
+
+
+class Weakref(TraceType):
+    """Any other object: matched by identity while it lives."""
+
+    __slots__ = ("_ref", "_id")
+
+    def __init__(self, obj):
+        self._ref = weakref.ref(obj)
+        self._id = id(obj)
+
+    def is_subtype_of(self, other):
+        return self == other
+
+    def most_specific_common_supertype(self, others):
+        return self if all(self == o for o in others) else None
+
+    def placeholder_value(self, placeholder_context=None):
+        return self._ref()
+
+    def __eq__(self, other):
+        if type(other) is not Weakref:
+            return False
+        a, b = self._ref(), other._ref()
+        return a is not None and a is b
+
+    def __hash__(self):
+        return self._id
+
+    def __repr__(self):
+        return f"Weakref[{self._ref()!r}]"
+
+
+class Hashable(Literal):
+    """An object that cannot be weakly referenced but is hashable: matched by equality."""
+
+    def __repr__(self):
+        return f"Hashable[{self.value!r}]"
+
+
+# ------------------------------------------------------------------ containers
+
+class _Sequence(TraceType):
+    __slots__ = ("components",)
+
+    def __init__(self, components):
+        self.components = tuple(components)
+
+    def _same_kind(self, other):
+        return type(other) is type(self) and len(other.components) == len(self.components)
+
+    def is_subtype_of(self, other):
+        return self._same_kind(other) and all(a.is_subtype_of(b) for a, b in zip(self.components, other.components))
+
+    def most_specific_common_supertype(self, others):
+        if not all(self._same_kind(o) for o in others):
+            return None
+        comps = []
+        for i, c in enumerate(self.components):
+            s = c.most_specific_common_supertype([o.components[i] for o in others])
+            if s is None:
+                return None
+            comps.append(s)
+        return self._rebuild(comps)
+
+    def _rebuild(self, comps):
+        return type(self)(comps)
+
+    def placeholder_value(self, placeholder_context=None):
+        return self._make([c.placeholder_value(placeholder_context) for c in self.components])
+
+    def to_tensors(self, value):
+        out = []
+        for c, v in zip(self.components, value):
+            out.extend(c.to_tensors(v))
+        return out
+
+    def cast(self, value, casting_context=None):
+        if not isinstance(value, (list, tuple)) or len(value) != len(self.components):
+            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        return self._make([c.cast(v) for c, v in zip(self.components, value)])
+
+    def __eq__(self, other):
+        return type(other) is type(self) and self.components == other.components
+
+    def __hash__(self):
+        return hash((type(self), self.components))
+
+
+class TupleType(_Sequence):
+    def _make(self, values):
+        return tuple(values)
+
+    def __repr__(self):
+        return f"Tuple[{', '.join(map(repr, self.components))}]"
+
+
+class ListType(_Sequence):
+    def _make(self, values):
+        return list(values)
+
+    def __repr__(self):
+        return f"List[{', '.join(map(repr, self.components))}]"
+
+
+class NamedTupleType(_Sequence):
+    __slots__ = ("cls",)
+
+    def __init__(self, cls, components):
+        super().__init__(components)
+        self.cls = cls
+
+    def _same_kind(self, other):
+        return super()._same_kind(other) and other.cls is self.cls
+
+    def _rebuild(self, comps):
+        return NamedTupleType(self.cls, comps)
+
+    def _make(self, values):
+        return self.cls(*values)
+
+    def __eq__(self, other):
+        return type(other) is NamedTupleType and other.cls is self.cls and self.components == other.components
+
+    def __hash__(self):
+        return hash((self.cls, self.components))
+
+    def __repr__(self):
+        return f"{self.cls.__name__}[{', '.join(map(repr, self.components))}]"
+
+
+class AttrsType(NamedTupleType):
+    def _rebuild(self, comps):
+        return AttrsType(self.cls, comps)
+
+    def to_tensors(self, value):
+        return super().to_tensors([getattr(value, a.name) for a in self.cls.__attrs_attrs__])
+
+    def __eq__(self, other):
+        return type(other) is AttrsType and other.cls is self.cls and self.components == other.components
+
+    __hash__ = NamedTupleType.__hash__
+
+
+class DictType(TraceType):
+    """A mapping: matched key by key, in no particular order."""
+
+    __slots__ = ("mapping", "cls")
+
+    def __init__(self, mapping, cls=dict):
+        self.mapping = dict(mapping)
+        self.cls = cls
+
+    def _same_keys(self, other):
+        return type(other) is DictType and other.mapping.keys() == self.mapping.keys()
+
+    def is_subtype_of(self, other):
+        return self._same_keys(other) and all(v.is_subtype_of(other.mapping[k]) for k, v in self.mapping.items())
+
+    def most_specific_common_supertype(self, others):
+        if not all(self._same_keys(o) for o in others):
+            return None
+        out = {}
+        for k, v in self.mapping.items():
+            s = v.most_specific_common_supertype([o.mapping[k] for o in others])
+            if s is None:
+                return None
+            out[k] = s
+        return DictType(out, self.cls)
+
+    def placeholder_value(self, placeholder_context=None):
+        # Placeholders are made in sorted key order: the order to_tensors feeds them.
+        made = {k: self.mapping[k].placeholder_value(placeholder_context)
+                for k in sorted(self.mapping, key=_sort_key)}
+        values = {k: made[k] for k in self.mapping}
+        return values if self.cls is dict else _rebuild_mapping(self.cls, values)
+
+    def to_tensors(self, value):
+        out = []
+        for k in sorted(self.mapping, key=_sort_key):
+            out.extend(self.mapping[k].to_tensors(value[k]))
+        return out
+
+    def cast(self, value, casting_context=None):
+        if not isinstance(value, collections.abc.Mapping) or value.keys() != self.mapping.keys():
+            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        return {k: self.mapping[k].cast(value[k]) for k in value}
+
+    def __eq__(self, other):
+        return type(other) is DictType and self.mapping == other.mapping
+
+    def __hash__(self):
+        return hash(frozenset(self.mapping.items()))
+
+    def __repr__(self):
+        return f"Dict[{', '.join(f'{k!r}: {v!r}' for k, v in self.mapping.items())}]"
+
+
+def _sort_key(k):
+    return (type(k).__name__, k) if not isinstance(k, str) else ("str", k)
+
+
+def _rebuild_mapping(cls, values):
+    try:
+        return cls(values)
+    except TypeError:
+        return values
+
+
+# ------------------------------------------------------------------ from values
+
+class TracingContext:
+    """Passed to `__tf_tracing_type__(self, context)`."""
+
+
+_CONTEXT = TracingContext()
+_PRIMITIVES = (type(None), bool, int, float, str, bytes, complex)
+
+
+def from_value(value, context=_CONTEXT):
+    """The TraceType of an argument value."""
+    t = type(value)
+    if t in _PRIMITIVES:
+        return Literal(value)
+    if isinstance(value, Tensor):
+        return TensorType(value.dtype, value.shape)
+    if isinstance(value, TensorSpec):
+        return TensorType.from_spec(value)
+    if isinstance(value, TraceType):
+        return value
+    protocol = getattr(value, "__tf_tracing_type__", None)
+    if protocol is not None:
+        return protocol(context)
+    from treadle.framework.variables import Variable
+    if isinstance(value, Variable):
+        return VariableType(value)
+    if t is list:
+        return ListType([from_value(v, context) for v in value])
+    if t is tuple:
+        return TupleType([from_value(v, context) for v in value])
+    if isinstance(value, tuple) and hasattr(t, "_fields"):
+        return NamedTupleType(t, [from_value(v, context) for v in value])
+    if hasattr(t, "__attrs_attrs__"):
+        return AttrsType(t, [from_value(getattr(value, a.name), context) for a in t.__attrs_attrs__])
+    if isinstance(value, collections.abc.Mapping):
+        return DictType({k: from_value(v, context) for k, v in value.items()}, t)
+    if isinstance(value, (list, tuple)):
+        return ListType([from_value(v, context) for v in value])
+    try:
+        return Weakref(value)
+    except TypeError:
+        pass
+    try:
+        hash(value)
+    except TypeError:
+        raise TypeError(f"Could not generate a generic TraceType for {value!r} of type {t.__name__}: it is "
+                        "neither hashable nor weakly referenceable. Please verify that it is immutable/hashable, "
+                        "or implement the tracing protocol (__tf_tracing_type__) for it.") from None
+    return Hashable(value)
+
+
+def from_spec_structure(value):
+    """The TraceType of an input_signature entry (TensorSpecs in a structure)."""
+    return from_value(value)

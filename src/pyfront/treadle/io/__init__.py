@@ -1,0 +1,1 @@
+"""Files: saved functions and looms, schedule records."""

@@ -1,0 +1,44 @@
+"""The container every treadle file uses: a magic tag, a format version, the
+payload length and a CRC-32 of the payload, so a truncated or corrupt file is
+reported as such before any protobuf parser sees it."""
+
+import struct
+import zlib
+
+from treadle import errors
+
+MAGIC = b"TRDL"
+_HEADER = struct.Struct("<4sIQI")  # magic, version, payload length, crc32
+MAX_PAYLOAD = 1 << 34
+
+
+def write_container(path, kind_version, payload):
+    header = _HEADER.pack(MAGIC, kind_version, len(payload), zlib.crc32(payload) & 0xFFFFFFFF)
+    with open(path, "wb") as f:
+        f.write(header)
+        f.write(payload)
+
+
+def read_container(path, supported_version):
+    """The payload of a treadle file; DataLossError for anything malformed."""
+    with open(path, "rb") as f:
+        header = f.read(_HEADER.size)
+        if len(header) < _HEADER.size:
+            raise errors.DataLossError(None, None, f"{path}: file is truncated (no complete header)")
+        magic, version, length, crc = _HEADER.unpack(header)
+        if magic != MAGIC:
+            raise errors.DataLossError(None, None, f"{path}: not a treadle file (bad magic {magic!r})")
+        if version > supported_version:
+            raise errors.FailedPreconditionError(
+                None, None, f"{path}: written by a newer treadle (format {version}; this one reads up to "
+                            f"{supported_version})")
+        if length > MAX_PAYLOAD:
+            raise errors.DataLossError(None, None, f"{path}: header claims an implausible size {length}")
+        payload = f.read(length)
+        if len(payload) != length:
+            raise errors.DataLossError(None, None, f"{path}: file is truncated ({len(payload)} of {length} bytes)")
+        if f.read(1):
+            raise errors.DataLossError(None, None, f"{path}: unexpected data after the payload")
+    if zlib.crc32(payload) & 0xFFFFFFFF != crc:
+        raise errors.DataLossError(None, None, f"{path}: checksum mismatch: the file is corrupt")
+    return payload

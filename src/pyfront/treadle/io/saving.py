@@ -1,0 +1,181 @@
+"""td.save / td.load for traced functions: one self-contained file with the
+graph library, the captured constants and variables, and the signatures."""
+
+
+
+from treadle import _core, errors, saved_pb2
+from treadle.framework import graph_serialization
+from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
+from treadle.framework.tensor_spec import TensorSpec
+from treadle.io import structure
+from treadle.io.container import read_container, write_container
+from treadle.util import nest
+
+FORMAT_VERSION = 1
+_KIND_FUNCTION = 1 << 8  # container version space: kind in the high byte
+
+
+def _concrete_functions(obj):
+    from treadle.function.concrete_function import ConcreteFunction
+    from treadle.function.polymorphic_function import Function
+    if isinstance(obj, ConcreteFunction):
+        return [obj]
+    if isinstance(obj, Function):
+        if obj.input_signature is not None:
+            obj.get_concrete_function()
+        fns = list(obj._concrete_functions)
+        if not fns:
+            raise ValueError("td.save: the td.function has not been traced yet; call it or "
+                             "get_concrete_function() first, or give it an input_signature")
+        return fns
+    raise TypeError(f"td.save expects a td.function, a ConcreteFunction or a Loom, got {type(obj).__name__}")
+
+
+def _output_spec(outputs):
+    return nest.map_structure(lambda v: TensorSpec(v.shape, v.dtype) if isinstance(v, Tensor) else v, outputs)
+
+
+def save(obj, path):
+    """Writes `obj` (a td.function, ConcreteFunction or Loom) to `path`."""
+    if hasattr(obj, "_save_to_file"):
+        return obj._save_to_file(path)
+    from treadle.framework.variables import variable_for_handle
+    saved = saved_pb2.SavedFile()
+    saved.graph.versions.producer = graph_serialization.GRAPH_VERSION
+    saved.graph.versions.min_consumer = graph_serialization.MIN_CONSUMER
+    seen_functions = set()
+    variable_index = {}
+    for fn in _concrete_functions(obj):
+        for fdef in fn.library_graph_def().library.function:
+            if fdef.signature.name not in seen_functions:
+                seen_functions.add(fdef.signature.name)
+                saved.graph.library.function.append(fdef)
+        sf = saved.functions.add(function_name=fn.name)
+        for external, _ in fn.graph.captures.values():
+            cap = sf.captures.add()
+            var = variable_for_handle(external)
+            if var is not None:
+                if id(var) not in variable_index:
+                    variable_index[id(var)] = len(saved.variables)
+                    sv = saved.variables.add(name=var._name, trainable=var.trainable)
+                    graph_serialization.tensor_to_proto(var.read_value(), sv.value)
+                    graph_serialization.shape_to_proto(var.shape.dims, sv.shape)
+                cap.variable = variable_index[id(var)]
+            elif type(external) is EagerTensor:
+                graph_serialization.tensor_to_proto(external, cap.constant)
+            else:
+                raise TypeError(f"td.save: cannot save a capture of {external!r}")
+        sf.input_signature.CopyFrom(structure.encode(fn.structured_input_signature))
+        sf.output_structure.CopyFrom(structure.encode(_output_spec(fn.structured_outputs)))
+        if fn.function_type is not None:
+            sf.parameter_names.extend(p.name for p in fn.function_type.parameters)
+    write_container(path, _KIND_FUNCTION | FORMAT_VERSION, saved.SerializeToString())
+
+
+class LoadedFunction:
+    """One function of a saved file: callable like the original."""
+
+    def __init__(self, library_bytes, proto, variables):
+        self.name = proto.function_name
+        self._executable = _core.Executable.from_function(library_bytes, proto.function_name)
+        self.structured_input_signature = structure.decode(proto.input_signature)
+        self.structured_outputs = structure.decode(proto.output_structure)
+        self._captures = []
+        for cap in proto.captures:
+            if cap.WhichOneof("kind") == "variable":
+                if not 0 <= cap.variable < len(variables):
+                    raise errors.DataLossError(None, None, f"saved function {self.name} refers to variable "
+                                                           f"{cap.variable} of {len(variables)}")
+                self._captures.append(variables[cap.variable])
+            elif cap.WhichOneof("kind") == "constant":
+                self._captures.append(_core.tensor_from_proto_bytes(cap.constant.SerializeToString()))
+            else:
+                raise errors.DataLossError(None, None, f"saved function {self.name} has an empty capture")
+        self.parameter_names = list(proto.parameter_names)
+
+    def _flat_args(self, args, kwargs):
+        sig_args, sig_kwargs = self.structured_input_signature
+        if len(args) > len(sig_args):
+            raise TypeError(f"{self.name} takes {len(sig_args)} positional arguments but {len(args)} were given")
+        # keyword arguments naming positional parameters
+        args = list(args)
+        for i in range(len(args), len(sig_args)):
+            pname = self.parameter_names[i] if i < len(self.parameter_names) else None
+            if pname is not None and pname in kwargs:
+                args.append(kwargs.pop(pname))
+            else:
+                args.append(sig_args[i])
+        call = (tuple(args), dict(sig_kwargs, **kwargs))
+        nest.assert_same_structure(call, (tuple(sig_args), sig_kwargs), check_types=False)
+        flat = []
+        for value, spec in zip(nest.flatten(call), nest.flatten((tuple(sig_args), sig_kwargs))):
+            if isinstance(spec, TensorSpec):
+                t = convert_to_tensor(value, dtype_hint=spec.dtype)
+                if not spec.is_compatible_with(t):
+                    raise TypeError(f"{self.name}: argument {t!r} does not match {spec}")
+                flat.append(t)
+            elif value != spec:
+                raise TypeError(f"{self.name}: was traced for the Python value {spec!r}, got {value!r}")
+        return flat
+
+    def accepts(self, args, kwargs):
+        try:
+            self._flat_args(args, dict(kwargs))
+            return True
+        except (TypeError, ValueError):
+            return False
+
+    def __call__(self, *args, **kwargs):
+        flat = self._flat_args(args, dict(kwargs))
+        caps = [c.handle if hasattr(c, "handle") else c for c in self._captures]
+        out = self._executable.run(flat + caps)
+        it = iter(out)
+        leaves = [next(it) if isinstance(s, TensorSpec) else s for s in nest.flatten(self.structured_outputs)]
+        return nest.pack_sequence_as(self.structured_outputs, leaves)
+
+
+class LoadedObject:
+    """What td.load returns for a saved td.function: callable, dispatching to
+    the first saved concrete function whose signature accepts the arguments."""
+
+    def __init__(self, functions, variables):
+        self.functions = functions
+        self.variables = variables
+
+    def __call__(self, *args, **kwargs):
+        for fn in self.functions:
+            if fn.accepts(args, kwargs):
+                return fn(*args, **kwargs)
+        sigs = "\n".join(repr(f.structured_input_signature) for f in self.functions)
+        raise TypeError(f"no saved function accepts these arguments; saved signatures:\n{sigs}")
+
+    def __repr__(self):
+        return f"<td.load'ed function with {len(self.functions)} signature(s)>"
+
+
+def load(path):
+    """Loads a file written by td.save."""
+    from treadle.framework.variables import Variable
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if len(head) == 8 and head[:4] == b"TRDL" and int.from_bytes(head[4:8], "little") >> 8 != 1:
+        from treadle.loom.saving import load_loom
+        return load_loom(path)
+    payload = read_container(path, _KIND_FUNCTION | FORMAT_VERSION)
+    saved = saved_pb2.SavedFile()
+    try:
+        saved.ParseFromString(payload)
+    except Exception as e:  # protobuf's DecodeError
+        raise errors.DataLossError(None, None, f"{path}: the saved function is not a valid SavedFile: {e}") from None
+    variables = []
+    for sv in saved.variables:
+        value = _core.tensor_from_proto_bytes(sv.value.SerializeToString())
+        variables.append(Variable(value, trainable=sv.trainable, name=sv.name or None))
+    library = saved.graph.SerializeToString()
+    functions = [LoadedFunction(library, f, variables) for f in saved.functions]
+    if not functions:
+        raise errors.DataLossError(None, None, f"{path}: the file holds no function")
+    return LoadedObject(functions, variables)
+
+
+

@@ -1,0 +1,1 @@
+"""td.Module: a container of variables and submodules."""

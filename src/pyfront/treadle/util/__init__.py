@@ -1,0 +1,1 @@
+"""Utilities shared by the front end (nested structures)."""
