@@ -325,3 +325,17 @@ def test_unused_pure_call_is_pruned():
     g.unary("Neg", "x", "y")
     exe = g.executable(["x"], ["y"])
     assert exe.num_nodes == 1
+
+
+def test_control_dependency_on_an_argument_is_harmless():
+    g = GraphBuilder()
+    f = g.function("f", [("a", F32)], [("b", F32)])
+    f.node("n", "Neg", ["a", "^a"])
+    f.ret(b="n")
+    assert run(g.function_executable("f"), np.float32(2))[0] == -2
+
+
+def test_many_loop_iterations():
+    exe = counting_loop(I64)
+    i, _, _ = run(exe, np.int64(0), np.int64(20000), np.float64(0))
+    assert i == 20000

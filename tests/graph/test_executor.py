@@ -323,3 +323,24 @@ def test_versions_and_shape_attr():
     g.node("x", "Placeholder", dtype=DT(F32), shape=Shape([3]))
     exe = g.executable(["x"], ["x"])
     assert exe.input_signature == [(td.float32, (3,))]
+
+
+def test_long_chain_does_not_exhaust_the_stack():
+    # Sorting and planning are iterative: a 20000-node chain loads and runs.
+    g = GraphBuilder()
+    g.placeholder("x", I64, [])
+    g.const("one", np.int64(1))
+    h = "x"
+    for i in range(20000):
+        h = g.binary("AddV2", h, "one", f"a{i}")
+    exe = g.executable(["x"], [h])
+    assert run(exe, np.int64(5))[0] == 20005
+
+
+def test_nodes_in_any_order():
+    g = GraphBuilder()
+    g.node("out", "Mul", ["mid", "x"])
+    g.node("mid", "Neg", ["x"])
+    g.placeholder("x", F32, [])
+    exe = g.executable(["x"], ["out"])
+    assert run(exe, np.float32(3))[0] == -9
