@@ -344,3 +344,26 @@ def test_nodes_in_any_order():
     g.placeholder("x", F32, [])
     exe = g.executable(["x"], ["out"])
     assert run(exe, np.float32(3))[0] == -9
+
+
+def test_recycled_buffers_never_touch_arguments_constants_or_results():
+    # Dead intermediates' buffers are reused for later outputs; arguments
+    # (even zero-copy NumPy memory), constants and fetched values never are.
+    g = GraphBuilder()
+    g.placeholder("x", F32, [3])
+    g.const("c", np.array([1, 2, 3], np.float32))
+    g.binary("AddV2", "x", "c", "a")
+    g.unary("Neg", "a", "b")        # a dies here unless fetched
+    g.unary("Square", "b", "d")     # b dies here
+    g.binary("Mul", "d", "c", "e")  # d dies here
+    g.unary("Tanh", "x", "t")
+    exe = g.executable(["x"], ["b", "e", "t"])
+    x = np.array([0.5, -1.0, 2.0], np.float32)
+    xt = _core.tensor_from_numpy(x, copy=False)
+    for _ in range(3):
+        b, e, t = (r.numpy() for r in exe.run([xt]))
+        np.testing.assert_array_equal(x, [0.5, -1.0, 2.0])
+        np.testing.assert_allclose(b, -(x + [1, 2, 3]))
+        np.testing.assert_allclose(e, (x + [1, 2, 3]) ** 2 * [1, 2, 3])
+        np.testing.assert_allclose(t, np.tanh(x), rtol=1e-6)
+    assert len({id(r) for r in exe.run([xt])}) == 3

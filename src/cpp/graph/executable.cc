@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "graph/buffer_recycler.h"
 #include "graph/library.h"
 #include "graph/shape_merge.h"
 #include "util/errors.h"
@@ -172,13 +173,14 @@ void Executable::CheckArgs(const std::vector<Tensor>& args) const {
   }
 }
 
-void Executable::RunStep(const Step& step, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) const {
+void Executable::RunStep(const Step& step, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
+                         OutputAllocator* allocator) const {
   const Node& node = *step.node;
   try {
     if (step.infer_at_run) {
-      *outputs = RunOp(*node.op, inputs, node.attrs, step.functions);
+      *outputs = RunOp(*node.op, inputs, node.attrs, step.functions, allocator);
     } else {
-      RunKernel(*node.op, inputs, node.attrs, node.outputs, step.functions, outputs);
+      RunKernel(*node.op, inputs, node.attrs, node.outputs, step.functions, outputs, allocator);
     }
   } catch (const Error& e) {
     // Each enclosing node adds a line, so nested calls read like a stack.
@@ -225,6 +227,7 @@ std::vector<Tensor> Executable::Run(const std::vector<Tensor>& args) const {
   std::vector<Tensor> inputs, outputs;  // reused by every step
   inputs.reserve(max_inputs_);
   outputs.reserve(max_outputs_);
+  BufferRecycler recycler;
   for (const Step& step : steps_) {
     const Source* src = sources_.data() + step.first_source;
     for (int32_t k = 0; k < step.num_inputs; ++k, ++src) {
@@ -232,14 +235,16 @@ std::vector<Tensor> Executable::Run(const std::vector<Tensor>& args) const {
       else if (src->last_use) inputs.push_back(std::move(slots[src->index]));
       else inputs.push_back(slots[src->index]);
     }
-    RunStep(step, inputs, &outputs);
-    inputs.clear();  // inputs read for the last time are freed here
+    RunStep(step, inputs, &outputs, &recycler);
     CheckOutputs(step, outputs);
     for (size_t k = 0; k < outputs.size(); ++k) {
       const int32_t slot = step.first_slot + static_cast<int32_t>(k);
       if (keep_[slot]) slots[slot] = std::move(outputs[k]);
-      else outputs[k] = Tensor();  // nobody reads it: free it now
+      else recycler.Recycle(outputs[k]);  // nobody reads it
     }
+    // Inputs read for the last time die here; their buffers serve later outputs.
+    for (Tensor& t : inputs) recycler.Recycle(t);
+    inputs.clear();
   }
   std::vector<Tensor> results;
   results.reserve(result_sources_.size());

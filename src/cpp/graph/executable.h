@@ -57,7 +57,8 @@ class Executable {
 
   void Plan();
   void CheckArgs(const std::vector<Tensor>& args) const;
-  void RunStep(const Step& step, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) const;
+  void RunStep(const Step& step, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
+               OutputAllocator* allocator) const;
   void CheckOutputs(const Step& step, const std::vector<Tensor>& outputs) const;
   void CheckResult(size_t k, const Tensor& t) const;
 
