@@ -173,15 +173,43 @@ void Executable::CheckArgs(const std::vector<Tensor>& args) const {
   }
 }
 
+// What one Run keeps between steps: buffers to recycle, and the vectors that
+// run-time inference fills (reused, so a step that infers allocates only for
+// its inferred outputs).
+struct Executable::RunScratch {
+  BufferRecycler recycler;
+  std::vector<DType> dtypes;
+  std::vector<PartialShape> shapes;
+  std::vector<const Tensor*> values;
+};
+
 void Executable::RunStep(const Step& step, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
-                         OutputAllocator* allocator) const {
+                         RunScratch* scratch) const {
   const Node& node = *step.node;
   try {
-    if (step.infer_at_run) {
-      *outputs = RunOp(*node.op, inputs, node.attrs, step.functions, allocator);
-    } else {
-      RunKernel(*node.op, inputs, node.attrs, node.outputs, step.functions, outputs, allocator);
+    if (!step.infer_at_run) {
+      RunKernel(*node.op, inputs, node.attrs, node.outputs, step.functions, outputs, &scratch->recycler);
+      return;
     }
+    // Shapes (and integer values) known only now: infer with them. Input
+    // dtypes need no check, they were verified when the graph was loaded.
+    const size_t n = inputs.size();
+    scratch->dtypes.resize(n);
+    scratch->shapes.resize(n);
+    scratch->values.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      scratch->dtypes[i] = inputs[i].dtype();
+      scratch->shapes[i].known_rank = true;
+      scratch->shapes[i].dims.assign(inputs[i].shape().begin(), inputs[i].shape().end());
+      scratch->values[i] = &inputs[i];
+    }
+    InferredOutputs inferred;
+    try {
+      inferred = InferOutputs(*node.op, scratch->dtypes, scratch->shapes, scratch->values, node.attrs);
+    } catch (const StaticError& e) {
+      throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", node.op->name, "]"));
+    }
+    RunKernel(*node.op, inputs, node.attrs, inferred, step.functions, outputs, &scratch->recycler);
   } catch (const Error& e) {
     // Each enclosing node adds a line, so nested calls read like a stack.
     std::string in = body_->function_name.empty() ? "" : " in " + body_->Describe();
@@ -227,7 +255,7 @@ std::vector<Tensor> Executable::Run(const std::vector<Tensor>& args) const {
   std::vector<Tensor> inputs, outputs;  // reused by every step
   inputs.reserve(max_inputs_);
   outputs.reserve(max_outputs_);
-  BufferRecycler recycler;
+  RunScratch scratch;
   for (const Step& step : steps_) {
     const Source* src = sources_.data() + step.first_source;
     for (int32_t k = 0; k < step.num_inputs; ++k, ++src) {
@@ -235,15 +263,15 @@ std::vector<Tensor> Executable::Run(const std::vector<Tensor>& args) const {
       else if (src->last_use) inputs.push_back(std::move(slots[src->index]));
       else inputs.push_back(slots[src->index]);
     }
-    RunStep(step, inputs, &outputs, &recycler);
+    RunStep(step, inputs, &outputs, &scratch);
     CheckOutputs(step, outputs);
     for (size_t k = 0; k < outputs.size(); ++k) {
       const int32_t slot = step.first_slot + static_cast<int32_t>(k);
       if (keep_[slot]) slots[slot] = std::move(outputs[k]);
-      else recycler.Recycle(outputs[k]);  // nobody reads it
+      else scratch.recycler.Recycle(outputs[k]);  // nobody reads it
     }
     // Inputs read for the last time die here; their buffers serve later outputs.
-    for (Tensor& t : inputs) recycler.Recycle(t);
+    for (Tensor& t : inputs) scratch.recycler.Recycle(t);
     inputs.clear();
   }
   std::vector<Tensor> results;

@@ -57,8 +57,9 @@ class Executable {
 
   void Plan();
   void CheckArgs(const std::vector<Tensor>& args) const;
+  struct RunScratch;  // per-run state of Run, on its stack
   void RunStep(const Step& step, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
-               OutputAllocator* allocator) const;
+               RunScratch* scratch) const;
   void CheckOutputs(const Step& step, const std::vector<Tensor>& outputs) const;
   void CheckResult(size_t k, const Tensor& t) const;
 
