@@ -1,6 +1,5 @@
 #include "graph/call_checks.h"
 
-#include <cstring>
 
 #include "graph/body_builder.h"
 #include "graph/library.h"
