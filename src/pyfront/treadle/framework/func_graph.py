@@ -145,6 +145,14 @@ class FuncGraph:
             self.stateful_ops.append(op)
         return op.outputs
 
+    def as_graph_def(self):
+        """The graph as a GraphDef protobuf message (placeholders as nodes, with its function library)."""
+        from treadle.framework import graph_serialization
+        return graph_serialization.graph_def(self)
+
+    def get_operations(self):
+        return list(self.operations)
+
     def add_function(self, fn):
         """Makes a library function (a ConcreteFunction or a control-flow body) available to this graph."""
         self.functions[fn.name] = fn
