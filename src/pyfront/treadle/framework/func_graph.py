@@ -80,10 +80,11 @@ class FuncGraph:
         return t
 
     def constant(self, value):
-        """A Const node holding the EagerTensor `value`."""
-        key = id(value)
+        """A Const node holding the EagerTensor `value`. Small numeric
+        constants are shared by value (`x * 0.5` a hundred times makes one node)."""
+        key = _constant_key(value)
         cached = self._const_cache.get(key)
-        if cached is not None and cached[0] is value:
+        if cached is not None and (type(key) is tuple or cached[0] is value):
             return cached[1]
         op = Operation(self, self.unique_name("Const"), "Const", [], {"value": value, "dtype": value.dtype})
         op.value = value
@@ -159,6 +160,17 @@ class FuncGraph:
 
     def __repr__(self):
         return f"<FuncGraph {self.name}: {len(self.operations)} ops>"
+
+
+_SMALL_CONSTANT = 16
+
+
+def _constant_key(value):
+    """Value key for small numeric tensors, identity otherwise."""
+    dtype = value.dtype
+    if (dtype.is_numeric or dtype == dtypes.bool) and value._num_elements() <= _SMALL_CONSTANT:
+        return (dtype.as_datatype_enum, value._shape_tuple(), value._numpy_view().tobytes())
+    return id(value)
 
 
 _counter = itertools.count()
