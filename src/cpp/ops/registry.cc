@@ -66,11 +66,11 @@ Tensor& KernelContext::allocate_output(int i) {
   if (!s.fully_defined()) {
     throw Error(Code::kInternal, StrCat(op.name, ": output ", i, " has no concrete shape to allocate"));
   }
-  outputs[i] = Tensor(out_dtypes[i], s.dims);
-  return outputs[i];
+  return allocate_output(i, s.dims);
 }
 
 Tensor& KernelContext::allocate_output(int i, Dims shape) {
+  if (allocator && allocator->Allocate(out_dtypes[i], shape, &outputs[i])) return outputs[i];
   outputs[i] = Tensor(out_dtypes[i], std::move(shape));
   return outputs[i];
 }
@@ -165,7 +165,7 @@ InferredOutputs InferOutputs(const OpDef& op, const std::vector<DType>& dtypes,
 }
 
 std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
-                          const FunctionCaller* functions) {
+                          const FunctionCaller* functions, OutputAllocator* allocator) {
   const size_t n = inputs.size();
   std::vector<DType> dtypes(n);
   std::vector<PartialShape> shapes(n);
@@ -182,7 +182,15 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
   } catch (const StaticError& e) {
     throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
   }
-  KernelContext ctx(op, inputs, attrs, inferred.dtypes, inferred.shapes, functions);
+  std::vector<Tensor> outputs;
+  RunKernel(op, inputs, attrs, inferred, functions, &outputs, allocator);
+  return outputs;
+}
+
+void RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+               const InferredOutputs& inferred, const FunctionCaller* functions, std::vector<Tensor>* outputs,
+               OutputAllocator* allocator) {
+  KernelContext ctx(op, inputs, attrs, inferred.dtypes, inferred.shapes, functions, std::move(*outputs), allocator);
   try {
     op.kernel(ctx);
   } catch (const StaticError& e) {
@@ -198,7 +206,7 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
       throw Error(Code::kInternal, StrCat(op.name, ": kernel did not produce output ", i));
     }
   }
-  return std::move(ctx.outputs);
+  *outputs = std::move(ctx.outputs);
 }
 
 }  // namespace treadle

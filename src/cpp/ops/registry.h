@@ -64,6 +64,16 @@ class FunctionCaller {
   virtual std::vector<Tensor> CallFunction(const std::string& name, const std::vector<Tensor>& args) const = 0;
 };
 
+// Storage for kernel outputs that a caller recycles (the graph executor reuses
+// the buffers of tensors whose last reader has run). Allocate returns false
+// when it has nothing suitable; the kernel then allocates as usual.
+class OutputAllocator {
+ public:
+  virtual ~OutputAllocator() = default;
+  // On success moves `shape` into *out, a tensor over recycled storage.
+  virtual bool Allocate(DType dtype, Dims& shape, Tensor* out) = 0;
+};
+
 class KernelContext {
  public:
   KernelContext(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
@@ -71,6 +81,21 @@ class KernelContext {
                 const FunctionCaller* functions = nullptr)
       : op(op), inputs(inputs), attrs(attrs), out_dtypes(out_dtypes), out_shapes(out_shapes),
         outputs(out_dtypes.size()), functions(functions) {}
+  // The same, with `outputs` taking over `storage` (whose capacity a caller
+  // running many kernels recycles, to save an allocation per call) and output
+  // buffers coming from `allocator` where it has one.
+  KernelContext(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+                const std::vector<DType>& out_dtypes, const std::vector<PartialShape>& out_shapes,
+                const FunctionCaller* functions, std::vector<Tensor>&& storage, OutputAllocator* allocator)
+      : op(op), inputs(inputs), attrs(attrs), out_dtypes(out_dtypes), out_shapes(out_shapes),
+        outputs(std::move(storage)), functions(functions), allocator(allocator) {
+    if (outputs.size() == out_dtypes.size()) {
+      for (Tensor& t : outputs) t = Tensor();
+    } else {
+      outputs.clear();
+      outputs.resize(out_dtypes.size());
+    }
+  }
 
   const OpDef& op;
   const std::vector<Tensor>& inputs;
@@ -79,6 +104,7 @@ class KernelContext {
   const std::vector<PartialShape>& out_shapes;
   std::vector<Tensor> outputs;
   const FunctionCaller* functions;  // null outside a graph
+  OutputAllocator* allocator = nullptr;  // recycled output storage, if the caller has any
 
   const Tensor& input(int i) const { return inputs[i]; }
   int num_inputs() const { return static_cast<int>(inputs.size()); }
@@ -145,7 +171,15 @@ InferredOutputs InferOutputs(const OpDef& op, const std::vector<DType>& dtypes,
 // Runs one op on concrete inputs. `attrs` must be canonical. Errors in the
 // call itself (dtypes, shapes) surface as InvalidArgument with "[Op:Name]".
 std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
-                          const FunctionCaller* functions = nullptr);
+                          const FunctionCaller* functions = nullptr, OutputAllocator* allocator = nullptr);
+// Runs only the kernel, with output dtypes and shapes inferred beforehand (the
+// graph executor infers once when it plans, where shapes are static). Inputs
+// must already satisfy the op's dtype rules and match `inferred`. The outputs
+// replace the contents of *outputs (reusing its storage). Errors are reported
+// as RunOp reports them.
+void RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
+               const InferredOutputs& inferred, const FunctionCaller* functions, std::vector<Tensor>* outputs,
+               OutputAllocator* allocator = nullptr);
 
 // Input index range [begin, end) covered by ArgDef `arg` for a call with
 // `num_inputs` inputs (list arguments take whatever the others leave).

@@ -7,6 +7,7 @@ PYBIND11_MODULE(_core, m) {
   treadle::python::RegisterTensor(m);
   treadle::python::RegisterOps(m);
   treadle::python::RegisterProto(m);
+  treadle::python::RegisterGraph(m);
   treadle::python::RegisterDispatch(m);
   treadle::python::RegisterDLPack(m);
 }

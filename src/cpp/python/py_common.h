@@ -45,6 +45,7 @@ void RegisterErrors(py::module_& m);
 void RegisterTensor(py::module_& m);
 void RegisterOps(py::module_& m);
 void RegisterProto(py::module_& m);
+void RegisterGraph(py::module_& m);
 void RegisterDispatch(py::module_& m);
 void RegisterDLPack(py::module_& m);  // after RegisterTensor: adds EagerTensor methods
 

@@ -3,6 +3,8 @@
 Subcommands:
   info   versions of treadle and the libraries it runs on, and the op count
   demo   a short tour of eager execution: ops, NumPy interop, protobuf, DLPack
+  run    run a saved function (td.save) on .npy inputs
+  show   print a saved function's signatures and graph
 """
 
 import argparse
@@ -99,6 +101,8 @@ def _build_parser():
     demo = sub.add_parser("demo", help="run a short eager-execution demo")
     demo.add_argument("--repeats", type=int, default=200, help="timing repetitions (default 200)")
     demo.set_defaults(run=_cmd_demo)
+    from treadle import cli_saved
+    cli_saved.register(sub)
     return parser
 
 

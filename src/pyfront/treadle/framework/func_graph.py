@@ -80,10 +80,11 @@ class FuncGraph:
         return t
 
     def constant(self, value):
-        """A Const node holding the EagerTensor `value`."""
-        key = id(value)
+        """A Const node holding the EagerTensor `value`. Small numeric
+        constants are shared by value (`x * 0.5` a hundred times makes one node)."""
+        key = _constant_key(value)
         cached = self._const_cache.get(key)
-        if cached is not None and cached[0] is value:
+        if cached is not None and (type(key) is tuple or cached[0] is value):
             return cached[1]
         op = Operation(self, self.unique_name("Const"), "Const", [], {"value": value, "dtype": value.dtype})
         op.value = value
@@ -146,12 +147,31 @@ class FuncGraph:
             self.stateful_ops.append(op)
         return op.outputs
 
+    def as_graph_def(self):
+        """The graph as a GraphDef protobuf message (placeholders as nodes, with its function library)."""
+        from treadle.framework import graph_serialization
+        return graph_serialization.graph_def(self)
+
+    def get_operations(self):
+        return list(self.operations)
+
     def add_function(self, fn):
         """Makes a library function (a ConcreteFunction or a control-flow body) available to this graph."""
         self.functions[fn.name] = fn
 
     def __repr__(self):
         return f"<FuncGraph {self.name}: {len(self.operations)} ops>"
+
+
+_SMALL_CONSTANT = 16
+
+
+def _constant_key(value):
+    """Value key for small numeric tensors, identity otherwise."""
+    dtype = value.dtype
+    if (dtype.is_numeric or dtype == dtypes.bool) and value._num_elements() <= _SMALL_CONSTANT:
+        return (dtype.as_datatype_enum, value._shape_tuple(), value._numpy_view().tobytes())
+    return id(value)
 
 
 _counter = itertools.count()

@@ -1,7 +1,7 @@
 """Symbolic tensors and operations: what tracing builds instead of running ops."""
 
 from treadle.framework import dtypes
-from treadle.framework.tensor import Tensor, _TensorRef
+from treadle.framework.tensor import Tensor, _TensorRef, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 
 
@@ -34,7 +34,10 @@ class SymbolicTensor(Tensor):
         self.op = op
         self.value_index = value_index
         self._dtype = dtype
-        self._shape = TensorShape(shape)
+        if shape is None or type(shape) is tuple:
+            self._shape = TensorShape._from_tuple(shape)  # straight from shape inference
+        else:
+            self._shape = TensorShape(shape)
 
     @property
     def dtype(self):
@@ -145,7 +148,6 @@ def _install_operators():
         fn = math_ops.OPERATOR_FUNCTIONS[name]
 
         def forward(self, other, fn=fn, name=name):
-            from treadle.framework.tensor import convert_to_tensor
             try:
                 other = convert_to_tensor(other, dtype_hint=self.dtype)
             except (TypeError, ValueError):
@@ -155,7 +157,6 @@ def _install_operators():
             return fn(self, other)
 
         def reflected(self, other, fn=fn):
-            from treadle.framework.tensor import convert_to_tensor
             try:
                 other = convert_to_tensor(other, dtype_hint=self.dtype)
             except (TypeError, ValueError):

@@ -1,0 +1,120 @@
+#include "graph/attr_proto.h"
+
+#include "tensor/tensor_proto.h"
+#include "util/errors.h"
+
+namespace treadle::graph {
+
+namespace {
+
+using proto::AttrValue_ListValue;
+
+// Which repeated field of a list value holds elements; "list()" when none does.
+std::string ListKind(const AttrValue_ListValue& l) {
+  std::string kind;
+  int filled = 0;
+  auto note = [&](int size, const char* name) {
+    if (size > 0) {
+      ++filled;
+      kind = name;
+    }
+  };
+  note(l.i_size(), "list(int)");
+  note(l.f_size(), "list(float)");
+  note(l.b_size(), "list(bool)");
+  note(l.s_size(), "list(string)");
+  note(l.type_size(), "list(type)");
+  note(l.shape_size(), "list(shape)");
+  note(l.tensor_size(), "list(tensor)");
+  note(l.func_size(), "list(func)");
+  if (filled == 0) return "list()";
+  if (filled > 1) return "list(mixed)";
+  return kind;
+}
+
+[[noreturn]] void ThrowWrongKind(const proto::AttrValue& value, AttrType type, const std::string& where) {
+  ThrowInvalidArgument(where, " must be ", AttrTypeName(type), ", got ", ProtoAttrKind(value));
+}
+
+}  // namespace
+
+std::string ProtoAttrKind(const proto::AttrValue& value) {
+  switch (value.value_case()) {
+    case proto::AttrValue::kI: return "int";
+    case proto::AttrValue::kF: return "float";
+    case proto::AttrValue::kB: return "bool";
+    case proto::AttrValue::kS: return "string";
+    case proto::AttrValue::kType: return "type";
+    case proto::AttrValue::kShape: return "shape";
+    case proto::AttrValue::kTensor: return "tensor";
+    case proto::AttrValue::kList: return ListKind(value.list());
+    case proto::AttrValue::kFunc: return "func";
+    case proto::AttrValue::VALUE_NOT_SET: return "no value";
+  }
+  return "an unknown kind of value";
+}
+
+AttrValue AttrFromProto(const proto::AttrValue& value, AttrType type, const std::string& where) {
+  const auto vcase = value.value_case();
+  const bool is_list = vcase == proto::AttrValue::kList;
+  // A list value must hold elements of the expected kind only (an empty list fits any list type).
+  auto list_of = [&](int size) {
+    if (!is_list) ThrowWrongKind(value, type, where);
+    std::string kind = ListKind(value.list());
+    if (kind != "list()" && size == 0) ThrowWrongKind(value, type, where);
+    if (kind == "list(mixed)") ThrowWrongKind(value, type, where);
+    return value.list();
+  };
+  switch (type) {
+    case AttrType::kInt:
+      if (vcase != proto::AttrValue::kI) ThrowWrongKind(value, type, where);
+      return static_cast<int64_t>(value.i());
+    case AttrType::kFloat:
+      if (vcase != proto::AttrValue::kF) ThrowWrongKind(value, type, where);
+      return value.f();
+    case AttrType::kBool:
+      if (vcase != proto::AttrValue::kB) ThrowWrongKind(value, type, where);
+      return value.b();
+    case AttrType::kString:
+      if (vcase != proto::AttrValue::kS) ThrowWrongKind(value, type, where);
+      return value.s();
+    case AttrType::kType:
+      if (vcase != proto::AttrValue::kType) ThrowWrongKind(value, type, where);
+      if (value.type() == proto::DT_INVALID) ThrowInvalidArgument(where, " must be a valid dtype, got DT_INVALID");
+      return DTypeFromProtoEnum(value.type(), where);
+    case AttrType::kShape:
+      if (vcase != proto::AttrValue::kShape) ThrowWrongKind(value, type, where);
+      return PartialShapeFromProto(value.shape(), where);
+    case AttrType::kTensor:
+      if (vcase != proto::AttrValue::kTensor) ThrowWrongKind(value, type, where);
+      return TensorFromProto(value.tensor(), where);
+    case AttrType::kFunc:
+      if (vcase != proto::AttrValue::kFunc) ThrowWrongKind(value, type, where);
+      if (value.func().name().empty()) ThrowInvalidArgument(where, " names no function");
+      return FuncRef{value.func().name()};
+    case AttrType::kIntList: {
+      const auto& l = list_of(value.list().i_size());
+      return std::vector<int64_t>(l.i().begin(), l.i().end());
+    }
+    case AttrType::kTypeList: {
+      const auto& l = list_of(value.list().type_size());
+      std::vector<DType> out;
+      out.reserve(l.type_size());
+      for (int t : l.type()) {
+        if (t == proto::DT_INVALID) ThrowInvalidArgument(where, " holds DT_INVALID, which is not a dtype");
+        out.push_back(DTypeFromProtoEnum(t, where));
+      }
+      return out;
+    }
+    case AttrType::kShapeList: {
+      const auto& l = list_of(value.list().shape_size());
+      std::vector<PartialShape> out;
+      out.reserve(l.shape_size());
+      for (const auto& s : l.shape()) out.push_back(PartialShapeFromProto(s, where));
+      return out;
+    }
+  }
+  ThrowInvalidArgument(where, ": unsupported attribute type");
+}
+
+}  // namespace treadle::graph

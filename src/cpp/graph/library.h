@@ -1,0 +1,77 @@
+// The function library of a GraphDef: every function's signature, its
+// validated body, and its executable, planned on first call. After Build the
+// library is immutable apart from those lazily planned executables (each
+// created once under std::call_once), so any number of threads may share it.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/graph_ir.h"
+#include "treadle/graph.pb.h"
+
+namespace treadle::graph {
+
+class Executable;
+
+// Function calls may nest at most this deep (a chain f -> g -> h counts 3):
+// it bounds the native stack that running them takes. Recursion is rejected.
+constexpr int kMaxCallDepth = 64;
+
+struct FunctionSignature {
+  std::string name;
+  std::vector<TensorSpec> inputs;
+  std::vector<TensorSpec> outputs;
+  bool is_stateful = false;
+};
+
+class FunctionLibrary {
+ public:
+  // Validates every function of `lib` (signatures, bodies, calls between
+  // functions: no recursion, nesting at most kMaxCallDepth). Throws
+  // InvalidArgument / NotFound naming the function and node.
+  static std::shared_ptr<FunctionLibrary> Build(const proto::FunctionDefLibrary& lib);
+  ~FunctionLibrary();
+
+  int Find(std::string_view name) const;  // -1 when there is no such function
+  int size() const { return static_cast<int>(entries_.size()); }
+  const FunctionSignature& signature(int i) const { return entries_[i]->signature; }
+  const Body& body(int i) const { return *entries_[i]->body; }
+  // True when running the function has effects beyond its results (prints,
+  // Python calls, stateful ops), so a call must run even if unused.
+  bool effectful(int i) const { return entries_[i]->effectful; }
+
+  // The function's executable, planned on the first request.
+  const Executable& Compiled(int i) const;
+
+  // Sets each node's `effectful` flag (from its op, or from the functions it
+  // calls) and checks that the calls it makes nest at most kMaxCallDepth deep.
+  void ResolveEffects(Body* body) const;
+
+ private:
+  struct Entry {
+    FunctionSignature signature;
+    std::shared_ptr<Body> body;
+    bool effectful = false;
+    int height = 0;  // longest chain of calls starting here, counting itself
+    mutable std::once_flag planned;
+    mutable std::unique_ptr<Executable> executable;
+  };
+  FunctionLibrary() = default;
+  void CheckCallGraph();
+  void Visit(int i, std::vector<int>* path, std::vector<int>* state);
+
+  std::vector<std::unique_ptr<Entry>> entries_;
+  std::unordered_map<std::string, int> index_;
+};
+
+// A signature's argument list from the wire: names valid and unique, dtypes
+// valid; an ArgDef without a shape has an unknown shape.
+std::vector<TensorSpec> ParseArgSpecs(const google::protobuf::RepeatedPtrField<proto::ArgDef>& args,
+                                      const std::string& where);
+
+}  // namespace treadle::graph
