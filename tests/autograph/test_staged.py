@@ -663,16 +663,19 @@ def test_called_user_functions_are_converted():
 
 def prints_with_builtin_print(x):
     if x > 0:
-        print("x is", x)
+        print("tracing the if branch with", x)
+        td.print("x is", x)
 
 
-def test_builtin_print_of_tensors_prints_when_the_graph_runs(capfd):
+def test_builtin_print_runs_while_tracing_and_td_print_when_the_graph_runs(capfd):
     f = td.function(prints_with_builtin_print)
     capfd.readouterr()
     f(td.constant(7))
     f(td.constant(-7))
     f(td.constant(8))
-    assert capfd.readouterr().out == "x is 7\nx is 8\n"
+    out, err = capfd.readouterr()
+    assert out == "tracing the if branch with Tensor(\"x:0\", shape=(), dtype=int32)\n"
+    assert err == "x is 7\nx is 8\n"
 
 
 def test_run_functions_eagerly_runs_the_python_function():

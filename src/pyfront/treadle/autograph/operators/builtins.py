@@ -1,9 +1,10 @@
 """Python builtins as converted code sees them: on Python values they are the
 builtins themselves; on tensors being traced they do what the builtin means
-for a tensor (td.range, its length, printing when the graph runs)."""
+for a tensor (td.range, its length, a cast). `print` stays Python's print,
+as in TensorFlow: it runs while tracing (use td.print to print when the
+graph runs)."""
 
 import builtins
-import sys
 
 from treadle.autograph.operators import tensors
 from treadle.autograph.operators.iteration import TensorEnumerate
@@ -49,29 +50,10 @@ def float_(value=0.0):
     return float(value)
 
 
-def print_(*objects, sep=" ", end="\n", file=None, flush=False):
-    """print(); with tensors being traced it prints when the graph runs (their
-    values as NumPy prints them), through a py_function."""
-    positions = [i for i, o in enumerate(objects) if tensors.is_symbolic(o)]
-    if not positions:
-        return print(*objects, sep=sep, end=end, file=file, flush=flush)
-    from treadle.ops import script_ops
-
-    def print_values(*values):
-        shown = list(objects)
-        for i, v in zip(positions, values):
-            shown[i] = v.numpy() if isinstance(v, Tensor) else v
-        print(*shown, sep=sep, end=end, file=file if file is not None else sys.stdout, flush=flush)
-
-    script_ops.py_function(print_values, [objects[i] for i in positions], Tout=None)
-    return None
-
-
 OVERRIDES = {
     builtins.range: range_,
     builtins.enumerate: enumerate_,
     builtins.len: len_,
     builtins.int: int_,
     builtins.float: float_,
-    builtins.print: print_,
 }
