@@ -431,6 +431,59 @@ def super_call():
     return Child().f(3), Child().f(-1)
 
 
+def make_accumulator():
+    total = 0
+
+    def add(values):
+        nonlocal total
+        for v in values:
+            if v > 0:
+                total += v
+        return total
+
+    return add
+
+
+ACCUMULATE = make_accumulator()
+
+
+def closure_with_nonlocal(values):
+    return ACCUMULATE(values)
+
+
+def break_in_try_finally(xs):
+    seen = []
+    for x in xs:
+        try:
+            if x == 3:
+                break
+            seen.append(x)
+        finally:
+            seen.append(-x)
+    return seen
+
+
+def continue_in_with(xs):
+    out = []
+    for x in xs:
+        with contextlib.suppress(KeyError):
+            if x % 2:
+                continue
+            out.append(x)
+    return out
+
+
+def loop_target_is_attribute(n):
+    class Holder:
+        pass
+
+    h = Holder()
+    total = 0
+    for h.i in range(n):
+        total += h.i
+    return total, h.i
+
+
 PROGRAMS = [
     (if_elif_else, [(20,), (5,), (0,), (-3,)]),
     (if_without_else, [(3,), (-3,)]),
@@ -479,4 +532,7 @@ PROGRAMS = [
     (elif_chain_in_loop, [(16,)]),
     (return_from_else_of_loop, [([1, 0],), ([1, 2],)]),
     (super_call, [()]),
+    (break_in_try_finally, [([1, 2, 3, 4],)]),
+    (continue_in_with, [([1, 2, 3, 4],)]),
+    (loop_target_is_attribute, [(4,)]),
 ]

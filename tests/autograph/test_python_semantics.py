@@ -34,3 +34,10 @@ def test_global_statement_updates_the_module_global():
     programs.GLOBAL_TOTAL = 0
     assert converter.convert(programs.modifies_global)(6) == expected
     assert programs.GLOBAL_TOTAL == expected
+
+
+def test_a_converted_closure_updates_the_original_cell():
+    conv = converter.convert(programs.ACCUMULATE)
+    first = programs.ACCUMULATE([1, -1, 2])
+    assert conv([4]) == first + 4
+    assert programs.ACCUMULATE([]) == first + 4  # the same `total` cell
