@@ -240,3 +240,9 @@ def test_to_code_of_an_unconvertible_function():
         td.autograph.to_code(namespace["f"])
     with pytest.raises(TypeError, match="expects a Python function"):
         td.autograph.to_code(len)
+
+
+def test_to_graph_returns_the_converted_function():
+    conv = td.autograph.to_graph(plain)
+    assert _is_converted(conv) and conv(1) == 1
+    assert td.autograph.to_graph(td.function(plain)) is conv

@@ -2,6 +2,6 @@
 flow when td.function traces a function (see converter.py)."""
 
 from treadle.autograph import experimental
-from treadle.autograph.converter import AutoGraphWarning, to_code
+from treadle.autograph.converter import AutoGraphWarning, to_code, to_graph
 
-__all__ = ["experimental", "to_code", "AutoGraphWarning"]
+__all__ = ["experimental", "to_code", "to_graph", "AutoGraphWarning"]

@@ -134,7 +134,13 @@ def converted_function(fn):
     return result
 
 
-def to_code(fn):
+def to_graph(fn, recursive=True, experimental_optional_features=None):
+    """The converted version of `fn` (TensorFlow's tf.autograph.to_graph):
+    called inside a td.function, its control flow on tensors is staged."""
+    return convert(getattr(fn, "python_function", fn))
+
+
+def to_code(fn, recursive=True, experimental_optional_features=None):
     """The converted source of `fn` (a function, method or td.function), as a string."""
     fn = getattr(fn, "python_function", fn)
     if isinstance(fn, types.MethodType):
