@@ -770,3 +770,16 @@ def string_condition(s):
 def test_string_comparison_condition():
     f = td.function(string_condition)
     assert _value(f(td.constant("hello"))) == 1 and _value(f(td.constant("bye"))) == 2
+
+
+def test_an_outer_tensor_used_twice_in_a_branch_inside_a_loop_body():
+    """Captures threaded through a While body into an If branch (FuncGraph.capture)."""
+    @td.function(autograph=False)
+    def f(x, n):
+        def body(i, s):
+            s = td.cond(x > 0, lambda: s + x * x, lambda: s - x)
+            return i + 1, s
+        return td.while_loop(lambda i, s: i < n, body, (0, 0))[1]
+
+    assert f(td.constant(2), td.constant(3)).numpy() == 12
+    assert f(td.constant(-2), td.constant(3)).numpy() == 6

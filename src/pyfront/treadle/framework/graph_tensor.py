@@ -1,5 +1,7 @@
 """Symbolic tensors and operations: what tracing builds instead of running ops."""
 
+import sys
+
 from treadle.framework import dtypes
 from treadle.framework.tensor import Tensor, _TensorRef, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
@@ -127,7 +129,6 @@ class SymbolicTensor(Tensor):
 def _where_used_as_bool(tensor):
     """Names the tensor (by a local variable bound to it, if any) and the line
     that used it as a bool: the frame that called __bool__."""
-    import sys
     frame = sys._getframe(2)
     names = [k for k, v in frame.f_locals.items() if v is tensor]
     what = f"'{names[0]}', " if names else ""
