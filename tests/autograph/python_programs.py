@@ -536,3 +536,20 @@ PROGRAMS = [
     (continue_in_with, [([1, 2, 3, 4],)]),
     (loop_target_is_attribute, [(4,)]),
 ]
+
+
+def uses_generated_names(n):
+    vars_ = 0
+    itr = 1
+    get_state = 2
+    if_body = 3
+    break_ = 4
+    do_return = 5
+    for i in range(n):
+        if i > 1:
+            break
+        vars_ += itr + get_state + if_body + break_ + do_return
+    return vars_
+
+
+PROGRAMS.append((uses_generated_names, [(5,), (0,)]))

@@ -21,6 +21,15 @@ class Namer:
             elif isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 self.used.add(n.name)
         self.used.add(AG)
+        self._shared = {}
+
+    def shared(self, base):
+        """One fresh name for `base`, the same at every call (for parameters
+        of generated functions, which cannot clash with each other)."""
+        name = self._shared.get(base)
+        if name is None:
+            name = self._shared[base] = self.new(base)
+        return name
 
     def new(self, base):
         name, n = base, 0

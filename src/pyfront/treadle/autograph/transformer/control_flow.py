@@ -93,6 +93,7 @@ class _Transformer(ast.NodeTransformer):
         self.scope = scope
         self.depth = 0  # enclosing converted statements; 0 means scope level
         self.maybe_undefined = set()  # symbols that may hold an Undefined placeholder
+        self.vars_name = namer.shared("vars_")  # set_state's parameter
 
     # nested scopes are converted on their own
     def _keep(self, node):
@@ -118,8 +119,9 @@ class _Transformer(ast.NodeTransformer):
         getter.ag_state_getter = True
         self.maybe_undefined.update(k for k in state if _is_simple(k) and _maybe_unbound(k, must_in))
         simple = [k for k in state if _is_simple(k)]
-        setter = base.function_def(set_name, ["vars_"], _declarations(simple, self.scope) + [
-            ast.Assign(targets=[base.tuple_([sym.store(k) for k in state], ast.Store())], value=base.load("vars_"))])
+        setter = base.function_def(set_name, [self.vars_name], _declarations(simple, self.scope) + [
+            ast.Assign(targets=[base.tuple_([sym.store(k) for k in state], ast.Store())],
+                       value=base.load(self.vars_name))])
         return [getter, setter], base.load(get_name), base.load(set_name)
 
     def _placeholders(self, block):
