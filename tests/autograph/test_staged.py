@@ -783,3 +783,17 @@ def test_an_outer_tensor_used_twice_in_a_branch_inside_a_loop_body():
 
     assert f(td.constant(2), td.constant(3)).numpy() == 12
     assert f(td.constant(-2), td.constant(3)).numpy() == 6
+
+
+def printing_condition(n):
+    i = 0
+    while td.print("test", i) is None and i < n:
+        i += 1
+    return i
+
+
+def test_the_first_condition_of_a_while_is_probed_without_side_effects(capfd):
+    ops = _graph_ops(printing_condition, I32)
+    assert "Print" not in ops and ops.count("While") == 1  # the condition's ops live in the loop only
+    assert _value(td.function(printing_condition)(td.constant(2))) == 2
+    assert capfd.readouterr().err == "test 0\ntest 1\ntest 2\n"

@@ -7,16 +7,37 @@ loop half-way."""
 from treadle.autograph.operators import errors, iteration, logical, tensors
 from treadle.autograph.operators.conditionals import contains_tensor, describe
 from treadle.autograph.operators.graph_loops import staged_loop
+from treadle.framework import context
+from treadle.framework.func_graph import FuncGraph
 
 
 # ------------------------------------------------------------------ while
 
 def while_stmt(test, body, get_state, set_state, symbol_names, opts):
-    cond = test()
+    cond = _first_test(test, get_state, set_state)
     if tensors.is_symbolic(cond):
         staged_loop(test, body, get_state, set_state, symbol_names, opts, opts.get("maximum_iterations"))
     else:
         _python_while(cond, test, body, get_state, symbol_names, opts)
+
+
+def _first_test(test, get_state, set_state):
+    """The loop's first condition, which decides how it runs. While tracing,
+    it is evaluated in a throwaway graph, so that the ops it makes (a random
+    draw, a print) do not also run once before a graph loop; a condition
+    that made no op is plain Python and is used as it is."""
+    graph = context.current_graph()
+    if graph is None:
+        return test()
+    before = tuple(get_state()) if get_state is not None else ()
+    probe = FuncGraph("while_test_probe", outer_graph=graph)
+    with probe:
+        cond = test()
+    if not probe.operations and not tensors.is_symbolic(cond):
+        return cond
+    if set_state is not None:
+        set_state(before)  # undo what the condition assigned in the throwaway graph
+    return cond if tensors.is_symbolic(cond) else test()
 
 
 def _python_while(cond, test, body, get_state, names, opts):
