@@ -430,3 +430,38 @@ def test_init_scope_runs_eagerly():
 
     f(td.constant(1.0))
     assert seen == {"eager": True, "value": 6.0}
+
+
+def test_pass_tensors_instead_of_python_literals(capfd):
+    def train_one_step():
+        pass
+
+    @td.function
+    def train(num_steps):
+        print("Tracing with num_steps = ", num_steps)
+        td.print("Executing with num_steps = ", num_steps)
+        for _ in td.range(num_steps):
+            train_one_step()
+
+    train(num_steps=10)
+    train(num_steps=20)
+    train(num_steps=td.constant(10))
+    train(num_steps=td.constant(20))
+    captured = capfd.readouterr()
+    assert captured.out == ("Tracing with num_steps =  10\n"
+                            "Tracing with num_steps =  20\n"
+                            'Tracing with num_steps =  Tensor("num_steps:0", shape=(), dtype=int32)\n')
+    assert captured.err == ("Executing with num_steps =  10\n" "Executing with num_steps =  20\n"
+                            "Executing with num_steps =  10\n" "Executing with num_steps =  20\n")
+
+
+def test_recursive_function_fails_instead_of_hanging():
+    @td.function
+    def recursive_fn(n):
+        if n > 0:
+            return recursive_fn(n - 1)
+        else:
+            return 1
+
+    with pytest.raises(RecursionError):
+        recursive_fn(td.constant(5))
