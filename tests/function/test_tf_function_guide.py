@@ -465,3 +465,51 @@ def test_recursive_function_fails_instead_of_hanging():
 
     with pytest.raises(RecursionError):
         recursive_fn(td.constant(5))
+
+
+def test_namedtuple_and_attrs_arguments():
+    import collections
+    attr = pytest.importorskip("attr")
+    Pair = collections.namedtuple("Pair", "a b")
+
+    @attr.s(frozen=True)
+    class Box:
+        x = attr.ib()
+        scale = attr.ib()
+
+    @td.function
+    def f(p, box):
+        return p.a * box.scale + p.b + box.x
+
+    one = td.constant(1.0)
+    assert f(Pair(one, one), Box(one, 2.0)).numpy() == 4.0
+    assert f(Pair(td.constant(2.0), one), Box(one, 2.0)).numpy() == 6.0
+    assert f.experimental_get_tracing_count() == 1
+    f(Pair(one, one), Box(one, 3.0))  # a different literal field: a new trace
+    assert f.experimental_get_tracing_count() == 2
+
+
+def test_variables_as_arguments_trace_by_identity():
+    @td.function
+    def read(v):
+        return v + 1.0
+
+    a, b = td.Variable(1.0), td.Variable(2.0)
+    assert read(a).numpy() == 2.0
+    assert read(a).numpy() == 2.0
+    assert read(b).numpy() == 3.0
+    assert read.experimental_get_tracing_count() == 2
+    a.assign(10.0)
+    assert read(a).numpy() == 11.0
+
+
+def test_closures_and_globals_are_read_at_trace_time():
+    scale = 2.0
+
+    @td.function
+    def f(x):
+        return x * scale
+
+    assert f(td.constant(1.0)).numpy() == 2.0
+    scale = 3.0  # noqa: F841 - the traced graph keeps the old value
+    assert f(td.constant(1.0)).numpy() == 2.0
