@@ -1,0 +1,178 @@
+// The Loom as ops, so a loom runs eagerly and as a node of a graph alike:
+// LoomRun runs a schedule (all depths, in a C++ loop) and returns one output
+// batch per type shape plus a record of the run; LoomRunGrad runs the
+// backward pass from that record.
+#include <climits>
+#include <mutex>
+#include <unordered_map>
+
+#include "loom/loom_registry.h"
+#include "ops/op_helpers.h"
+#include "util/errors.h"
+
+namespace treadle::loom {
+
+std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def) {
+  static std::mutex mu;
+  static auto* cache = new std::unordered_map<std::string, std::shared_ptr<const LoomRuntime>>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache->find(loom_def);
+    if (it != cache->end()) return it->second;
+  }
+  proto::LoomDef def;
+  if (loom_def.size() > static_cast<size_t>(INT_MAX) ||
+      !def.ParseFromArray(loom_def.data(), static_cast<int>(loom_def.size()))) {
+    throw Error(Code::kDataLoss, "loom_def: the bytes are not a serialized LoomDef");
+  }
+  std::shared_ptr<const LoomRuntime> rt = LoomRuntime::FromLoomDef(def);
+  std::lock_guard<std::mutex> lock(mu);
+  return cache->emplace(loom_def, rt).first->second;
+}
+
+std::shared_ptr<const Schedule> MergeMessages(const std::shared_ptr<const LoomSpec>& spec,
+                                              const std::string* messages, size_t count) {
+  Weaver merged(spec);
+  for (size_t i = 0; i < count; ++i) {
+    try {
+      merged.Append(ParseWeaverMessage(*spec, messages[i].data(), messages[i].size()));
+    } catch (const Error& e) {
+      if (count == 1) throw;
+      throw Error(e.code(), StrCat("schedule ", i, ": ", e.what()));
+    }
+  }
+  return Finalize(spec, merged.state());
+}
+
+std::shared_ptr<const Schedule> ScheduleFromTensor(const std::shared_ptr<const LoomSpec>& spec, const Tensor& t) {
+  if (t.dtype() == DType::kVariant) {
+    auto s = GetHandle<Schedule>(t, DType::kVariant, "Loom schedule");
+    if (s->spec->fingerprint != spec->fingerprint) {
+      ThrowInvalidArgument("the schedule was made by a weaver of another loom");
+    }
+    return s;
+  }
+  if (t.dtype() != DType::kString || t.rank() > 1) {
+    ThrowInvalidArgument("a loom schedule must be a string scalar (a serialized WeaverMessage) or a 1-D string "
+                         "tensor of them, got ", t.DebugString());
+  }
+  return MergeMessages(spec, t.data<std::string>(), static_cast<size_t>(t.num_elements()));
+}
+
+namespace {
+
+const std::vector<DType> kScheduleTypes = {DType::kString, DType::kVariant};
+
+void CheckTypeList(const InferContext& c, const char* attr, size_t first) {
+  const std::vector<DType>& declared = c.attrs.GetTypeList(attr);
+  const size_t n = c.dtypes.size() > first ? c.dtypes.size() - first : 0;
+  bool ok = declared.size() == n;
+  for (size_t i = 0; ok && i < n; ++i) ok = declared[i] == c.dtypes[first + i];
+  if (!ok) ThrowTypeError(c.op.name, ": the inputs do not match attr '", attr, "'");
+}
+
+LoomInputs SplitInputs(const LoomRuntime& rt, const KernelContext& ctx) {
+  const LoomSpec& sp = *rt.spec();
+  const size_t named = sp.named_tensor_names.size(), batch = sp.batch_input_type_shapes.size();
+  const size_t total = named + batch + rt.num_captures();
+  if (ctx.inputs.size() != total + 1) {
+    ThrowInvalidArgument(ctx.op.name, ": the loom takes ", total, " inputs besides the schedule, got ",
+                         ctx.inputs.size() - 1);
+  }
+  LoomInputs in;
+  auto it = ctx.inputs.begin() + 1;
+  in.named.assign(it, it + named);
+  in.batch.assign(it + named, it + named + batch);
+  in.captures.assign(it + named + batch, ctx.inputs.end());
+  return in;
+}
+
+void LoomRunKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto schedule = ScheduleFromTensor(rt->spec(), ctx.input(0));
+  LoomInputs in = SplitInputs(*rt, ctx);
+  auto record = std::make_shared<ForwardRecord>();
+  std::vector<Tensor> outs = RunForward(rt, schedule, in, record.get());
+  for (size_t t = 0; t < outs.size(); ++t) ctx.set_output(static_cast<int>(t), std::move(outs[t]));
+  ctx.set_output(static_cast<int>(outs.size()), MakeHandleTensor(DType::kVariant, record));
+}
+
+OpDef LoomRunOp() {
+  OpDef op;
+  op.name = "LoomRun";
+  op.inputs = {{"schedule", false, "", kScheduleTypes}, {"inputs", true, "", {}}};
+  op.outputs = {"outputs", "record"};
+  op.attrs = {{"loom_def", AttrType::kString, std::nullopt},
+              {"Tinputs", AttrType::kTypeList, std::nullopt},
+              {"output_types", AttrType::kTypeList, std::nullopt},
+              {"output_shapes", AttrType::kShapeList, std::nullopt}};
+  op.dtype_fn = [](const InferContext& c) {
+    CheckTypeList(c, "Tinputs", 1);
+    std::vector<DType> out = c.attrs.GetTypeList("output_types");
+    out.push_back(DType::kVariant);
+    return out;
+  };
+  op.shape_fn = [](const InferContext& c) {
+    if (c.shapes[0].known_rank && c.shapes[0].rank() > 1) {
+      ThrowValueError("LoomRun: the schedule must be a scalar or a vector of messages, got shape ",
+                      c.shapes[0].ToString());
+    }
+    std::vector<PartialShape> out = c.attrs.GetShapeList("output_shapes");
+    if (out.size() != c.attrs.GetTypeList("output_types").size()) {
+      ThrowValueError("LoomRun: output_shapes and output_types differ in length");
+    }
+    out.push_back(PartialShape(Dims{}));
+    return out;
+  };
+  op.kernel = LoomRunKernel;
+  op.stateful = true;  // op functions may hold effects (random ops); never fold or merge a run
+  op.doc = "Runs a Loom schedule: every depth's ops on their batched arguments; one output batch per type shape.";
+  return op;
+}
+
+void LoomRunGradKernel(KernelContext& ctx) {
+  auto record = GetHandle<ForwardRecord>(ctx.input(0), DType::kVariant, "LoomRunGrad");
+  std::vector<Tensor> grads(ctx.inputs.begin() + 1, ctx.inputs.end());
+  std::vector<Tensor> out = RunBackward(*record, grads);
+  if (out.size() != ctx.out_dtypes.size()) {
+    ThrowInvalidArgument("LoomRunGrad: the record is of a loom with ", out.size(), " inputs, but Tinputs lists ",
+                         ctx.out_dtypes.size());
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].dtype() != ctx.out_dtypes[i]) {
+      ThrowInvalidArgument("LoomRunGrad: input ", i, " of the loom is ", DTypeName(out[i].dtype()),
+                           " but Tinputs says ", DTypeName(ctx.out_dtypes[i]));
+    }
+    ctx.set_output(static_cast<int>(i), std::move(out[i]));
+  }
+}
+
+OpDef LoomRunGradOp() {
+  OpDef op;
+  op.name = "LoomRunGrad";
+  op.inputs = {{"record", false, "", {DType::kVariant}}, {"output_grads", true, "", {}}};
+  op.outputs = {"input_grads"};
+  op.attrs = {{"Tgrads", AttrType::kTypeList, std::nullopt},
+              {"Tinputs", AttrType::kTypeList, std::nullopt},
+              {"input_shapes", AttrType::kShapeList, std::nullopt}};
+  op.dtype_fn = [](const InferContext& c) {
+    CheckTypeList(c, "Tgrads", 1);
+    return c.attrs.GetTypeList("Tinputs");
+  };
+  op.shape_fn = [](const InferContext& c) {
+    std::vector<PartialShape> out = c.attrs.GetShapeList("input_shapes");
+    if (out.size() != c.attrs.GetTypeList("Tinputs").size()) {
+      ThrowValueError("LoomRunGrad: input_shapes and Tinputs differ in length");
+    }
+    return out;
+  };
+  op.kernel = LoomRunGradKernel;
+  op.doc = "The backward pass of LoomRun: gradients of its inputs from the gradients of its outputs.";
+  return op;
+}
+
+OpRegistrar loom_run(LoomRunOp());
+OpRegistrar loom_run_grad(LoomRunGradOp());
+
+}  // namespace
+}  // namespace treadle::loom

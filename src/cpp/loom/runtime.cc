@@ -1,0 +1,478 @@
+#include "loom/runtime.h"
+
+#include <cstring>
+
+#include "graph/executable.h"
+#include "graph/library.h"
+#include "util/errors.h"
+
+namespace treadle::loom {
+
+namespace {
+
+// Can a batch of `ts` values have shape `shape` (as a function declares it)?
+bool FitsBatch(const PartialShape& shape, const TypeShape& ts) {
+  if (!shape.known_rank) return true;
+  if (shape.rank() != static_cast<int>(ts.shape.size()) + 1) return false;
+  for (size_t i = 0; i < ts.shape.size(); ++i) {
+    if (shape.dims[i + 1] >= 0 && shape.dims[i + 1] != ts.shape[i]) return false;
+  }
+  return true;
+}
+
+bool IsBatchOf(const Tensor& t, const TypeShape& ts, int64_t n) {
+  if (t.dtype() != ts.dtype || t.rank() != static_cast<int>(ts.shape.size()) + 1 || t.dim(0) != n) return false;
+  return std::equal(ts.shape.begin(), ts.shape.end(), t.shape().begin() + 1);
+}
+
+// Rows [first, first + count) of `t` (a batch of `ts` values), sharing its buffer.
+Tensor RowView(const Tensor& t, int64_t first, int64_t count, const TypeShape& ts) {
+  std::shared_ptr<Buffer> parent = t.buffer();
+  char* p = static_cast<char*>(t.raw_data()) + static_cast<size_t>(first) * ts.row_bytes;
+  return Tensor(ts.dtype, ts.BatchDims(count),
+                Buffer::Wrap(p, static_cast<size_t>(count) * ts.row_bytes, [parent] {}));
+}
+
+Tensor Zeros(DType dtype, Dims dims) {
+  Tensor t(dtype, std::move(dims));
+  if (t.nbytes()) std::memset(t.raw_data(), 0, t.nbytes());
+  return t;
+}
+
+void GatherRows(const std::vector<const char*>& rows, const std::vector<int32_t>& index, size_t row_bytes,
+                char* dst) {
+  for (int32_t r : index) {
+    std::memcpy(dst, rows[r], row_bytes);
+    dst += row_bytes;
+  }
+}
+
+// dst rows index[i] += src row i.
+template <typename T>
+void ScatterAddRows(const T* src, const std::vector<int32_t>& index, int64_t row_elements, T* dst) {
+  for (int32_t r : index) {
+    T* d = dst + static_cast<int64_t>(r) * row_elements;
+    for (int64_t e = 0; e < row_elements; ++e) d[e] += src[e];
+    src += row_elements;
+  }
+}
+
+void ScatterAdd(const Tensor& src, const std::vector<int32_t>& index, int64_t row_elements, Tensor* dst) {
+  if (src.dtype() == DType::kFloat32) {
+    ScatterAddRows(src.data<float>(), index, row_elements, dst->data<float>());
+  } else {
+    ScatterAddRows(src.data<double>(), index, row_elements, dst->data<double>());
+  }
+}
+
+// dst row dst_row += src row src_row (rows of row_elements floats or doubles).
+void AddRow(const Tensor& src, int64_t src_row, Tensor* dst, int64_t dst_row, int64_t row_elements) {
+  if (src.dtype() == DType::kFloat32) {
+    const float* s = src.data<float>() + src_row * row_elements;
+    float* d = dst->data<float>() + dst_row * row_elements;
+    for (int64_t e = 0; e < row_elements; ++e) d[e] += s[e];
+  } else {
+    const double* s = src.data<double>() + src_row * row_elements;
+    double* d = dst->data<double>() + dst_row * row_elements;
+    for (int64_t e = 0; e < row_elements; ++e) d[e] += s[e];
+  }
+}
+
+void AddInto(const Tensor& src, Tensor* dst) {
+  const int64_t n = dst->num_elements();
+  if (dst->dtype() == DType::kFloat32) {
+    const float* s = src.data<float>();
+    float* d = dst->data<float>();
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+  } else {
+    const double* s = src.data<double>();
+    double* d = dst->data<double>();
+    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
+  }
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- runtime
+
+std::shared_ptr<const LoomRuntime> LoomRuntime::FromLoomDef(const proto::LoomDef& def) {
+  auto rt = std::shared_ptr<LoomRuntime>(new LoomRuntime());
+  rt->spec_ = LoomSpec::FromProto(def.metadata());
+  const std::string library = def.library().SerializeAsString();
+  rt->graph_ = graph::LoadGraphDef(library.data(), library.size());
+  rt->CheckFunctions();
+  return rt;
+}
+
+bool LoomRuntime::differentiable(int op) const { return spec_->ops[op].pass_through || backward_[op] >= 0; }
+
+void LoomRuntime::CheckFunctions() {
+  const LoomSpec& sp = *spec_;
+  const graph::FunctionLibrary& lib = *graph_.library;
+  capture_offset_.push_back(0);
+  for (int k = 0; k < sp.num_ops(); ++k) {
+    const OpSpec& op = sp.ops[k];
+    const std::string where = "LoomDef: " + sp.DescribeOp(k);
+    forward_.push_back(-1);
+    backward_.push_back(-1);
+    if (op.pass_through) {
+      capture_offset_.push_back(capture_offset_.back());
+      continue;
+    }
+    const int f = lib.Find(op.function_name);
+    if (f < 0) ThrowInvalidArgument(where, " names function '", op.function_name, "', which the library lacks");
+    const graph::FunctionSignature& sig = lib.signature(f);
+    const size_t nin = op.inputs.size(), nout = op.outputs.size();
+    if (sig.inputs.size() != nin + op.num_captures || sig.outputs.size() != nout) {
+      ThrowInvalidArgument(where, ": function '", op.function_name, "' takes ", sig.inputs.size(), " and returns ",
+                           sig.outputs.size(), " values, but the op has ", nin, " inputs, ", op.num_captures,
+                           " captures and ", nout, " outputs");
+    }
+    auto check = [&](const graph::TensorSpec& s, int ts, const char* what, size_t i) {
+      const TypeShape& t = sp.type_shapes[ts];
+      if (s.dtype != t.dtype || !FitsBatch(s.shape, t)) {
+        ThrowInvalidArgument(where, ": ", what, " ", i, " of function '", op.function_name, "' is ",
+                             DTypeName(s.dtype), " ", s.shape.ToString(), ", not a batch of ", t.ToString());
+      }
+    };
+    for (size_t a = 0; a < nin; ++a) check(sig.inputs[a], op.inputs[a], "argument", a);
+    for (size_t j = 0; j < nout; ++j) check(sig.outputs[j], op.outputs[j], "result", j);
+    for (size_t c = nin; c < sig.inputs.size(); ++c) capture_specs_.push_back(sig.inputs[c]);
+    capture_offset_.push_back(capture_offset_.back() + op.num_captures);
+    forward_.back() = f;
+    if (op.backward_function_name.empty()) continue;
+    const int b = lib.Find(op.backward_function_name);
+    if (b < 0) {
+      ThrowInvalidArgument(where, " names backward function '", op.backward_function_name,
+                           "', which the library lacks");
+    }
+    const graph::FunctionSignature& bs = lib.signature(b);
+    const size_t nfwd = nin + op.num_captures;
+    bool ok = bs.inputs.size() == nfwd + nout && bs.outputs.size() == nfwd;
+    for (size_t i = 0; ok && i < nfwd; ++i) {
+      ok = bs.inputs[i].dtype == sig.inputs[i].dtype && bs.outputs[i].dtype == sig.inputs[i].dtype;
+    }
+    for (size_t j = 0; ok && j < nout; ++j) ok = bs.inputs[nfwd + j].dtype == sig.outputs[j].dtype;
+    if (!ok) {
+      ThrowInvalidArgument(where, ": backward function '", op.backward_function_name,
+                           "' must take the forward arguments and one gradient per result, and return one "
+                           "gradient per forward argument");
+    }
+    backward_.back() = b;
+  }
+}
+
+std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures) const {
+  const OpSpec& op = spec_->ops[k];
+  const int64_t calls = args.empty() ? -1 : args[0].dim(0);
+  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
+  std::vector<Tensor> outs = graph_.library->Compiled(forward_[k]).Run(args);
+  for (size_t j = 0; j < op.outputs.size(); ++j) {
+    const TypeShape& ts = spec_->type_shapes[op.outputs[j]];
+    const int64_t n = calls >= 0 ? calls : (outs[j].rank() > 0 ? outs[j].dim(0) : -1);
+    if (!IsBatchOf(outs[j], ts, n)) {
+      ThrowInvalidArgument("loom ", spec_->DescribeOp(k), " returned ", outs[j].DebugString(), " as result ", j,
+                           " for a batch of ", n, " calls; expected a batch of ", ts.ToString());
+    }
+  }
+  return outs;
+}
+
+std::vector<Tensor> LoomRuntime::RunOpBackward(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures,
+                                               std::vector<Tensor> output_grads) const {
+  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
+  for (Tensor& g : output_grads) args.push_back(std::move(g));
+  return graph_.library->Compiled(backward_[k]).Run(args);
+}
+
+// ---------------------------------------------------------------- forward
+
+namespace {
+
+void CheckInputs(const LoomRuntime& rt, const Schedule& sc, const LoomInputs& in) {
+  const LoomSpec& sp = *rt.spec();
+  if (sc.spec->fingerprint != sp.fingerprint) {
+    ThrowInvalidArgument("the schedule was made for another loom (fingerprint ", sc.spec->fingerprint,
+                         "; this loom's is ", sp.fingerprint, ")");
+  }
+  if (sp.max_depth > 0 && sc.num_depths > sp.max_depth) {
+    ThrowInvalidArgument("the schedule is ", sc.num_depths, " deep, beyond the loom's max_depth of ", sp.max_depth);
+  }
+  if (in.named.size() != sp.named_tensor_names.size() || in.batch.size() != sp.batch_input_type_shapes.size() ||
+      static_cast<int>(in.captures.size()) != rt.num_captures()) {
+    ThrowInvalidArgument("the loom takes ", sp.named_tensor_names.size(), " named tensors, ",
+                         sp.batch_input_type_shapes.size(), " batch inputs and ", rt.num_captures(),
+                         " captured values; got ", in.named.size(), ", ", in.batch.size(), " and ",
+                         in.captures.size());
+  }
+  for (size_t i = 0; i < in.named.size(); ++i) {
+    const TypeShape& ts = sp.type_shapes[sp.named_tensor_type_shapes[i]];
+    const Tensor& t = in.named[i];
+    if (t.dtype() != ts.dtype || t.shape() != ts.shape) {
+      ThrowInvalidArgument("named tensor '", sp.named_tensor_names[i], "' must be ", ts.ToString(), ", got ",
+                           t.DebugString());
+    }
+  }
+  for (size_t b = 0; b < in.batch.size(); ++b) {
+    const int t = sp.batch_input_type_shapes[b];
+    const TypeShape& ts = sp.type_shapes[t];
+    const Tensor& v = in.batch[b];
+    if (v.rank() < 1 || !IsBatchOf(v, ts, v.dim(0))) {
+      ThrowInvalidArgument("the batch input of ", ts.ToString(), " must be a batch of its values, got ",
+                           v.DebugString());
+    }
+    if (v.dim(0) < sc.batch_rows_needed[t]) {
+      ThrowInvalidArgument("the schedule reads row ", sc.batch_rows_needed[t] - 1, " of the batch input of ",
+                           ts.ToString(), ", which has ", v.dim(0), " rows");
+    }
+  }
+  for (int t = 0; t < sp.num_type_shapes(); ++t) {
+    if (sc.batch_rows_needed[t] > 0 && sp.batch_input_slot[t] < 0) {
+      ThrowInvalidArgument("the schedule reads a batch input of ", sp.type_shapes[t].ToString(),
+                           ", which the loom has not");
+    }
+  }
+  const auto& specs = rt.capture_specs();
+  for (size_t c = 0; c < in.captures.size(); ++c) {
+    const Tensor& v = in.captures[c];
+    if (v.dtype() != specs[c].dtype || !specs[c].shape.IsCompatibleWith(v.shape())) {
+      ThrowInvalidArgument("captured value ", c, " ('", specs[c].name, "') must be ", DTypeName(specs[c].dtype),
+                           " ", specs[c].shape.ToString(), ", got ", v.DebugString());
+    }
+  }
+}
+
+// The depth-0 state of type shape t: each row copied from its source.
+Tensor InitialState(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in, int t) {
+  const TypeShape& ts = sp.type_shapes[t];
+  const int64_t n = sc.rows[0][t];
+  Tensor state(ts.dtype, ts.BatchDims(n));
+  char* dst = static_cast<char*>(state.raw_data());
+  const auto& kinds = sc.source_kind[t];
+  const auto& index = sc.source_index[t];
+  const int slot = sp.batch_input_slot[t];
+  for (int64_t i = 0; i < n; ++i, dst += ts.row_bytes) {
+    const char* src;
+    if (kinds[i] == kNamedTensorSource) {
+      src = static_cast<const char*>(in.named[index[i]].raw_data());
+    } else if (kinds[i] == kBatchInputSource) {
+      src = static_cast<const char*>(in.batch[slot].raw_data()) + index[i] * ts.row_bytes;
+    } else {
+      src = static_cast<const char*>(sc.constants[t].raw_data()) + index[i] * ts.row_bytes;
+    }
+    std::memcpy(dst, src, ts.row_bytes);
+  }
+  return state;
+}
+
+// Row pointers of a state that is one contiguous batch.
+std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes) {
+  std::vector<const char*> rows(n);
+  const char* p = static_cast<const char*>(t.raw_data());
+  for (int64_t i = 0; i < n; ++i) rows[i] = p + i * row_bytes;
+  return rows;
+}
+
+}  // namespace
+
+std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime,
+                               const std::shared_ptr<const Schedule>& schedule, const LoomInputs& in,
+                               ForwardRecord* record) {
+  const LoomRuntime& rt = *runtime;
+  const Schedule& sc = *schedule;
+  const LoomSpec& sp = *rt.spec();
+  CheckInputs(rt, sc, in);
+  const int T = sp.num_type_shapes();
+
+  // Outputs are copied out as soon as their depth is computed, so each
+  // state can be released once the next depth has gathered from it.
+  std::vector<Tensor> outputs(T);
+  std::vector<std::vector<std::tuple<int, int32_t, int64_t>>> outputs_at(sc.num_depths + 1);  // (t, row, out)
+  for (int t = 0; t < T; ++t) {
+    const TypeShape& ts = sp.type_shapes[t];
+    outputs[t] = Tensor(ts.dtype, ts.BatchDims(static_cast<int64_t>(sc.outputs[t].size())));
+    for (size_t i = 0; i < sc.outputs[t].size(); ++i) {
+      outputs_at[sc.outputs[t][i].first].emplace_back(t, sc.outputs[t][i].second, static_cast<int64_t>(i));
+    }
+  }
+  // The state: per type shape, a pointer to each row, and the tensors holding them.
+  std::vector<std::vector<const char*>> rows(T);
+  std::vector<Tensor> held;
+  for (int t = 0; t < T; ++t) {
+    if (sc.rows[0][t] == 0) continue;
+    held.push_back(InitialState(sp, sc, in, t));
+    rows[t] = RowsOf(held.back(), sc.rows[0][t], sp.type_shapes[t].row_bytes);
+  }
+  auto copy_outputs = [&](int32_t d) {
+    for (const auto& [t, row, out] : outputs_at[d]) {
+      const size_t rb = sp.type_shapes[t].row_bytes;
+      std::memcpy(static_cast<char*>(outputs[t].raw_data()) + out * rb, rows[t][row], rb);
+    }
+  };
+  copy_outputs(0);
+  if (record) {
+    record->runtime = runtime;
+    record->schedule = schedule;
+    record->inputs = in;
+    record->args.resize(sc.num_depths);
+  }
+
+  for (int32_t d = 1; d <= sc.num_depths; ++d) {
+    std::vector<std::vector<const char*>> next(T);
+    for (int t = 0; t < T; ++t) next[t].resize(sc.rows[d][t]);
+    std::vector<Tensor> next_held;
+    const auto& layer = sc.layers[d - 1];
+    if (record) record->args[d - 1].resize(layer.size());
+    for (size_t e = 0; e < layer.size(); ++e) {
+      const LayerOp& lo = layer[e];
+      const OpSpec& op = sp.ops[lo.op];
+      std::vector<Tensor> args;
+      args.reserve(op.inputs.size());
+      for (size_t a = 0; a < op.inputs.size(); ++a) {
+        const TypeShape& ts = sp.type_shapes[op.inputs[a]];
+        Tensor batch(ts.dtype, ts.BatchDims(lo.calls));
+        GatherRows(rows[op.inputs[a]], lo.args[a], ts.row_bytes, static_cast<char*>(batch.raw_data()));
+        args.push_back(std::move(batch));
+      }
+      std::vector<Tensor> outs;
+      if (op.pass_through) {
+        outs = args;  // the gathered rows are the pass-through's outputs
+      } else {
+        try {
+          outs = rt.RunOp(lo.op, args, in.captures);
+        } catch (const Error& err) {
+          throw Error(err.code(), StrCat(err.what(), "\n\t [[in loom ", sp.DescribeOp(lo.op), " at depth ", d, "]]"));
+        }
+      }
+      for (size_t j = 0; j < op.outputs.size(); ++j) {
+        const int t = op.outputs[j];
+        const size_t rb = sp.type_shapes[t].row_bytes;
+        const char* p = static_cast<const char*>(outs[j].raw_data());
+        for (int64_t c = 0; c < lo.calls; ++c) next[t][lo.output_rows[j] + c] = p + c * rb;
+        next_held.push_back(std::move(outs[j]));
+      }
+      if (record) record->args[d - 1][e] = std::move(args);
+    }
+    rows = std::move(next);
+    held = std::move(next_held);
+    copy_outputs(d);
+  }
+  return outputs;
+}
+
+// ---------------------------------------------------------------- backward
+
+std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<Tensor>& output_grads) {
+  const LoomRuntime& rt = *record.runtime;
+  const Schedule& sc = *record.schedule;
+  const LoomSpec& sp = *rt.spec();
+  const LoomInputs& in = record.inputs;
+  const int T = sp.num_type_shapes();
+  if (static_cast<int>(output_grads.size()) != T) {
+    ThrowInvalidArgument("the loom's backward pass takes ", T, " output gradients, got ", output_grads.size());
+  }
+  for (int t = 0; t < T; ++t) {
+    const TypeShape& ts = sp.type_shapes[t];
+    const Tensor& g = output_grads[t];
+    if (g.defined() && !IsBatchOf(g, ts, static_cast<int64_t>(sc.outputs[t].size()))) {
+      ThrowInvalidArgument("the gradient of the loom's output of ", ts.ToString(), " must be a batch of ",
+                           sc.outputs[t].size(), ", got ", g.DebugString());
+    }
+  }
+  auto differentiable = [&](int t) { return IsFloating(sp.type_shapes[t].dtype); };
+  // grads[t]: the gradient of the current depth's state (undefined: zero).
+  std::vector<std::vector<Tensor>> grads(sc.num_depths + 1, std::vector<Tensor>(T));
+  auto grad_of = [&](int32_t d, int t) -> Tensor& {
+    Tensor& g = grads[d][t];
+    if (!g.defined()) g = Zeros(sp.type_shapes[t].dtype, sp.type_shapes[t].BatchDims(sc.rows[d][t]));
+    return g;
+  };
+  for (int t = 0; t < T; ++t) {
+    const Tensor& g = output_grads[t];
+    if (!g.defined() || !differentiable(t)) continue;
+    const TypeShape& ts = sp.type_shapes[t];
+    for (size_t i = 0; i < sc.outputs[t].size(); ++i) {
+      const auto [d, row] = sc.outputs[t][i];
+      AddRow(g, static_cast<int64_t>(i), &grad_of(d, t), row, ts.row_elements);
+    }
+  }
+  std::vector<Tensor> capture_grads(rt.num_captures());
+
+  for (int32_t d = sc.num_depths; d >= 1; --d) {
+    const auto& layer = sc.layers[d - 1];
+    for (size_t e = 0; e < layer.size(); ++e) {
+      const LayerOp& lo = layer[e];
+      const OpSpec& op = sp.ops[lo.op];
+      std::vector<Tensor> out_grads;
+      bool any = false;
+      for (size_t j = 0; j < op.outputs.size(); ++j) {
+        const int t = op.outputs[j];
+        const TypeShape& ts = sp.type_shapes[t];
+        if (grads[d][t].defined()) {
+          out_grads.push_back(RowView(grads[d][t], lo.output_rows[j], lo.calls, ts));
+          any = true;
+        } else {
+          out_grads.push_back(Zeros(ts.dtype, ts.BatchDims(lo.calls)));
+        }
+      }
+      if (!any) continue;
+      std::vector<Tensor> arg_grads;
+      if (op.pass_through) {
+        arg_grads = out_grads;
+      } else {
+        if (!rt.differentiable(lo.op)) {
+          ThrowInvalidArgument("no gradient is known for loom ", sp.DescribeOp(lo.op),
+                               " (its batched function could not be differentiated)");
+        }
+        try {
+          arg_grads = rt.RunOpBackward(lo.op, record.args[d - 1][e], in.captures, out_grads);
+        } catch (const Error& err) {
+          throw Error(err.code(), StrCat(err.what(), "\n\t [[in the gradient of loom ", sp.DescribeOp(lo.op),
+                                         " at depth ", d, "]]"));
+        }
+        for (int c = 0; c < op.num_captures; ++c) {
+          const Tensor& g = arg_grads[op.inputs.size() + c];
+          if (!IsFloating(g.dtype())) continue;
+          Tensor& acc = capture_grads[rt.capture_offset(lo.op) + c];
+          if (!acc.defined()) acc = g.Clone();
+          else AddInto(g, &acc);
+        }
+      }
+      for (size_t a = 0; a < op.inputs.size(); ++a) {
+        const int t = op.inputs[a];
+        if (!differentiable(t)) continue;
+        ScatterAdd(arg_grads[a], lo.args[a], sp.type_shapes[t].row_elements, &grad_of(d - 1, t));
+      }
+    }
+    grads[d].clear();  // this depth's gradients are spent
+  }
+
+  // Depth 0: to the named tensors and batch inputs the rows came from.
+  std::vector<Tensor> result;
+  for (size_t i = 0; i < in.named.size(); ++i) result.push_back(Zeros(in.named[i].dtype(), in.named[i].shape()));
+  const size_t first_batch = result.size();
+  for (const Tensor& b : in.batch) result.push_back(Zeros(b.dtype(), b.shape()));
+  for (int t = 0; t < T; ++t) {
+    const Tensor& g = grads[0][t];
+    if (!g.defined() || !differentiable(t)) continue;
+    const TypeShape& ts = sp.type_shapes[t];
+    const int slot = sp.batch_input_slot[t];
+    for (int64_t i = 0; i < sc.rows[0][t]; ++i) {
+      const int8_t kind = sc.source_kind[t][i];
+      if (kind == kConstantSource) continue;
+      const int64_t index = sc.source_index[t][i];
+      if (kind == kNamedTensorSource) {
+        AddRow(g, i, &result[index], 0, ts.row_elements);
+      } else {
+        AddRow(g, i, &result[first_batch + slot], index, ts.row_elements);
+      }
+    }
+  }
+  for (int c = 0; c < rt.num_captures(); ++c) {
+    const Tensor& v = in.captures[c];
+    result.push_back(capture_grads[c].defined() ? capture_grads[c] : Zeros(v.dtype(), v.shape()));
+  }
+  return result;
+}
+
+}  // namespace treadle::loom
