@@ -2,6 +2,7 @@
 // LoomRun runs a schedule (all depths, in a C++ loop) and returns one output
 // batch per type shape plus a record of the run; LoomRunGrad runs the
 // backward pass from that record.
+#include <array>
 #include <climits>
 #include <mutex>
 #include <unordered_map>
@@ -12,14 +13,53 @@
 
 namespace treadle::loom {
 
-std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def) {
+namespace {
+
+// Standard base64 (RFC 4648) without line breaks; throws DataLoss on anything else.
+std::string DecodeBase64(const std::string& text) {
+  static const auto* table = [] {
+    auto* t = new std::array<int8_t, 256>();
+    t->fill(-1);
+    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 64; ++i) (*t)[static_cast<unsigned char>(alphabet[i])] = static_cast<int8_t>(i);
+    return t;
+  }();
+  if (text.size() % 4 != 0) throw Error(Code::kDataLoss, "loom_def: not base64 text (length not a multiple of 4)");
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      const unsigned char c = static_cast<unsigned char>(text[i + k]);
+      if (c == '=' && i + 4 == text.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+      } else if (pad || (*table)[c] < 0) {
+        throw Error(Code::kDataLoss, "loom_def: not base64 text");
+      } else {
+        v[k] = (*table)[c];
+      }
+    }
+    const uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
+    out.push_back(static_cast<char>(n >> 16));
+    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xff));
+    if (pad < 1) out.push_back(static_cast<char>(n & 0xff));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def_base64) {
   static std::mutex mu;
   static auto* cache = new std::unordered_map<std::string, std::shared_ptr<const LoomRuntime>>();
   {
     std::lock_guard<std::mutex> lock(mu);
-    auto it = cache->find(loom_def);
+    auto it = cache->find(loom_def_base64);
     if (it != cache->end()) return it->second;
   }
+  const std::string loom_def = DecodeBase64(loom_def_base64);
   proto::LoomDef def;
   if (loom_def.size() > static_cast<size_t>(INT_MAX) ||
       !def.ParseFromArray(loom_def.data(), static_cast<int>(loom_def.size()))) {
@@ -27,7 +67,7 @@ std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def
   }
   std::shared_ptr<const LoomRuntime> rt = LoomRuntime::FromLoomDef(def);
   std::lock_guard<std::mutex> lock(mu);
-  return cache->emplace(loom_def, rt).first->second;
+  return cache->emplace(loom_def_base64, rt).first->second;
 }
 
 std::shared_ptr<const Schedule> MergeMessages(const std::shared_ptr<const LoomSpec>& spec,

@@ -9,10 +9,11 @@
 
 namespace treadle::loom {
 
-// The runtime of a serialized LoomDef, built and validated on first use and
+// The runtime of a serialized LoomDef in base64 (attrs that hold it are
+// text, so graphs print and round-trip through Python unchanged), built and validated on first use and
 // kept for the life of the process (graphs name their loom by value, so a
 // saved graph runs in a process that never built the loom).
-std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def);
+std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def_base64);
 
 // A finalised schedule from a variant tensor (a schedule made in this
 // process), a string scalar (one serialized WeaverMessage) or a 1-D string

@@ -272,10 +272,10 @@ void RegisterLoom(py::module_& m) {
              return py::array_t<int32_t>(static_cast<py::ssize_t>(first.size()), first.data());
            });
 
-  m.def("loom_check_def", [](const py::bytes& loom_def) {
+  m.def("loom_check_def", [](const std::string& loom_def) {
     std::shared_ptr<const loom::LoomRuntime> rt;
     {
-      std::string def(loom_def);
+      const std::string& def = loom_def;
       py::gil_scoped_release nogil;
       rt = loom::RuntimeForLoomDef(def);
     }

@@ -30,6 +30,7 @@ from treadle.module.module import Module  # noqa: E402
 
 from treadle import bitwise, config, math, nn, random, types  # noqa: E402
 from treadle import experimental  # noqa: E402
+from treadle import loom  # noqa: E402
 from treadle._api import install_api as _install_api  # noqa: E402
 
 _install_api(globals())
