@@ -10,7 +10,7 @@ import base64
 import numpy as np
 
 from treadle import _core, graph_pb2, loom_pb2
-from treadle.framework import context
+from treadle.framework import context, dtypes
 from treadle.framework.ops import execute
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
@@ -195,13 +195,44 @@ class Loom:
         self._input_dtypes = [v.dtype for v in self._input_sources]
         self._input_shapes = [v.shape.dims if hasattr(v.shape, "dims") else list(v.shape)
                               for v in self._input_sources]
-        assert len(capture_specs) == len(self._captures)
+        if len(capture_specs) != len(self._captures):
+            raise ValueError(f"the loom's functions capture {len(capture_specs)} values but "
+                             f"{len(self._captures)} were given")
         self._run_attrs = {
             "loom_def": self._loom_def_text,
             "Tinputs": self._input_dtypes,
             "output_types": [ts.dtype for ts in self._type_shapes],
             "output_shapes": [[None] + list(ts.shape) for ts in self._type_shapes],
         }
+
+    @classmethod
+    def _restore(cls, loom_def, named_values, batch_values, captures):
+        """A loom from a saved LoomDef and the values it reads (td.load): it runs
+        and makes weavers, with no LoomOp objects behind its ops."""
+        self = cls.__new__(cls)
+        md = loom_def.metadata
+        self._max_depth = md.max_depth or None
+        self._dry_run = False
+        try:
+            self._type_shapes = [TypeShape(dtypes._ALL[ts.dtype], tuple(ts.shape), ts.tag) for ts in md.type_shapes]
+            self._named = [(nt.name, v, self._type_shapes[nt.type_shape]) for nt, v in zip(md.named_tensors,
+                                                                                          named_values)]
+            self._batch_input_order = [self._type_shapes[i] for i in md.batch_input_type_shapes]
+        except (IndexError, TypeError) as e:
+            raise ValueError(f"the saved loom's metadata is invalid: {e}") from None
+        self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
+        self._named_tensor_names = [name for name, _, _ in self._named]
+        self._named_tensor_indices = {name: i for i, name in enumerate(self._named_tensor_names)}
+        self._ops = [(op.name, None) for op in md.ops[len(self._type_shapes):]]
+        self._batch_inputs = dict(zip(self._batch_input_order, batch_values))
+        self._check_names()
+        self._metadata = md
+        self._spec = _core.LoomSpec(md.SerializeToString())
+        self._constant_keys = {}
+        self._traced = None
+        self._captures = list(captures)
+        self._set_loom_def(loom_def)
+        return self
 
     # ------------------------------------------------------------ description
     @property
