@@ -10,15 +10,22 @@ namespace treadle {
 
 namespace {
 constexpr size_t kAlignment = 64;
+constexpr size_t kSmallBuffer = 256;
 }
 
 std::shared_ptr<Buffer> Buffer::Allocate(DType dtype, int64_t count) {
   std::shared_ptr<Buffer> b(new Buffer());
   size_t nbytes = static_cast<size_t>(count) * DTypeSize(dtype);
-  // aligned_alloc wants a multiple of the alignment; never ask for zero bytes.
-  size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  void* p;
+  if (nbytes <= kSmallBuffer) {
+    // Small tensors (scalars, 2x2s) are the per-op overhead of eager code and
+    // graphs; malloc's 16-byte alignment is plenty for them and far cheaper.
+    p = std::malloc(nbytes ? nbytes : 1);
+  } else {
+    // Large buffers are 64-byte aligned for vector loads; aligned_alloc wants
+    // a multiple of the alignment.
+    p = std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+  }
   if (!p) throw std::bad_alloc();
   b->data_ = p;
   b->nbytes_ = nbytes;

@@ -4,6 +4,8 @@ Subcommands:
   info   versions of treadle and the libraries it runs on, and the op count
   demo   a short tour of eager execution: ops, NumPy interop, protobuf, DLPack
   loom   run a saved loom over a schedule file (`loom run`), or describe a schedule file (`loom info`)
+  run    run a saved function (td.save) on .npy inputs
+  show   print a saved function's signatures and graph
 """
 
 import argparse
@@ -175,6 +177,8 @@ def _build_parser():
     info_cmd = loom_sub.add_parser("info", help="count the schedules, results and outputs of a schedule file")
     info_cmd.add_argument("schedules")
     info_cmd.set_defaults(run=_cmd_loom_info)
+    from treadle import cli_saved
+    cli_saved.register(sub)
     return parser
 
 
