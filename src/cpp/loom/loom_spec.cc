@@ -148,6 +148,21 @@ std::shared_ptr<const LoomSpec> LoomSpec::FromProto(const proto::LoomMetadata& m
     op.backward_function_name = p.backward_function_name();
     if (p.num_captures() < 0) ThrowInvalidArgument(where, ": num_captures is negative");
     op.num_captures = p.num_captures();
+    auto increasing = [&](const google::protobuf::RepeatedField<int32_t>& v, int64_t limit, const char* what) {
+      std::vector<int> out;
+      for (int32_t i : v) {
+        if (i < 0 || i >= limit || (!out.empty() && i <= out.back())) {
+          ThrowInvalidArgument(where, ": ", what, " must be increasing indices below ", limit);
+        }
+        out.push_back(i);
+      }
+      return out;
+    };
+    op.backward_output_gradients =
+        increasing(p.backward_output_gradients(), static_cast<int64_t>(op.outputs.size()), "backward_output_gradients");
+    op.backward_input_gradients = increasing(p.backward_input_gradients(),
+                                             static_cast<int64_t>(op.inputs.size()) + op.num_captures,
+                                             "backward_input_gradients");
     const bool must_pass = k < T;
     if (must_pass && !(op.pass_through && op.inputs == std::vector<int>{k} && op.outputs == std::vector<int>{k})) {
       ThrowInvalidArgument(where, ": op ", k, " must be the pass-through op of type shape ", k);

@@ -46,6 +46,8 @@ struct OpSpec {
   bool pass_through = false;
   std::string function_name;
   std::string backward_function_name;
+  std::vector<int> backward_output_gradients;  // outputs whose gradients the backward function takes
+  std::vector<int> backward_input_gradients;   // forward arguments whose gradients it returns
   int num_captures = 0;
 };
 

@@ -148,15 +148,19 @@ void LoomRuntime::CheckFunctions() {
     }
     const graph::FunctionSignature& bs = lib.signature(b);
     const size_t nfwd = nin + op.num_captures;
-    bool ok = bs.inputs.size() == nfwd + nout && bs.outputs.size() == nfwd;
-    for (size_t i = 0; ok && i < nfwd; ++i) {
-      ok = bs.inputs[i].dtype == sig.inputs[i].dtype && bs.outputs[i].dtype == sig.inputs[i].dtype;
+    const auto& dys = op.backward_output_gradients;
+    const auto& grads = op.backward_input_gradients;
+    bool ok = bs.inputs.size() == nfwd + dys.size() && bs.outputs.size() == grads.size();
+    for (size_t i = 0; ok && i < nfwd; ++i) ok = bs.inputs[i].dtype == sig.inputs[i].dtype;
+    for (size_t j = 0; ok && j < dys.size(); ++j) {
+      ok = bs.inputs[nfwd + j].dtype == sig.outputs[dys[j]].dtype && IsFloating(sig.outputs[dys[j]].dtype);
     }
-    for (size_t j = 0; ok && j < nout; ++j) ok = bs.inputs[nfwd + j].dtype == sig.outputs[j].dtype;
+    for (size_t k = 0; ok && k < grads.size(); ++k) ok = bs.outputs[k].dtype == sig.inputs[grads[k]].dtype;
     if (!ok) {
       ThrowInvalidArgument(where, ": backward function '", op.backward_function_name,
-                           "' must take the forward arguments and one gradient per result, and return one "
-                           "gradient per forward argument");
+                           "' must take the forward arguments and the gradients of the outputs listed in "
+                           "backward_output_gradients, and return the gradients of the arguments listed in "
+                           "backward_input_gradients");
     }
     backward_.back() = b;
   }
@@ -180,9 +184,14 @@ std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const st
 
 std::vector<Tensor> LoomRuntime::RunOpBackward(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures,
                                                std::vector<Tensor> output_grads) const {
+  const OpSpec& op = spec_->ops[k];
   args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
-  for (Tensor& g : output_grads) args.push_back(std::move(g));
-  return graph_.library->Compiled(backward_[k]).Run(args);
+  const size_t nfwd = args.size();
+  for (int j : op.backward_output_gradients) args.push_back(std::move(output_grads[j]));
+  std::vector<Tensor> results = graph_.library->Compiled(backward_[k]).Run(args);
+  std::vector<Tensor> grads(nfwd);  // undefined: no gradient
+  for (size_t i = 0; i < results.size(); ++i) grads[op.backward_input_gradients[i]] = std::move(results[i]);
+  return grads;
 }
 
 // ---------------------------------------------------------------- forward
@@ -432,7 +441,12 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
         }
         for (int c = 0; c < op.num_captures; ++c) {
           const Tensor& g = arg_grads[op.inputs.size() + c];
-          if (!IsFloating(g.dtype())) continue;
+          if (!g.defined() || !IsFloating(g.dtype())) continue;
+          const Tensor& value = in.captures[rt.capture_offset(lo.op) + c];
+          if (g.dtype() != value.dtype() || g.shape() != value.shape()) {
+            ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", g.DebugString(),
+                                 " for its captured value ", c, ", which is ", value.DebugString());
+          }
           Tensor& acc = capture_grads[rt.capture_offset(lo.op) + c];
           if (!acc.defined()) acc = g.Clone();
           else AddInto(g, &acc);
@@ -440,7 +454,12 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
       }
       for (size_t a = 0; a < op.inputs.size(); ++a) {
         const int t = op.inputs[a];
-        if (!differentiable(t)) continue;
+        if (!differentiable(t) || !arg_grads[a].defined()) continue;
+        if (!IsBatchOf(arg_grads[a], sp.type_shapes[t], lo.calls)) {
+          ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", arg_grads[a].DebugString(),
+                               " for argument ", a, "; expected a batch of ", lo.calls, " ",
+                               sp.type_shapes[t].ToString());
+        }
         ScatterAdd(arg_grads[a], lo.args[a], sp.type_shapes[t].row_elements, &grad_of(d - 1, t));
       }
     }

@@ -28,7 +28,8 @@ class LoomRuntime {
   // Runs op k's forward function on `args` followed by its captures.
   std::vector<Tensor> RunOp(int op, std::vector<Tensor> args, const std::vector<Tensor>& captures) const;
   // Runs op k's backward function: forward arguments, captures, output
-  // gradients -> gradients of the arguments and captures.
+  // gradients -> gradients of the arguments and captures (undefined for
+  // those the backward function gives none).
   std::vector<Tensor> RunOpBackward(int op, std::vector<Tensor> args, const std::vector<Tensor>& captures,
                                     std::vector<Tensor> output_grads) const;
 

@@ -7,3 +7,4 @@ from treadle.loom.type_shape import TypeShape
 from treadle.loom.weaver import Weaver
 
 __all__ = ["Loom", "LoomOp", "PassThroughLoomOp", "TypeShape", "Weaver", "read_schedules", "write_schedules"]
+from treadle.loom import gradients as _gradients  # noqa: E402,F401 - registers the gradient of LoomRun
