@@ -140,3 +140,41 @@ def test_tree_lstm_gradient_by_finite_differences():
     grads = tape.gradient(value, [w.w_node, w.embedding])
     np.testing.assert_allclose(grads[0].numpy(), numeric_gradient(loss, w.w_node), rtol=1e-5, atol=1e-8)
     np.testing.assert_allclose(grads[1].numpy(), numeric_gradient(loss, w.embedding), rtol=1e-5, atol=1e-8)
+
+
+# ------------------------------------------------------------------ the two runtime modes
+
+@pytest.mark.parametrize("graph", [False, True])
+def test_unrolled_mode_equals_the_loop_outputs_and_gradients(graph):
+    w = TreeLSTMWeights()
+    loop = tree_lstm_loom(w)
+    rng = np.random.default_rng(11)
+    trees = [random_tree(rng, int(rng.integers(1, 7)), 50) for _ in range(7)]
+    labels = rng.integers(0, 3, len(trees))
+    depth = None
+    weaver = loop.make_weaver()
+    for t in trees:
+        c, h = weave_tree(weaver, w, t)
+        weaver.add_output(h)
+        weaver.add_output(c)
+        depth = max(depth or 0, weaver.depth(h))
+    msg = weaver.serialize()
+    results = []
+    for loom in (loop, tree_lstm_loom(w, max_depth=depth + 2)):  # unrolled, with two empty layers
+        def step(schedule, loom=loom):
+            with td.GradientTape() as tape:
+                outs = loom(schedule)
+                loss = tree_loss(w, outs[w.h_ts], labels) + td.reduce_sum(outs[w.c_ts] * outs[w.c_ts])
+            return [outs[w.h_ts], outs[w.c_ts], loss] + tape.gradient(loss, w.variables())
+        results.append(td.function(step)(td.constant(msg)) if graph else step(msg))
+    for a, b in zip(*results):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_unrolled_mode_rejects_deeper_schedules():
+    loop, _, _ = vector_loom()
+    unrolled, _, _ = vector_loom(max_depth=1)
+    w = loop.make_weaver()
+    w.add_output(w.add(w.add(w.x, w.y), w.x))
+    with pytest.raises(td.errors.InvalidArgumentError, match="beyond the loom's max_depth of 1"):
+        unrolled(w.serialize())

@@ -4,6 +4,7 @@
 // backward pass from that record.
 #include <array>
 #include <climits>
+#include <cstring>
 #include <mutex>
 #include <unordered_map>
 
@@ -211,8 +212,142 @@ OpDef LoomRunGradOp() {
   return op;
 }
 
+// ---- The unrolled mode's steps. Each takes the schedule (a variant made by
+// LoomInitialState) and a list of tensors, and declares its outputs by attrs.
+
+std::vector<Tensor> ListInput(const KernelContext& ctx) { return {ctx.inputs.begin() + 1, ctx.inputs.end()}; }
+
+std::shared_ptr<const Schedule> ScheduleInput(const KernelContext& ctx, const LoomRuntime& rt) {
+  return ScheduleFromTensor(rt.spec(), ctx.input(0));
+}
+
+void SetOutputs(KernelContext& ctx, std::vector<Tensor> outs, size_t first = 0) {
+  if (outs.size() + first != ctx.out_dtypes.size()) {
+    ThrowInvalidArgument(ctx.op.name, ": produced ", outs.size() + first, " outputs, but Tout lists ",
+                         ctx.out_dtypes.size());
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i].dtype() != ctx.out_dtypes[first + i]) {
+      ThrowInvalidArgument(ctx.op.name, ": output ", first + i, " is ", DTypeName(outs[i].dtype()), " but Tout says ",
+                           DTypeName(ctx.out_dtypes[first + i]));
+    }
+    ctx.set_output(static_cast<int>(first + i), std::move(outs[i]));
+  }
+}
+
+// [first, first + n) of `v`, checked to exist.
+std::vector<Tensor> Slice(const std::vector<Tensor>& v, size_t first, size_t n, const char* op) {
+  if (first + n > v.size()) ThrowInvalidArgument(op, ": expected at least ", first + n, " inputs, got ", v.size());
+  return {v.begin() + first, v.begin() + first + n};
+}
+
+int32_t DepthAttr(const KernelContext& ctx, const char* name) {
+  const int64_t d = ctx.attrs.GetInt(name);
+  if (d < 0 || d > kMaxDepth) ThrowInvalidArgument(ctx.op.name, ": attr ", name, " = ", d, " is out of range");
+  return static_cast<int32_t>(d);
+}
+
+void InitialStateKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  LoomInputs in = SplitInputs(*rt, ctx);
+  ctx.set_output(0, MakeHandleTensor(DType::kVariant, std::const_pointer_cast<Schedule>(sc)));
+  SetOutputs(ctx, InitialStates(*rt, *sc, in), 1);
+}
+
+void LayerKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  const size_t T = rt->spec()->num_type_shapes();
+  std::vector<Tensor> list = ListInput(ctx);
+  SetOutputs(ctx, RunLayer(*rt, *sc, DepthAttr(ctx, "depth"), Slice(list, 0, T, "LoomLayer"),
+                           Slice(list, T, list.size() - std::min(T, list.size()), "LoomLayer")));
+}
+
+void GatherOutputsKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  SetOutputs(ctx, GatherOutputs(*rt->spec(), *sc, DepthAttr(ctx, "num_depths"), ListInput(ctx)));
+}
+
+void InitialStateGradKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  const LoomSpec& sp = *rt->spec();
+  const size_t T = sp.num_type_shapes();
+  std::vector<Tensor> list = ListInput(ctx);
+  const size_t named = sp.named_tensor_names.size(), batch = sp.batch_input_type_shapes.size();
+  LoomInputs in;
+  in.named = Slice(list, T, named, "LoomInitialStateGrad");
+  in.batch = Slice(list, T + named, batch, "LoomInitialStateGrad");
+  std::vector<Tensor> grads = InitialStatesGrad(*rt, *sc, in, Slice(list, 0, T, "LoomInitialStateGrad"));
+  for (const Tensor& c : Slice(list, T + named + batch, rt->num_captures(), "LoomInitialStateGrad")) {
+    grads.push_back(Tensor(c.dtype(), c.shape()));  // captures are only passed through: no gradient
+    if (grads.back().nbytes()) std::memset(grads.back().raw_data(), 0, grads.back().nbytes());
+  }
+  SetOutputs(ctx, std::move(grads));
+}
+
+void LayerGradKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  const size_t T = rt->spec()->num_type_shapes(), C = rt->num_captures();
+  std::vector<Tensor> list = ListInput(ctx);
+  if (list.size() != 2 * T + C) {
+    ThrowInvalidArgument("LoomLayerGrad: expected ", 2 * T + C, " inputs besides the schedule, got ", list.size());
+  }
+  SetOutputs(ctx, RunLayerGrad(*rt, *sc, DepthAttr(ctx, "depth"), Slice(list, 0, T, "LoomLayerGrad"),
+                               Slice(list, T, C, "LoomLayerGrad"), Slice(list, T + C, T, "LoomLayerGrad")));
+}
+
+void GatherOutputsGradKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  SetOutputs(ctx, GatherOutputsGrad(*rt->spec(), *sc, DepthAttr(ctx, "num_depths"), ListInput(ctx)));
+}
+
+OpDef UnrolledOp(const char* name, KernelFn kernel, const char* int_attr, bool takes_message, const char* doc) {
+  OpDef op;
+  op.name = name;
+  op.inputs = {{"schedule", false, "", takes_message ? kScheduleTypes : std::vector<DType>{DType::kVariant}},
+               {"inputs", true, "", {}}};
+  op.outputs = {"outputs"};
+  op.attrs = {{"loom_def", AttrType::kString, std::nullopt},
+              {"Tinputs", AttrType::kTypeList, std::nullopt},
+              {"Tout", AttrType::kTypeList, std::nullopt},
+              {"output_shapes", AttrType::kShapeList, std::nullopt}};
+  if (int_attr) op.attrs.push_back({int_attr, AttrType::kInt, std::nullopt});
+  op.dtype_fn = [](const InferContext& c) {
+    CheckTypeList(c, "Tinputs", 1);
+    return c.attrs.GetTypeList("Tout");
+  };
+  op.shape_fn = [](const InferContext& c) {
+    std::vector<PartialShape> out = c.attrs.GetShapeList("output_shapes");
+    if (out.size() != c.attrs.GetTypeList("Tout").size()) {
+      ThrowValueError(c.op.name, ": output_shapes and Tout differ in length");
+    }
+    return out;
+  };
+  op.kernel = std::move(kernel);
+  op.stateful = true;
+  op.doc = doc;
+  return op;
+}
+
 OpRegistrar loom_run(LoomRunOp());
 OpRegistrar loom_run_grad(LoomRunGradOp());
+OpRegistrar loom_initial_state(UnrolledOp("LoomInitialState", InitialStateKernel, nullptr, true,
+                                          "Unrolled loom: the finalised schedule and the state at depth 0."));
+OpRegistrar loom_layer(UnrolledOp("LoomLayer", LayerKernel, "depth", false,
+                                  "Unrolled loom: the state at `depth` from the state below and the captures."));
+OpRegistrar loom_gather_outputs(UnrolledOp("LoomGatherOutputs", GatherOutputsKernel, "num_depths", false,
+                                           "Unrolled loom: the outputs per type shape from every depth's state."));
+OpRegistrar loom_initial_state_grad(UnrolledOp("LoomInitialStateGrad", InitialStateGradKernel, nullptr, false,
+                                               "Gradient of LoomInitialState: of the named tensors and batch inputs."));
+OpRegistrar loom_layer_grad(UnrolledOp("LoomLayerGrad", LayerGradKernel, "depth", false,
+                                       "Gradient of LoomLayer: of the state below and the captures."));
+OpRegistrar loom_gather_outputs_grad(UnrolledOp("LoomGatherOutputsGrad", GatherOutputsGradKernel, "num_depths",
+                                                false, "Gradient of LoomGatherOutputs: of every depth's state."));
 
 }  // namespace
 }  // namespace treadle::loom

@@ -282,6 +282,174 @@ std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes) {
   return rows;
 }
 
+
+// Per depth (0..num_depths) and type shape, the gradient of the state from
+// the gradients of the outputs (undefined where none flows).
+std::vector<std::vector<Tensor>> OutputGrads(const LoomSpec& sp, const Schedule& sc, int32_t num_depths,
+                                             const std::vector<Tensor>& output_grads) {
+  const int T = sp.num_type_shapes();
+  if (static_cast<int>(output_grads.size()) != T) {
+    ThrowInvalidArgument("the loom's backward pass takes ", T, " output gradients, got ", output_grads.size());
+  }
+  std::vector<std::vector<Tensor>> grads(num_depths + 1, std::vector<Tensor>(T));
+  for (int t = 0; t < T; ++t) {
+    const TypeShape& ts = sp.type_shapes[t];
+    const Tensor& g = output_grads[t];
+    if (g.defined() && !IsBatchOf(g, ts, static_cast<int64_t>(sc.outputs[t].size()))) {
+      ThrowInvalidArgument("the gradient of the loom's output of ", ts.ToString(), " must be a batch of ",
+                           sc.outputs[t].size(), ", got ", g.DebugString());
+    }
+    if (!g.defined() || !IsFloating(ts.dtype)) continue;
+    for (size_t i = 0; i < sc.outputs[t].size(); ++i) {
+      const auto [d, row] = sc.outputs[t][i];
+      Tensor& dst = grads[d][t];
+      if (!dst.defined()) dst = Zeros(ts.dtype, ts.BatchDims(sc.rows[d][t]));
+      AddRow(g, static_cast<int64_t>(i), &dst, row, ts.row_elements);
+    }
+  }
+  return grads;
+}
+
+void CheckCaptures(const LoomRuntime& rt, const std::vector<Tensor>& captures) {
+  const auto& specs = rt.capture_specs();
+  if (captures.size() != specs.size()) {
+    ThrowInvalidArgument("the loom's ops capture ", specs.size(), " values, got ", captures.size());
+  }
+  for (size_t c = 0; c < captures.size(); ++c) {
+    if (captures[c].dtype() != specs[c].dtype || !specs[c].shape.IsCompatibleWith(captures[c].shape())) {
+      ThrowInvalidArgument("captured value ", c, " ('", specs[c].name, "') must be ", DTypeName(specs[c].dtype),
+                           " ", specs[c].shape.ToString(), ", got ", captures[c].DebugString());
+    }
+  }
+}
+
+// The arguments of layer op `lo` (at depth d), gathered from the state below.
+std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std::vector<std::vector<const char*>>& rows) {
+  const OpSpec& op = sp.ops[lo.op];
+  std::vector<Tensor> args;
+  args.reserve(op.inputs.size());
+  for (size_t a = 0; a < op.inputs.size(); ++a) {
+    const TypeShape& ts = sp.type_shapes[op.inputs[a]];
+    Tensor batch(ts.dtype, ts.BatchDims(lo.calls));
+    GatherRows(rows[op.inputs[a]], lo.args[a], ts.row_bytes, static_cast<char*>(batch.raw_data()));
+    args.push_back(std::move(batch));
+  }
+  return args;
+}
+
+// Runs layer op `lo` on its gathered arguments: a pass-through returns them.
+std::vector<Tensor> RunLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& args,
+                               const std::vector<Tensor>& captures) {
+  const LoomSpec& sp = *rt.spec();
+  if (sp.ops[lo.op].pass_through) return args;
+  try {
+    return rt.RunOp(lo.op, args, captures);
+  } catch (const Error& err) {
+    throw Error(err.code(), StrCat(err.what(), "\n\t [[in loom ", sp.DescribeOp(lo.op), " at depth ", d, "]]"));
+  }
+}
+
+// The backward pass of layer op `lo` at depth d: reads the gradient of this
+// depth's state (`grads`, per type shape, undefined where zero), adds the
+// arguments' gradients into `below` (the state one depth down, allocated on
+// first use with `rows_below` rows) and the captures' into `capture_grads`.
+void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& args,
+                     const std::vector<Tensor>& captures, const std::vector<Tensor>& grads,
+                     const std::vector<int64_t>& rows_below, std::vector<Tensor>* below,
+                     std::vector<Tensor>* capture_grads) {
+  const LoomSpec& sp = *rt.spec();
+  const OpSpec& op = sp.ops[lo.op];
+  std::vector<Tensor> out_grads;
+  bool any = false;
+  for (size_t j = 0; j < op.outputs.size(); ++j) {
+    const int t = op.outputs[j];
+    const TypeShape& ts = sp.type_shapes[t];
+    if (grads[t].defined() && IsFloating(ts.dtype)) {
+      out_grads.push_back(RowView(grads[t], lo.output_rows[j], lo.calls, ts));
+      any = true;
+    } else {
+      out_grads.push_back(Zeros(ts.dtype, ts.BatchDims(lo.calls)));
+    }
+  }
+  if (!any) return;
+  std::vector<Tensor> arg_grads;
+  if (op.pass_through) {
+    arg_grads = out_grads;
+  } else {
+    if (!rt.differentiable(lo.op)) {
+      ThrowInvalidArgument("no gradient is known for loom ", sp.DescribeOp(lo.op),
+                           " (its batched function could not be differentiated)");
+    }
+    try {
+      arg_grads = rt.RunOpBackward(lo.op, args, captures, out_grads);
+    } catch (const Error& err) {
+      throw Error(err.code(), StrCat(err.what(), "\n\t [[in the gradient of loom ", sp.DescribeOp(lo.op),
+                                     " at depth ", d, "]]"));
+    }
+    for (int c = 0; c < op.num_captures; ++c) {
+      const Tensor& g = arg_grads[op.inputs.size() + c];
+      if (!g.defined() || !IsFloating(g.dtype())) continue;
+      const Tensor& value = captures[rt.capture_offset(lo.op) + c];
+      if (g.dtype() != value.dtype() || g.shape() != value.shape()) {
+        ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", g.DebugString(),
+                             " for its captured value ", c, ", which is ", value.DebugString());
+      }
+      Tensor& acc = (*capture_grads)[rt.capture_offset(lo.op) + c];
+      if (!acc.defined()) acc = g.Clone();
+      else AddInto(g, &acc);
+    }
+  }
+  for (size_t a = 0; a < op.inputs.size(); ++a) {
+    const int t = op.inputs[a];
+    const TypeShape& ts = sp.type_shapes[t];
+    if (!IsFloating(ts.dtype) || !arg_grads[a].defined()) continue;
+    if (!IsBatchOf(arg_grads[a], ts, lo.calls)) {
+      ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", arg_grads[a].DebugString(),
+                           " for argument ", a, "; expected a batch of ", lo.calls, " ", ts.ToString());
+    }
+    Tensor& g = (*below)[t];
+    if (!g.defined()) g = Zeros(ts.dtype, ts.BatchDims(rows_below[t]));
+    ScatterAdd(arg_grads[a], lo.args[a], ts.row_elements, &g);
+  }
+}
+
+// Depth 0's gradient, to the named tensors and batch inputs its rows came
+// from: named tensors first, then batch inputs (zeros where nothing flows).
+std::vector<Tensor> SourceGrads(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in,
+                                const std::vector<Tensor>& grads0) {
+  std::vector<Tensor> result;
+  for (const Tensor& v : in.named) result.push_back(Zeros(v.dtype(), v.shape()));
+  const size_t first_batch = result.size();
+  for (const Tensor& b : in.batch) result.push_back(Zeros(b.dtype(), b.shape()));
+  for (int t = 0; t < sp.num_type_shapes(); ++t) {
+    const Tensor& g = grads0[t];
+    const TypeShape& ts = sp.type_shapes[t];
+    if (!g.defined() || !IsFloating(ts.dtype)) continue;
+    const int slot = sp.batch_input_slot[t];
+    for (int64_t i = 0; i < sc.rows[0][t]; ++i) {
+      const int8_t kind = sc.source_kind[t][i];
+      const int64_t index = sc.source_index[t][i];
+      if (kind == kNamedTensorSource) AddRow(g, i, &result[index], 0, ts.row_elements);
+      else if (kind == kBatchInputSource) AddRow(g, i, &result[first_batch + slot], index, ts.row_elements);
+    }
+  }
+  return result;
+}
+
+int64_t RowsAt(const Schedule& sc, int32_t d, int t) { return d <= sc.num_depths ? sc.rows[d][t] : 0; }
+
+void CheckState(const LoomSpec& sp, const Schedule& sc, int32_t d, const std::vector<Tensor>& state, const char* what) {
+  if (static_cast<int>(state.size()) != sp.num_type_shapes()) {
+    ThrowInvalidArgument(what, ": expected ", sp.num_type_shapes(), " state tensors, got ", state.size());
+  }
+  for (int t = 0; t < sp.num_type_shapes(); ++t) {
+    if (!IsBatchOf(state[t], sp.type_shapes[t], RowsAt(sc, d, t))) {
+      ThrowInvalidArgument(what, ": the state of ", sp.type_shapes[t].ToString(), " at depth ", d, " must be a batch "
+                           "of ", RowsAt(sc, d, t), ", got ", state[t].DebugString());
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime,
@@ -304,7 +472,8 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
       outputs_at[sc.outputs[t][i].first].emplace_back(t, sc.outputs[t][i].second, static_cast<int64_t>(i));
     }
   }
-  // The state: per type shape, a pointer to each row, and the tensors holding them.
+  // The state: per type shape, a pointer to each row, and the tensors holding
+  // them (the op outputs themselves: no concatenation).
   std::vector<std::vector<const char*>> rows(T);
   std::vector<Tensor> held;
   for (int t = 0; t < T; ++t) {
@@ -325,7 +494,6 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
     record->inputs = in;
     record->args.resize(sc.num_depths);
   }
-
   for (int32_t d = 1; d <= sc.num_depths; ++d) {
     std::vector<std::vector<const char*>> next(T);
     for (int t = 0; t < T; ++t) next[t].resize(sc.rows[d][t]);
@@ -335,24 +503,8 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
     for (size_t e = 0; e < layer.size(); ++e) {
       const LayerOp& lo = layer[e];
       const OpSpec& op = sp.ops[lo.op];
-      std::vector<Tensor> args;
-      args.reserve(op.inputs.size());
-      for (size_t a = 0; a < op.inputs.size(); ++a) {
-        const TypeShape& ts = sp.type_shapes[op.inputs[a]];
-        Tensor batch(ts.dtype, ts.BatchDims(lo.calls));
-        GatherRows(rows[op.inputs[a]], lo.args[a], ts.row_bytes, static_cast<char*>(batch.raw_data()));
-        args.push_back(std::move(batch));
-      }
-      std::vector<Tensor> outs;
-      if (op.pass_through) {
-        outs = args;  // the gathered rows are the pass-through's outputs
-      } else {
-        try {
-          outs = rt.RunOp(lo.op, args, in.captures);
-        } catch (const Error& err) {
-          throw Error(err.code(), StrCat(err.what(), "\n\t [[in loom ", sp.DescribeOp(lo.op), " at depth ", d, "]]"));
-        }
-      }
+      std::vector<Tensor> args = GatherArgs(sp, lo, rows);
+      std::vector<Tensor> outs = RunLayerOp(rt, lo, d, args, in.captures);
       for (size_t j = 0; j < op.outputs.size(); ++j) {
         const int t = op.outputs[j];
         const size_t rb = sp.type_shapes[t].row_bytes;
@@ -369,129 +521,132 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
   return outputs;
 }
 
-// ---------------------------------------------------------------- backward
-
 std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<Tensor>& output_grads) {
   const LoomRuntime& rt = *record.runtime;
   const Schedule& sc = *record.schedule;
   const LoomSpec& sp = *rt.spec();
-  const LoomInputs& in = record.inputs;
   const int T = sp.num_type_shapes();
-  if (static_cast<int>(output_grads.size()) != T) {
-    ThrowInvalidArgument("the loom's backward pass takes ", T, " output gradients, got ", output_grads.size());
-  }
-  for (int t = 0; t < T; ++t) {
-    const TypeShape& ts = sp.type_shapes[t];
-    const Tensor& g = output_grads[t];
-    if (g.defined() && !IsBatchOf(g, ts, static_cast<int64_t>(sc.outputs[t].size()))) {
-      ThrowInvalidArgument("the gradient of the loom's output of ", ts.ToString(), " must be a batch of ",
-                           sc.outputs[t].size(), ", got ", g.DebugString());
-    }
-  }
-  auto differentiable = [&](int t) { return IsFloating(sp.type_shapes[t].dtype); };
-  // grads[t]: the gradient of the current depth's state (undefined: zero).
-  std::vector<std::vector<Tensor>> grads(sc.num_depths + 1, std::vector<Tensor>(T));
-  auto grad_of = [&](int32_t d, int t) -> Tensor& {
-    Tensor& g = grads[d][t];
-    if (!g.defined()) g = Zeros(sp.type_shapes[t].dtype, sp.type_shapes[t].BatchDims(sc.rows[d][t]));
-    return g;
-  };
-  for (int t = 0; t < T; ++t) {
-    const Tensor& g = output_grads[t];
-    if (!g.defined() || !differentiable(t)) continue;
-    const TypeShape& ts = sp.type_shapes[t];
-    for (size_t i = 0; i < sc.outputs[t].size(); ++i) {
-      const auto [d, row] = sc.outputs[t][i];
-      AddRow(g, static_cast<int64_t>(i), &grad_of(d, t), row, ts.row_elements);
-    }
-  }
+  // grads[d][t]: the gradient of the state at depth d (undefined: zero).
+  std::vector<std::vector<Tensor>> grads = OutputGrads(sp, sc, sc.num_depths, output_grads);
   std::vector<Tensor> capture_grads(rt.num_captures());
-
   for (int32_t d = sc.num_depths; d >= 1; --d) {
     const auto& layer = sc.layers[d - 1];
     for (size_t e = 0; e < layer.size(); ++e) {
-      const LayerOp& lo = layer[e];
-      const OpSpec& op = sp.ops[lo.op];
-      std::vector<Tensor> out_grads;
-      bool any = false;
-      for (size_t j = 0; j < op.outputs.size(); ++j) {
-        const int t = op.outputs[j];
-        const TypeShape& ts = sp.type_shapes[t];
-        if (grads[d][t].defined()) {
-          out_grads.push_back(RowView(grads[d][t], lo.output_rows[j], lo.calls, ts));
-          any = true;
-        } else {
-          out_grads.push_back(Zeros(ts.dtype, ts.BatchDims(lo.calls)));
-        }
-      }
-      if (!any) continue;
-      std::vector<Tensor> arg_grads;
-      if (op.pass_through) {
-        arg_grads = out_grads;
-      } else {
-        if (!rt.differentiable(lo.op)) {
-          ThrowInvalidArgument("no gradient is known for loom ", sp.DescribeOp(lo.op),
-                               " (its batched function could not be differentiated)");
-        }
-        try {
-          arg_grads = rt.RunOpBackward(lo.op, record.args[d - 1][e], in.captures, out_grads);
-        } catch (const Error& err) {
-          throw Error(err.code(), StrCat(err.what(), "\n\t [[in the gradient of loom ", sp.DescribeOp(lo.op),
-                                         " at depth ", d, "]]"));
-        }
-        for (int c = 0; c < op.num_captures; ++c) {
-          const Tensor& g = arg_grads[op.inputs.size() + c];
-          if (!g.defined() || !IsFloating(g.dtype())) continue;
-          const Tensor& value = in.captures[rt.capture_offset(lo.op) + c];
-          if (g.dtype() != value.dtype() || g.shape() != value.shape()) {
-            ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", g.DebugString(),
-                                 " for its captured value ", c, ", which is ", value.DebugString());
-          }
-          Tensor& acc = capture_grads[rt.capture_offset(lo.op) + c];
-          if (!acc.defined()) acc = g.Clone();
-          else AddInto(g, &acc);
-        }
-      }
-      for (size_t a = 0; a < op.inputs.size(); ++a) {
-        const int t = op.inputs[a];
-        if (!differentiable(t) || !arg_grads[a].defined()) continue;
-        if (!IsBatchOf(arg_grads[a], sp.type_shapes[t], lo.calls)) {
-          ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", arg_grads[a].DebugString(),
-                               " for argument ", a, "; expected a batch of ", lo.calls, " ",
-                               sp.type_shapes[t].ToString());
-        }
-        ScatterAdd(arg_grads[a], lo.args[a], sp.type_shapes[t].row_elements, &grad_of(d - 1, t));
-      }
+      BackwardLayerOp(rt, layer[e], d, record.args[d - 1][e], record.inputs.captures, grads[d], sc.rows[d - 1],
+                      &grads[d - 1], &capture_grads);
     }
     grads[d].clear();  // this depth's gradients are spent
   }
-
-  // Depth 0: to the named tensors and batch inputs the rows came from.
-  std::vector<Tensor> result;
-  for (size_t i = 0; i < in.named.size(); ++i) result.push_back(Zeros(in.named[i].dtype(), in.named[i].shape()));
-  const size_t first_batch = result.size();
-  for (const Tensor& b : in.batch) result.push_back(Zeros(b.dtype(), b.shape()));
-  for (int t = 0; t < T; ++t) {
-    const Tensor& g = grads[0][t];
-    if (!g.defined() || !differentiable(t)) continue;
-    const TypeShape& ts = sp.type_shapes[t];
-    const int slot = sp.batch_input_slot[t];
-    for (int64_t i = 0; i < sc.rows[0][t]; ++i) {
-      const int8_t kind = sc.source_kind[t][i];
-      if (kind == kConstantSource) continue;
-      const int64_t index = sc.source_index[t][i];
-      if (kind == kNamedTensorSource) {
-        AddRow(g, i, &result[index], 0, ts.row_elements);
-      } else {
-        AddRow(g, i, &result[first_batch + slot], index, ts.row_elements);
-      }
-    }
-  }
+  std::vector<Tensor> result = SourceGrads(sp, sc, record.inputs, grads[0]);
   for (int c = 0; c < rt.num_captures(); ++c) {
-    const Tensor& v = in.captures[c];
+    const Tensor& v = record.inputs.captures[c];
     result.push_back(capture_grads[c].defined() ? capture_grads[c] : Zeros(v.dtype(), v.shape()));
   }
+  (void)T;
   return result;
+}
+
+// ---------------------------------------------------------------- unrolled
+
+std::vector<Tensor> InitialStates(const LoomRuntime& rt, const Schedule& sc, const LoomInputs& in) {
+  CheckInputs(rt, sc, in);
+  std::vector<Tensor> states;
+  for (int t = 0; t < rt.spec()->num_type_shapes(); ++t) states.push_back(InitialState(*rt.spec(), sc, in, t));
+  return states;
+}
+
+std::vector<Tensor> RunLayer(const LoomRuntime& rt, const Schedule& sc, int32_t d, const std::vector<Tensor>& below,
+                             const std::vector<Tensor>& captures) {
+  const LoomSpec& sp = *rt.spec();
+  const int T = sp.num_type_shapes();
+  CheckState(sp, sc, d - 1, below, "LoomLayer");
+  CheckCaptures(rt, captures);
+  std::vector<Tensor> states(T);
+  for (int t = 0; t < T; ++t) states[t] = Tensor(sp.type_shapes[t].dtype, sp.type_shapes[t].BatchDims(RowsAt(sc, d, t)));
+  if (d > sc.num_depths) return states;
+  std::vector<std::vector<const char*>> rows(T);
+  for (int t = 0; t < T; ++t) rows[t] = RowsOf(below[t], RowsAt(sc, d - 1, t), sp.type_shapes[t].row_bytes);
+  for (const LayerOp& lo : sc.layers[d - 1]) {
+    std::vector<Tensor> outs = RunLayerOp(rt, lo, d, GatherArgs(sp, lo, rows), captures);
+    for (size_t j = 0; j < outs.size(); ++j) {
+      const TypeShape& ts = sp.type_shapes[sp.ops[lo.op].outputs[j]];
+      std::memcpy(static_cast<char*>(states[sp.ops[lo.op].outputs[j]].raw_data()) + lo.output_rows[j] * ts.row_bytes,
+                  outs[j].raw_data(), outs[j].nbytes());
+    }
+  }
+  return states;
+}
+
+std::vector<Tensor> GatherOutputs(const LoomSpec& sp, const Schedule& sc, int32_t num_depths,
+                                  const std::vector<Tensor>& states) {
+  const int T = sp.num_type_shapes();
+  if (static_cast<int64_t>(states.size()) != static_cast<int64_t>(num_depths + 1) * T) {
+    ThrowInvalidArgument("LoomGatherOutputs: expected ", (num_depths + 1) * T, " states, got ", states.size());
+  }
+  if (sc.num_depths > num_depths) {
+    ThrowInvalidArgument("the schedule is ", sc.num_depths, " deep, beyond the loom's max_depth of ", num_depths);
+  }
+  for (int32_t d = 0; d <= num_depths; ++d) {
+    CheckState(sp, sc, d, std::vector<Tensor>(states.begin() + d * T, states.begin() + (d + 1) * T),
+               "LoomGatherOutputs");
+  }
+  std::vector<Tensor> outputs(T);
+  for (int t = 0; t < T; ++t) {
+    const TypeShape& ts = sp.type_shapes[t];
+    outputs[t] = Tensor(ts.dtype, ts.BatchDims(static_cast<int64_t>(sc.outputs[t].size())));
+    char* dst = static_cast<char*>(outputs[t].raw_data());
+    for (const auto& [d, row] : sc.outputs[t]) {
+      std::memcpy(dst, static_cast<const char*>(states[d * T + t].raw_data()) + row * ts.row_bytes, ts.row_bytes);
+      dst += ts.row_bytes;
+    }
+  }
+  return outputs;
+}
+
+std::vector<Tensor> GatherOutputsGrad(const LoomSpec& sp, const Schedule& sc, int32_t num_depths,
+                                      const std::vector<Tensor>& output_grads) {
+  std::vector<std::vector<Tensor>> grads = OutputGrads(sp, sc, num_depths, output_grads);
+  std::vector<Tensor> flat;
+  for (int32_t d = 0; d <= num_depths; ++d) {
+    for (int t = 0; t < sp.num_type_shapes(); ++t) {
+      const TypeShape& ts = sp.type_shapes[t];
+      flat.push_back(grads[d][t].defined() ? grads[d][t] : Zeros(ts.dtype, ts.BatchDims(RowsAt(sc, d, t))));
+    }
+  }
+  return flat;
+}
+
+std::vector<Tensor> RunLayerGrad(const LoomRuntime& rt, const Schedule& sc, int32_t d, const std::vector<Tensor>& below,
+                                 const std::vector<Tensor>& captures, const std::vector<Tensor>& grads) {
+  const LoomSpec& sp = *rt.spec();
+  const int T = sp.num_type_shapes();
+  CheckState(sp, sc, d - 1, below, "LoomLayerGrad");
+  CheckState(sp, sc, d, grads, "LoomLayerGrad (gradients)");
+  CheckCaptures(rt, captures);
+  std::vector<Tensor> below_grads(T), capture_grads(rt.num_captures());
+  if (d <= sc.num_depths) {
+    std::vector<std::vector<const char*>> rows(T);
+    for (int t = 0; t < T; ++t) rows[t] = RowsOf(below[t], RowsAt(sc, d - 1, t), sp.type_shapes[t].row_bytes);
+    for (const LayerOp& lo : sc.layers[d - 1]) {
+      BackwardLayerOp(rt, lo, d, GatherArgs(sp, lo, rows), captures, grads, sc.rows[d - 1], &below_grads,
+                      &capture_grads);
+    }
+  }
+  std::vector<Tensor> result;
+  for (int t = 0; t < T; ++t) {
+    const TypeShape& ts = sp.type_shapes[t];
+    result.push_back(below_grads[t].defined() ? below_grads[t] : Zeros(ts.dtype, ts.BatchDims(RowsAt(sc, d - 1, t))));
+  }
+  for (int c = 0; c < rt.num_captures(); ++c) {
+    result.push_back(capture_grads[c].defined() ? capture_grads[c] : Zeros(captures[c].dtype(), captures[c].shape()));
+  }
+  return result;
+}
+
+std::vector<Tensor> InitialStatesGrad(const LoomRuntime& rt, const Schedule& sc, const LoomInputs& in,
+                                      const std::vector<Tensor>& grads0) {
+  CheckState(*rt.spec(), sc, 0, grads0, "LoomInitialStateGrad");
+  return SourceGrads(*rt.spec(), sc, in, grads0);
 }
 
 }  // namespace treadle::loom

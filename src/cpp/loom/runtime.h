@@ -71,4 +71,26 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
 // that are not floating point get zeros.
 std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<Tensor>& output_grads);
 
+// ---- The unrolled mode: one graph node per depth. States are contiguous
+// batches, one per type shape and depth (a depth beyond the schedule's is
+// empty), so each step is a pure function of tensors and has its gradient.
+
+// The state at depth 0 (checks the inputs as RunForward does).
+std::vector<Tensor> InitialStates(const LoomRuntime& rt, const Schedule& sc, const LoomInputs& in);
+// The state at depth d from the state at depth d - 1.
+std::vector<Tensor> RunLayer(const LoomRuntime& rt, const Schedule& sc, int32_t d, const std::vector<Tensor>& below,
+                             const std::vector<Tensor>& captures);
+// The outputs per type shape from the states of depths 0..num_depths (depth-major).
+std::vector<Tensor> GatherOutputs(const LoomSpec& sp, const Schedule& sc, int32_t num_depths,
+                                  const std::vector<Tensor>& states);
+// Gradients, in the same layouts: of every state from the outputs'; of the
+// state below and the captures from a depth's; of the named tensors and
+// batch inputs from depth 0's.
+std::vector<Tensor> GatherOutputsGrad(const LoomSpec& sp, const Schedule& sc, int32_t num_depths,
+                                      const std::vector<Tensor>& output_grads);
+std::vector<Tensor> RunLayerGrad(const LoomRuntime& rt, const Schedule& sc, int32_t d, const std::vector<Tensor>& below,
+                                 const std::vector<Tensor>& captures, const std::vector<Tensor>& grads);
+std::vector<Tensor> InitialStatesGrad(const LoomRuntime& rt, const Schedule& sc, const LoomInputs& in,
+                                      const std::vector<Tensor>& grads0);
+
 }  // namespace treadle::loom

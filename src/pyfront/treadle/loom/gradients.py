@@ -56,4 +56,44 @@ def _loom_run_grad(op, *grads):
     return [None] + [g if dtypes.as_dtype(t).is_floating else None for g, t in zip(results, input_types)]
 
 
-NotDifferentiable("LoomRunGrad")
+def _zeros_for_none(grads, outputs):
+    return [g if g is not None else _ops.zeros_like(y) for g, y in zip(grads, outputs)]
+
+
+def _unrolled_grad(op, grad_op, grads, extra_inputs, extra_attrs):
+    """Runs `grad_op` on [schedule] + extra_inputs + grads; one gradient per
+    input of `op` after the schedule (None for integer inputs)."""
+    inputs = op.inputs[1:]
+    types = list(get_attr(op, "Tinputs"))
+    tout = [t.dtype for t in extra_inputs] + [t.dtype for t in grads]
+    results = execute(grad_op, [op.inputs[0]] + list(extra_inputs) + list(grads),
+                      dict(extra_attrs, loom_def=get_attr(op, "loom_def"), Tinputs=tout, Tout=types,
+                           output_shapes=[_shape_dims(t) for t in inputs]))
+    return [None] + [g if dtypes.as_dtype(t).is_floating else None for g, t in zip(results, types)]
+
+
+@RegisterGradient("LoomInitialState")
+def _loom_initial_state_grad(op, *grads):
+    # Gradients of the states (not of the schedule handle, output 0) come first.
+    state_grads = _zeros_for_none(grads[1:], op.outputs[1:])
+    inputs = op.inputs[1:]
+    types = list(get_attr(op, "Tinputs"))
+    results = execute("LoomInitialStateGrad", [op.outputs[0]] + state_grads + list(inputs),
+                      {"loom_def": get_attr(op, "loom_def"), "Tinputs": [g.dtype for g in state_grads] + types,
+                       "Tout": types, "output_shapes": [_shape_dims(t) for t in inputs]})
+    return [None] + [g if dtypes.as_dtype(t).is_floating else None for g, t in zip(results, types)]
+
+
+@RegisterGradient("LoomLayer")
+def _loom_layer_grad(op, *grads):
+    return _unrolled_grad(op, "LoomLayerGrad", _zeros_for_none(grads, op.outputs), op.inputs[1:],
+                          {"depth": get_attr(op, "depth")})
+
+
+@RegisterGradient("LoomGatherOutputs")
+def _loom_gather_outputs_grad(op, *grads):
+    return _unrolled_grad(op, "LoomGatherOutputsGrad", _zeros_for_none(grads, op.outputs), [],
+                          {"num_depths": get_attr(op, "num_depths")})
+
+
+NotDifferentiable("LoomRunGrad", "LoomInitialStateGrad", "LoomLayerGrad", "LoomGatherOutputsGrad")

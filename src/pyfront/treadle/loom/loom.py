@@ -340,8 +340,31 @@ class Loom:
         if self._dry_run:
             raise ValueError("this loom was built with dry_run=True: it makes schedules but cannot run them")
         inputs = [v.read_value() if isinstance(v, Variable) else v for v in self._input_sources]
+        if self._max_depth is not None:
+            return self._run_unrolled(self._schedule_tensor(schedule), inputs)
         outs = execute("LoomRun", [self._schedule_tensor(schedule)] + inputs, self._run_attrs)
         return outs[:-1]
+
+    def _run_unrolled(self, schedule, inputs):
+        """max_depth given: one LoomLayer per depth (graph nodes when traced), each
+        a pure function of the state below, with its own gradient."""
+        types = [ts.dtype for ts in self._type_shapes]
+        shapes = self._run_attrs["output_shapes"]
+        captures = inputs[len(inputs) - len(self._captures):]
+        capture_types = [c.dtype for c in captures]
+        base = {"loom_def": self._loom_def_text}
+        outs = execute("LoomInitialState", [schedule] + inputs,
+                       dict(base, Tinputs=self._input_dtypes, Tout=[dtypes.variant] + types,
+                            output_shapes=[[]] + shapes))
+        handle, state = outs[0], outs[1:]
+        states = list(state)
+        for depth in range(1, self._max_depth + 1):
+            state = execute("LoomLayer", [handle] + state + captures,
+                            dict(base, Tinputs=types + capture_types, Tout=types, output_shapes=shapes, depth=depth))
+            states.extend(state)
+        return execute("LoomGatherOutputs", [handle] + states,
+                       dict(base, Tinputs=types * (self._max_depth + 1), Tout=types, output_shapes=shapes,
+                            num_depths=self._max_depth))
 
     def _schedule_tensor(self, schedule):
         eager = context.executing_eagerly()
