@@ -284,6 +284,35 @@ void RegisterLoom(py::module_& m) {
     return captures;
   }, py::arg("loom_def"), "Builds and validates the runtime of a serialized LoomDef; returns its capture specs.");
 
+  // The Loom ops run eagerly through here rather than _core.execute: a run is
+  // long however small its inputs, so the GIL is always released.
+  m.def("loom_execute", [](const std::string& op_name, py::handle inputs_obj, py::handle attrs_obj) {
+    const OpDef& op = OpRegistry::Global().Get(op_name);
+    std::vector<Tensor> inputs;
+    for (py::handle item : inputs_obj) {
+      if (!py::isinstance<Tensor>(item)) {
+        throw py::type_error(op_name + ": expected EagerTensor inputs, got " + py::repr(item).cast<std::string>());
+      }
+      inputs.push_back(item.cast<Tensor>());
+    }
+    std::vector<DType> dtypes;
+    for (const Tensor& t : inputs) dtypes.push_back(t.dtype());
+    AttrMap attrs;
+    try {
+      attrs = CanonicalizeAttrs(op, AttrsFromPy(op, attrs_obj), dtypes);
+    } catch (const StaticError& e) {
+      throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
+    }
+    std::vector<Tensor> out;
+    {
+      py::gil_scoped_release nogil;
+      out = RunOp(op, inputs, attrs);
+    }
+    py::list result(out.size());
+    for (size_t i = 0; i < out.size(); ++i) result[i] = py::cast(std::move(out[i]));
+    return result;
+  }, py::arg("op_name"), py::arg("inputs"), py::arg("attrs"));
+
   m.def("crc32c", [](const py::bytes& data, uint32_t crc) {
     std::string_view v(data);
     return loom::Crc32c(v.data(), v.size(), crc);
