@@ -73,10 +73,11 @@ std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def
 
 std::shared_ptr<const Schedule> MergeMessages(const std::shared_ptr<const LoomSpec>& spec,
                                               const std::string* messages, size_t count) {
+  if (count == 1) return Finalize(spec, ParseWeaverMessage(*spec, messages[0].data(), messages[0].size()));
   Weaver merged(spec);
   for (size_t i = 0; i < count; ++i) {
     try {
-      merged.Append(ParseWeaverMessage(*spec, messages[i].data(), messages[i].size()));
+      merged.Append(ParseWeaverMessage(*spec, messages[i].data(), messages[i].size()), /*rebuild_memos=*/false);
     } catch (const Error& e) {
       if (count == 1) throw;
       throw Error(e.code(), StrCat("schedule ", i, ": ", e.what()));

@@ -211,7 +211,7 @@ std::string Weaver::Serialize() const {
   return m.SerializeAsString();
 }
 
-void Weaver::Append(const WeaverState& o) {
+void Weaver::Append(const WeaverState& o, bool rebuild_memos) {
   const int64_t first = s_.num_results();
   if (first + o.num_results() > kMaxResults) {
     ThrowValueError("Weaver: merging gives more than ", kMaxResults, " results");
@@ -239,8 +239,9 @@ void Weaver::Append(const WeaverState& o) {
     for (int s = 0; s < S; ++s) {
       const auto& src = o.wiring[static_cast<size_t>(d - 1) * S + s];
       auto& dst = s_.wiring[static_cast<size_t>(d - 1) * S + s];
-      dst.reserve(dst.size() + src.size());
-      for (int32_t r : src) dst.push_back(r + off);
+      const size_t old = dst.size();
+      dst.insert(dst.end(), src.begin(), src.end());  // geometric growth: merging n messages stays linear
+      for (size_t i = old; i < dst.size(); ++i) dst[i] += off;
     }
   }
   for (int t = 0; t < T; ++t) {
@@ -248,7 +249,7 @@ void Weaver::Append(const WeaverState& o) {
     s_.num_constants[t] += o.num_constants[t];
   }
   for (int32_t r : o.outputs) s_.outputs.push_back(r + off);
-  RebuildMemos(first);
+  if (rebuild_memos) RebuildMemos(first);
   ++version_;
 }
 
@@ -371,7 +372,11 @@ template <typename... Args>
 }  // namespace
 
 WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t size) {
-  proto::WeaverMessage m;
+  // An arena: the message's many small repeated fields cost one allocation.
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = std::min<size_t>(std::max<size_t>(size * 2, 1024), size_t{1} << 20);
+  google::protobuf::Arena arena(options);
+  proto::WeaverMessage& m = *google::protobuf::Arena::CreateMessage<proto::WeaverMessage>(&arena);
   if (size > static_cast<size_t>(INT_MAX) || !m.ParseFromArray(data, static_cast<int>(size))) {
     throw Error(Code::kDataLoss, "the bytes are not a serialized WeaverMessage (truncated or corrupt)");
   }

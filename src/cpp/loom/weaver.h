@@ -70,7 +70,9 @@ class Weaver {
   std::string Serialize() const;
   // Appends a validated state (another schedule) with its ids, positions and
   // constants offset past this one's: merging schedules into one batch.
-  void Append(const WeaverState& other);
+  // `rebuild_memos` false skips restoring the pass-through and named-tensor
+  // memos (a merge that is only run, never woven into further).
+  void Append(const WeaverState& other, bool rebuild_memos = true);
 
   // Weaves many binary trees at once (see WeaveTreesArgs).
   struct TreesArgs {
