@@ -254,3 +254,29 @@ def test_tree_parsing():
     left, right, values, roots = tree_utils.tree_arrays([(1, (2, 3)), 4])
     assert list(left) == [-1, -1, -1, 1, 0, -1] and list(right) == [-1, -1, -1, 2, 3, -1]
     assert list(values[[0, 1, 2, 5]]) == [1, 2, 3, 4] and list(roots) == [4, 5]
+
+
+def test_list_of_schedules_inside_td_function_and_threads():
+    import threading
+    loom, x, y = vector_loom()
+    w = weave_vector(loom.make_weaver())
+    want = expected_vector_outputs(x.numpy(), y.numpy())
+
+    @td.function
+    def run():
+        return loom.output_tensor(VEC3, [w, w.serialize()])
+
+    np.testing.assert_allclose(run().numpy(), np.concatenate([want, want]))
+    # Runs release the GIL and share the loom's runtime: threads get the same answers.
+    results = [None] * 4
+
+    def work(i):
+        results[i] = loom.output_tensor(VEC3, [w] * (i + 1)).numpy()
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for i, r in enumerate(results):
+        np.testing.assert_allclose(r, np.concatenate([want] * (i + 1)))
