@@ -13,6 +13,9 @@ void SetDTypeObjects(py::list objs);
 namespace {
 
 py::object g_fallback;  // treadle.framework.tensor._binary_fallback(name, x, y, reflected)
+// While a GradientTape records, operators must reach treadle.framework.ops.execute
+// (where the tape sees them): the fast path is then off and g_execute is set.
+py::object g_execute;
 
 const OpDef* LookupOp(const char* name) { return &OpRegistry::Global().Get(name); }
 
@@ -61,7 +64,7 @@ py::object CallFallback(const char* name, py::handle x, py::handle y, bool refle
 // self <op> other (or other <op> self when reflected).
 py::object RunBinary(const BinaryDunder& d, const Tensor& self, py::handle self_obj, py::handle other,
                      bool reflected) {
-  if (d.op) {
+  if (d.op && !g_execute) {
     const Tensor* other_t = nullptr;
     std::optional<Tensor> scalar;
     if (py::isinstance<Tensor>(other)) {
@@ -97,6 +100,11 @@ Tensor TensorFromPyObject(py::handle obj) {
 void RegisterTensor(py::module_& m) {
   m.def("_set_dtype_objects", &SetDTypeObjects);
   m.def("_set_binary_fallback", [](py::object fn) { g_fallback = std::move(fn); });
+  m.def("_set_operator_execute", [](py::object execute) {
+          g_execute = execute.is_none() ? py::object() : std::move(execute);
+        },
+        "None: operators of eager tensors run ops directly (the fast path); a function: they call "
+        "execute(op_name, inputs) instead (set while a GradientTape records).");
 
   py::class_<Tensor> cls(m, "EagerTensor", py::buffer_protocol(), py::dynamic_attr());
   cls.def_property_readonly("dtype", [](const Tensor& t) { return DTypeObject(t.dtype()); })
@@ -159,11 +167,13 @@ void RegisterTensor(py::module_& m) {
       return RunBinary(d, self.cast<const Tensor&>(), self, other, false);
     }, py::is_operator());
   }
-  cls.def("__neg__", [](const Tensor& t) {
-    return py::cast(RunOp(*LookupOp("Neg"), {t}, AttrMap())[0]);
+  cls.def("__neg__", [](py::object self) -> py::object {
+    if (g_execute) return g_execute("Neg", py::make_tuple(self).cast<py::list>()).cast<py::list>()[0];
+    return py::cast(RunOp(*LookupOp("Neg"), {self.cast<const Tensor&>()}, AttrMap())[0]);
   });
-  cls.def("__abs__", [](const Tensor& t) {
-    return py::cast(RunOp(*LookupOp("Abs"), {t}, AttrMap())[0]);
+  cls.def("__abs__", [](py::object self) -> py::object {
+    if (g_execute) return g_execute("Abs", py::make_tuple(self).cast<py::list>()).cast<py::list>()[0];
+    return py::cast(RunOp(*LookupOp("Abs"), {self.cast<const Tensor&>()}, AttrMap())[0]);
   });
   cls.attr("__hash__") = py::none();  // elementwise __eq__ makes tensors unhashable, as in TensorFlow
 

@@ -41,9 +41,11 @@ from treadle.framework.tensor_array import TensorArray  # noqa: E402
 from treadle.io.saving import load, save  # noqa: E402
 
 from treadle.module.module import Module  # noqa: E402
+from treadle.autodiff import GradientTape, UnconnectedGradients  # noqa: E402
 
 from treadle import bitwise, config, math, nn, random, types  # noqa: E402
 from treadle import experimental  # noqa: E402
+from treadle import loom  # noqa: E402
 from treadle import autograph  # noqa: E402
 from treadle._api import install_api as _install_api  # noqa: E402
 

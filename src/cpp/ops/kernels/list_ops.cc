@@ -277,7 +277,60 @@ OpDef MakeLength() {
   return op;
 }
 
+// Elementwise sum of lists (how gradients of a list add up): items written in
+// several lists are added, an item written in one is taken as it is, and one
+// written in none stays unwritten (zeros). The result is as long as the longest.
+Tensor AddItems(const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) {
+    ThrowInvalidArgument("TensorListAddN: items of shapes ", DimsToString(a.shape()), " and ",
+                         DimsToString(b.shape()), " cannot be added");
+  }
+  Tensor sum(a.dtype(), a.shape());
+  VisitNumeric(a.dtype(), "TensorListAddN", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pa = a.data<T>();
+    const T* pb = b.data<T>();
+    T* po = sum.data<T>();
+    for (int64_t i = 0; i < sum.num_elements(); ++i) po[i] = pa[i] + pb[i];
+  });
+  return sum;
+}
+
+OpDef MakeListAddN() {
+  OpDef op;
+  op.name = "TensorListAddN";
+  op.inputs = {{"inputs", true, "", kVariantType}};
+  op.outputs = {"sum"};
+  op.dtype_fn = [](const InferContext& c) {
+    if (c.dtypes.empty()) ThrowValueError("TensorListAddN: needs at least one input");
+    return std::vector<DType>{DType::kVariant};
+  };
+  op.shape_fn = ScalarShape();
+  op.kernel = [](KernelContext& ctx) {
+    auto first = GetHandle<TensorList>(ctx.input(0), DType::kVariant, "TensorListAddN");
+    auto out = std::make_shared<TensorList>(*first);
+    for (int k = 1; k < ctx.num_inputs(); ++k) {
+      auto list = GetHandle<TensorList>(ctx.input(k), DType::kVariant, "TensorListAddN");
+      if (list->element_dtype != out->element_dtype) {
+        ThrowInvalidArgument("TensorListAddN: lists of ", DTypeName(out->element_dtype), " and ",
+                             DTypeName(list->element_dtype), " elements cannot be added");
+      }
+      out->element_shape = MergeShapes(out->element_shape, list->element_shape, "TensorListAddN");
+      if (list->items.size() > out->items.size()) out->items.resize(list->items.size());
+      for (size_t i = 0; i < list->items.size(); ++i) {
+        const Tensor& item = list->items[i];
+        if (!item.defined()) continue;
+        out->items[i] = out->items[i].defined() ? AddItems(out->items[i], item) : item;
+      }
+    }
+    ctx.set_output(0, NewList(std::move(out)));
+  };
+  op.doc = "Elementwise sum of lists of numbers; unwritten items count as zeros.";
+  return op;
+}
+
 OpRegistrar reserve_op(MakeReserve());
+OpRegistrar list_add_n_op(MakeListAddN());
 OpRegistrar from_tensor_op(MakeFromTensor());
 OpRegistrar get_item_op(MakeGetItem());
 OpRegistrar set_item_op(MakeSetItem());

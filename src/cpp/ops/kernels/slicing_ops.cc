@@ -5,6 +5,7 @@
 // for any number of dimensions) is first expanded into a "dense" spec with one
 // entry per input dimension; each entry is then resolved against the input's
 // size into a begin, stride and element count.
+#include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 
 namespace treadle {
@@ -234,6 +235,104 @@ OpDef MakeStridedSlice() {
 }
 
 OpRegistrar strided_slice_op(MakeStridedSlice());
+
+// ---------------------------------------------------------------- StridedSliceGrad
+
+// Writes the dense `src` (shape `dims`) to dst[sum_k idx[k] * strides[k]]:
+// the inverse of StridedCopy, for the elements a slice picked.
+template <typename E>
+void StridedScatter(const Dims& dims, const Dims& strides, int d, E* dst, const E*& next) {
+  const int rank = static_cast<int>(dims.size());
+  if (rank == 0) {
+    *dst = *next++;
+  } else if (d == rank - 1) {
+    const int64_t s = strides[d];
+    for (int64_t i = 0; i < dims[d]; ++i) dst[i * s] = *next++;
+  } else {
+    for (int64_t i = 0; i < dims[d]; ++i) StridedScatter(dims, strides, d + 1, dst + i * strides[d], next);
+  }
+}
+
+void StridedSliceGradKernel(KernelContext& ctx) {
+  const std::vector<int64_t> shape = ReadInts(ctx.input(0));
+  for (int64_t d : shape) {
+    if (d < 0) ThrowInvalidArgument("StridedSliceGrad: shape has a negative dimension ", d);
+  }
+  const Dims in_shape(shape.begin(), shape.end());
+  const std::vector<int64_t> begin = ReadInts(ctx.input(1)), end = ReadInts(ctx.input(2)),
+                             strides = ReadInts(ctx.input(3));
+  if (begin.size() != end.size() || begin.size() != strides.size()) {
+    ThrowInvalidArgument("StridedSliceGrad: begin, end and strides must have the same length");
+  }
+  SliceAnalysis a;
+  try {
+    a = AnalyzeSlice(ctx.op, PartialShape(in_shape), static_cast<int64_t>(begin.size()), ReadMasks(ctx.attrs),
+                     &begin, &end, &strides);
+  } catch (const StaticError& e) {
+    ThrowInvalidArgument(e.what());
+  }
+  const Tensor& dy = ctx.input(4);
+  if (NumElements(a.output.dims) != dy.num_elements() || a.output.dims.size() != dy.shape().size()) {
+    ThrowInvalidArgument("StridedSliceGrad: dy has shape ", DimsToString(dy.shape()), " but the slice has shape ",
+                         DimsToString(a.output.dims));
+  }
+  Tensor& out = ctx.allocate_output(0, in_shape);
+  VisitNumericBool(dy.dtype(), "StridedSliceGrad", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* po = out.data<T>();
+    std::fill(po, po + out.num_elements(), T(0));
+    if (dy.num_elements() == 0) return;
+    const Dims in_strides = RowMajorStrides(in_shape);
+    Dims copy_dims(in_shape.size()), copy_strides(in_shape.size());
+    int64_t offset = 0;
+    for (size_t i = 0; i < in_shape.size(); ++i) {
+      offset += a.dims[i].begin * in_strides[i];
+      copy_dims[i] = a.dims[i].size;
+      copy_strides[i] = a.dims[i].stride * in_strides[i];
+    }
+    const T* next = dy.data<T>();
+    StridedScatter<T>(copy_dims, copy_strides, 0, po + offset, next);
+  });
+}
+
+OpDef MakeStridedSliceGrad() {
+  OpDef op;
+  op.name = "StridedSliceGrad";
+  op.inputs = {{"shape", false, "Index", kIndexTypes},
+               {"begin", false, "Index", kIndexTypes},
+               {"end", false, "Index", kIndexTypes},
+               {"strides", false, "Index", kIndexTypes},
+               {"dy", false, "T", kNumericBoolTypes}};
+  op.outputs = {"output"};
+  for (const char* mask : {"begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask"}) {
+    op.attrs.push_back({mask, AttrType::kInt, AttrValue(int64_t{0})});
+  }
+  op.dtype_fn = SameDTypeAsInput(4);
+  op.shape_fn = [](const InferContext& c) {
+    CheckInputRank(c, 0, 1, "shape");
+    auto shape = c.IntValues(0);
+    if (!shape) {
+      const PartialShape& s = c.shapes[0];
+      if (s.known_rank && s.dims[0] >= 0) {
+        return std::vector<PartialShape>{PartialShape::UnknownOfRank(static_cast<int>(s.dims[0]))};
+      }
+      return std::vector<PartialShape>{PartialShape::Unknown()};
+    }
+    CheckOutputRank(c.op, static_cast<int64_t>(shape->size()));
+    for (int64_t d : *shape) {
+      if (d < 0) ThrowValueError(c.op.name, ": shape has a negative dimension ", d);
+    }
+    Dims dims(shape->begin(), shape->end());
+    CheckedProduct(c.op, dims);
+    return std::vector<PartialShape>{PartialShape(dims)};
+  };
+  op.kernel = StridedSliceGradKernel;
+  op.doc = "The gradient of StridedSlice: a tensor of `shape`, zero except where the slice picked elements, "
+           "which take the values of dy.";
+  return op;
+}
+
+OpRegistrar strided_slice_grad_op(MakeStridedSliceGrad());
 
 }  // namespace
 }  // namespace treadle

@@ -5,6 +5,11 @@ from treadle.framework import context
 
 _handles = {}
 
+# While a GradientTape records (treadle/autodiff/tape.py), each function here
+# sees every op call: (op_name, inputs, attrs, outputs, graph). The list is
+# empty otherwise, so an op call pays one truth test for it.
+op_recorders = []
+
 
 def op_handle(op_name):
     """The C++ registry handle of `op_name` (cached)."""
@@ -22,12 +27,21 @@ def execute(op_name, inputs, attrs=None, name=None):
         for t in inputs:
             if type(t) is not _core.EagerTensor:
                 return _symbolic_execute(op_name, inputs, attrs, name, t)
-        return _core.execute(op_handle(op_name), inputs, attrs)
-    return graph.create_op(op_name, inputs, attrs, name=name)
+        outputs = _core.execute(op_handle(op_name), inputs, attrs)
+    else:
+        outputs = graph.create_op(op_name, inputs, attrs, name=name)
+    if op_recorders:
+        for record in op_recorders:
+            record(op_name, inputs, attrs, outputs, graph)
+    return outputs
 
 
 def _symbolic_execute(op_name, inputs, attrs, name, offender):
     graph = getattr(offender, "graph", None)
     if graph is None:
         raise TypeError(f"{op_name}: expected tensors as inputs, got {offender!r}")
-    return graph.create_op(op_name, inputs, attrs, name=name)
+    outputs = graph.create_op(op_name, inputs, attrs, name=name)
+    if op_recorders:
+        for record in op_recorders:
+            record(op_name, inputs, attrs, outputs, graph)
+    return outputs

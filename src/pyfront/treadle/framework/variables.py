@@ -14,6 +14,7 @@ from treadle.framework.tensor_shape import TensorShape
 _ids = itertools.count(1)
 _by_handle = weakref.WeakValueDictionary()  # id(handle tensor) -> Variable, to recognise captured handles
 _creation_hooks = []  # callables(variable) run when a variable is created (td.function's first-call rule)
+_read_hooks = []  # callables(variable) run before each read while a GradientTape records (it may watch it)
 
 
 class Variable:
@@ -82,6 +83,9 @@ class Variable:
 
     # ---------------------------------------------------------- reading
     def read_value(self):
+        if _read_hooks:
+            for hook in _read_hooks:
+                hook(self)
         t = execute("ReadVariableOp", [self._handle], {"dtype": self._dtype})[0]
         if hasattr(t, "set_shape"):
             t.set_shape(self._shape)

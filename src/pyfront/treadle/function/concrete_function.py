@@ -11,6 +11,12 @@ from treadle.function import trace_type
 from treadle.util import nest
 
 
+# While a GradientTape records (treadle/autodiff/tape.py), the function here
+# sees each call first: (ConcreteFunction, flat tensor arguments) -> the flat
+# outputs when it ran the call itself (to record it), else None.
+call_recorders = []
+
+
 class ConcreteFunction:
     """A traced function: a FuncGraph whose inputs are the tensor leaves of the
     arguments followed by the captured values, run by the C++ executor."""
@@ -120,6 +126,10 @@ class ConcreteFunction:
 
     def _call_flat(self, tensors):
         """Runs on the flat tensor arguments; returns the structured outputs."""
+        if call_recorders:
+            flat = call_recorders[-1](self, tensors)
+            if flat is not None:
+                return self._pack_outputs(flat)
         graph = context.current_graph()
         if graph is not None or any(type(t) is not EagerTensor for t in tensors):
             captured = [external for external, _ in self.graph.captures.values()]

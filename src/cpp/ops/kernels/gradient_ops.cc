@@ -1,0 +1,299 @@
+// Ops the gradient rules (treadle/autodiff) are built from: reduction indices
+// of a broadcast (BroadcastGradientArgs), the scatter-add behind gather
+// gradients (UnsortedSegmentSum), BroadcastTo, the fused ReLU gradient and
+// InvertPermutation (the gradient of a transpose). Each is an ordinary op,
+// usable eagerly and in graphs, under TensorFlow's name.
+#include <type_traits>
+
+#include "ops/dispatch.h"
+#include "ops/kernels/array_util.h"
+
+namespace treadle {
+namespace {
+
+// A known vector-valued input as a shape: every entry must be >= 0.
+Dims ShapeValues(const OpDef& op, const std::vector<int64_t>& v, const char* what) {
+  for (int64_t d : v) {
+    if (d < 0) ThrowInvalidArgument(op.name, ": '", what, "' has a negative dimension ", d);
+  }
+  return Dims(v.begin(), v.end());
+}
+
+// ---------------------------------------------------------------- BroadcastGradientArgs
+
+// The axes (of the broadcast result) a gradient must be summed over to get
+// back to shape `x`, when `x` and `y` were broadcast together.
+std::vector<int64_t> ReductionAxes(const Dims& x, const Dims& y) {
+  const size_t rank = std::max(x.size(), y.size());
+  std::vector<int64_t> axes;
+  for (size_t i = 0; i < rank; ++i) {
+    const bool x_missing = i < rank - x.size();
+    const int64_t dx = x_missing ? 1 : x[i - (rank - x.size())];
+    const int64_t dy = i < rank - y.size() ? 1 : y[i - (rank - y.size())];
+    if (x_missing || (dx == 1 && dy != 1)) axes.push_back(static_cast<int64_t>(i));
+  }
+  return axes;
+}
+
+Tensor IndexVector(DType dtype, const std::vector<int64_t>& v) {
+  Tensor t(dtype, {static_cast<int64_t>(v.size())});
+  VisitInt(dtype, "BroadcastGradientArgs", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    for (size_t i = 0; i < v.size(); ++i) t.data<T>()[i] = static_cast<T>(v[i]);
+  });
+  return t;
+}
+
+OpDef MakeBroadcastGradientArgs() {
+  OpDef op;
+  op.name = "BroadcastGradientArgs";
+  op.inputs = {{"s0", false, "T", kIndexTypes}, {"s1", false, "T", kIndexTypes}};
+  op.outputs = {"r0", "r1"};
+  op.dtype_fn = [](const InferContext& c) { return std::vector<DType>{c.dtypes[0], c.dtypes[0]}; };
+  op.shape_fn = [](const InferContext& c) {
+    CheckInputRank(c, 0, 1, "s0");
+    CheckInputRank(c, 1, 1, "s1");
+    return std::vector<PartialShape>{PartialShape::UnknownOfRank(1), PartialShape::UnknownOfRank(1)};
+  };
+  op.kernel = [](KernelContext& ctx) {
+    const Dims x = ShapeValues(ctx.op, ReadInts(ctx.input(0)), "s0");
+    const Dims y = ShapeValues(ctx.op, ReadInts(ctx.input(1)), "s1");
+    try {
+      BroadcastDims(x, y);
+    } catch (const StaticError& e) {
+      ThrowInvalidArgument("BroadcastGradientArgs: ", e.what());
+    }
+    ctx.set_output(0, IndexVector(ctx.input(0).dtype(), ReductionAxes(x, y)));
+    ctx.set_output(1, IndexVector(ctx.input(0).dtype(), ReductionAxes(y, x)));
+  };
+  op.doc = "For shapes s0 and s1 broadcast together: the axes of the result to sum a gradient over to get back "
+           "to s0 (r0) and to s1 (r1).";
+  return op;
+}
+
+OpRegistrar broadcast_gradient_args_op(MakeBroadcastGradientArgs());
+
+// ---------------------------------------------------------------- UnsortedSegmentSum
+
+PartialShape SegmentSumShape(const InferContext& c) {
+  const PartialShape& data = c.shapes[0];
+  const PartialShape& ids = c.shapes[1];
+  auto num = ScalarIntInput(c, 2, "num_segments");
+  if (num && *num < 0) ThrowValueError(c.op.name, ": num_segments must be >= 0, got ", *num);
+  if (data.known_rank && ids.known_rank) {
+    if (ids.rank() > data.rank()) {
+      ThrowValueError(c.op.name, ": segment_ids must be a prefix of data's shape, got ", ids.ToString(), " and ",
+                      data.ToString());
+    }
+    for (int d = 0; d < ids.rank(); ++d) {
+      if (ids.dims[d] >= 0 && data.dims[d] >= 0 && ids.dims[d] != data.dims[d]) {
+        ThrowValueError(c.op.name, ": segment_ids must be a prefix of data's shape, got ", ids.ToString(),
+                        " and ", data.ToString());
+      }
+    }
+    Dims out = {num ? *num : kUnknownDim};
+    out.insert(out.end(), data.dims.begin() + ids.rank(), data.dims.end());
+    return PartialShape(out);
+  }
+  return PartialShape::Unknown();
+}
+
+template <typename T, typename Index>
+void SegmentSum(const T* data, const Index* ids, int64_t rows, int64_t inner, int64_t num, T* out) {
+  std::fill(out, out + num * inner, T(0));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t s = static_cast<int64_t>(ids[r]);
+    if (s < 0) continue;  // dropped, as in TensorFlow
+    T* dst = out + s * inner;
+    const T* src = data + r * inner;
+    for (int64_t j = 0; j < inner; ++j) dst[j] += src[j];
+  }
+}
+
+void SegmentSumKernel(KernelContext& ctx) {
+  const Tensor& data = ctx.input(0);
+  const Tensor& ids = ctx.input(1);
+  const int64_t num = ReadInts(ctx.input(2))[0];
+  const int64_t rows = ids.num_elements();
+  const int64_t inner = DimProduct(data.shape(), ids.rank(), data.rank());
+  Dims out_shape = {num};
+  out_shape.insert(out_shape.end(), data.shape().begin() + ids.rank(), data.shape().end());
+  Tensor& out = ctx.allocate_output(0, out_shape);
+  VisitInt(ids.dtype(), "UnsortedSegmentSum", [&](auto itag) {
+    using Index = typename decltype(itag)::type;
+    const Index* ix = ids.data<Index>();
+    for (int64_t r = 0; r < rows; ++r) {  // every id is checked before any write
+      if (ix[r] >= num) {
+        ThrowInvalidArgument("UnsortedSegmentSum: segment_ids[", r, "] = ", ix[r], " is out of range [0, ", num,
+                             ")");
+      }
+    }
+    VisitNumeric(data.dtype(), "UnsortedSegmentSum", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      SegmentSum<T, Index>(data.data<T>(), ix, rows, inner, num, out.data<T>());
+    });
+  });
+}
+
+OpDef MakeUnsortedSegmentSum() {
+  OpDef op;
+  op.name = "UnsortedSegmentSum";
+  op.inputs = {{"data", false, "T", kNumericTypes},
+               {"segment_ids", false, "Tindices", kIndexTypes},
+               {"num_segments", false, "Tnumsegments", kIndexTypes}};
+  op.outputs = {"output"};
+  op.dtype_fn = SameDTypeAsInput(0);
+  op.shape_fn = [](const InferContext& c) { return std::vector<PartialShape>{SegmentSumShape(c)}; };
+  op.kernel = SegmentSumKernel;
+  op.api_names = {"math.unsorted_segment_sum"};
+  op.doc = "output[s, ...] = sum of data[i..., ...] over the positions i where segment_ids[i...] == s "
+           "(negative ids are dropped).";
+  return op;
+}
+
+OpRegistrar unsorted_segment_sum_op(MakeUnsortedSegmentSum());
+
+// ---------------------------------------------------------------- BroadcastTo
+
+// Checks that `in` broadcasts to `target` (both possibly partial).
+void CheckBroadcastable(const OpDef& op, const PartialShape& in, const PartialShape& target) {
+  if (!in.known_rank || !target.known_rank) return;
+  if (in.rank() > target.rank()) {
+    ThrowValueError(op.name, ": cannot broadcast a tensor of shape ", in.ToString(), " to shape ",
+                    target.ToString(), " of lower rank");
+  }
+  const int off = target.rank() - in.rank();
+  for (int d = 0; d < in.rank(); ++d) {
+    const int64_t a = in.dims[d], b = target.dims[d + off];
+    if (a >= 0 && b >= 0 && a != 1 && a != b) {
+      ThrowValueError(op.name, ": cannot broadcast a tensor of shape ", in.ToString(), " to shape ",
+                      target.ToString());
+    }
+  }
+}
+
+OpDef MakeBroadcastTo() {
+  OpDef op;
+  op.name = "BroadcastTo";
+  op.inputs = {{"input", false, "T", kAllTypes}, {"shape", false, "Tidx", kIndexTypes}};
+  op.outputs = {"output"};
+  op.dtype_fn = SameDTypeAsInput(0);
+  op.shape_fn = [](const InferContext& c) {
+    CheckInputRank(c, 1, 1, "shape");
+    auto v = c.IntValues(1);
+    if (!v) {
+      const PartialShape& s = c.shapes[1];
+      if (s.known_rank && s.dims[0] >= 0) return std::vector<PartialShape>{PartialShape::UnknownOfRank(s.dims[0])};
+      return std::vector<PartialShape>{PartialShape::Unknown()};
+    }
+    CheckOutputRank(c.op, static_cast<int64_t>(v->size()));
+    for (int64_t d : *v) {
+      if (d < 0) ThrowValueError(c.op.name, ": shape has a negative dimension ", d);
+    }
+    PartialShape target{Dims(v->begin(), v->end())};
+    CheckedProduct(c.op, target.dims);
+    CheckBroadcastable(c.op, c.shapes[0], target);
+    return std::vector<PartialShape>{target};
+  };
+  op.kernel = [](KernelContext& ctx) {
+    const Tensor& in = ctx.input(0);
+    Tensor& out = ctx.allocate_output(0);
+    if (out.num_elements() == 0) return;
+    const Dims& od = out.shape();
+    const int off = out.rank() - in.rank();
+    const Dims in_strides = RowMajorStrides(in.shape());
+    Dims strides(od.size(), 0);
+    for (int d = 0; d < in.rank(); ++d) {
+      if (in.dim(d) != 1) strides[d + off] = in_strides[d];
+    }
+    StridedCopy(in.dtype(), static_cast<const char*>(in.raw_data()), od, strides,
+                static_cast<char*>(out.raw_data()));
+  };
+  op.api_names = {"broadcast_to"};
+  op.doc = "`input` broadcast (NumPy rules) to `shape`.";
+  return op;
+}
+
+OpRegistrar broadcast_to_op(MakeBroadcastTo());
+
+// ---------------------------------------------------------------- ReluGrad
+
+OpDef MakeReluGrad() {
+  OpDef op;
+  op.name = "ReluGrad";
+  op.inputs = {{"gradients", false, "T", kNumericTypes}, {"features", false, "T", kNumericTypes}};
+  op.outputs = {"backprops"};
+  op.dtype_fn = SameDTypeAsInput(0);
+  op.shape_fn = [](const InferContext& c) {
+    const PartialShape& g = c.shapes[0];
+    const PartialShape& f = c.shapes[1];
+    if (!g.known_rank) return std::vector<PartialShape>{f};
+    if (!f.known_rank) return std::vector<PartialShape>{g};
+    bool ok = g.rank() == f.rank();
+    Dims out = g.dims;
+    for (int d = 0; ok && d < g.rank(); ++d) {
+      if (g.dims[d] >= 0 && f.dims[d] >= 0 && g.dims[d] != f.dims[d]) ok = false;
+      if (out[d] < 0) out[d] = f.dims[d];
+    }
+    if (!ok) {
+      ThrowValueError(c.op.name, ": gradients and features must have the same shape, got ", g.ToString(), " and ",
+                      f.ToString());
+    }
+    return std::vector<PartialShape>{PartialShape(out)};
+  };
+  op.kernel = [](KernelContext& ctx) {
+    const Tensor& g = ctx.input(0);
+    const Tensor& f = ctx.input(1);
+    Tensor& out = ctx.allocate_output(0);
+    VisitNumeric(g.dtype(), "ReluGrad", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* pg = g.data<T>();
+      const T* pf = f.data<T>();
+      T* po = out.data<T>();
+      const int64_t n = out.num_elements();
+      for (int64_t i = 0; i < n; ++i) po[i] = pf[i] > T(0) ? pg[i] : T(0);
+    });
+  };
+  op.doc = "The gradient of Relu: gradients where features > 0, else 0.";
+  return op;
+}
+
+OpRegistrar relu_grad_op(MakeReluGrad());
+
+// ---------------------------------------------------------------- InvertPermutation
+
+OpDef MakeInvertPermutation() {
+  OpDef op;
+  op.name = "InvertPermutation";
+  op.inputs = {{"x", false, "T", kIndexTypes}};
+  op.outputs = {"y"};
+  op.dtype_fn = SameDTypeAsInput(0);
+  op.shape_fn = [](const InferContext& c) {
+    CheckInputRank(c, 0, 1, "x");
+    return std::vector<PartialShape>{c.shapes[0].known_rank ? c.shapes[0] : PartialShape::UnknownOfRank(1)};
+  };
+  op.kernel = [](KernelContext& ctx) {
+    const std::vector<int64_t> perm = ReadInts(ctx.input(0));
+    const int64_t n = static_cast<int64_t>(perm.size());
+    std::vector<int64_t> inverse(perm.size(), -1);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t p = perm[i];
+      if (p < 0 || p >= n) ThrowInvalidArgument("InvertPermutation: x[", i, "] = ", p, " is not in [0, ", n, ")");
+      if (inverse[p] >= 0) ThrowInvalidArgument("InvertPermutation: ", p, " is duplicated in the input");
+      inverse[p] = i;
+    }
+    Tensor& out = ctx.allocate_output(0);
+    VisitInt(out.dtype(), "InvertPermutation", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      for (int64_t i = 0; i < n; ++i) out.data<T>()[i] = static_cast<T>(inverse[i]);
+    });
+  };
+  op.api_names = {"math.invert_permutation", "invert_permutation"};
+  op.doc = "y such that y[x[i]] = i, for a permutation x of 0..n-1.";
+  return op;
+}
+
+OpRegistrar invert_permutation_op(MakeInvertPermutation());
+
+}  // namespace
+}  // namespace treadle

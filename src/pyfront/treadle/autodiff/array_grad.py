@@ -1,0 +1,237 @@
+"""Gradient rules of the array ops: reshaping, joining and splitting,
+transposes, tiling, gathering, slicing and selection."""
+
+from treadle.autodiff import _ops
+from treadle.autodiff._ops import ints, run, run_all, scalar
+from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
+from treadle.framework import dtypes
+
+NotDifferentiable(
+    "Shape", "Size", "Rank", "OnesLike", "ZerosLike", "Const", "Placeholder", "NoOp", "Where", "OneHot", "Range",
+)
+
+_MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
+
+
+def _dims(t, begin, end=None):
+    """t's dimensions [begin:end] as an int32 vector (a constant when known)."""
+    s = _ops.static_shape(t)
+    if s is not None:
+        part = s[begin:end]
+        if None not in part:
+            return ints(part)
+    shape = _ops.shape(t)
+    stop = end if end is not None else 0
+    return run("StridedSlice", [shape, ints([begin]), ints([stop]), ints([1])],
+               {"end_mask": 0 if end is not None else 1})
+
+
+def _dim(t, i):
+    """Dimension i of t as an int32 scalar."""
+    s = _ops.static_shape(t)
+    if s is not None and s[i] is not None:
+        return scalar(s[i], dtypes.int32)
+    return run("StridedSlice", [_ops.shape(t), ints([i]), ints([i + 1]), ints([1])], {"shrink_axis_mask": 1})
+
+
+def _concat(values, axis):
+    return run("ConcatV2", list(values) + [axis])
+
+
+def _axis_value(t, what):
+    value = _ops.const_value(t)
+    if value is None:
+        raise NotImplementedError(f"the gradient of {what} needs a constant axis")
+    return int(value)
+
+
+def _grads_or_zeros(op, grads):
+    return [g if g is not None else _ops.zeros_like(o) for g, o in zip(grads, op.outputs)]
+
+
+# ---------------------------------------------------------------- shapes
+
+@RegisterGradient("Identity")
+def _identity_grad(op, dz):
+    return [dz]
+
+
+def _reshape_back(op, dz):
+    return [_ops.reshape(dz, _ops.shape(op.inputs[0]))] + [None] * (len(op.inputs) - 1)
+
+
+RegisterGradient("Reshape", "ExpandDims", "Squeeze")(_reshape_back)
+
+
+@RegisterGradient("Transpose")
+def _transpose_grad(op, dz):
+    perm = op.inputs[1]
+    value = _ops.const_value(perm)
+    if value is not None:
+        inverse = [0] * len(value)
+        for i, p in enumerate(value):
+            inverse[int(p)] = i
+        inverse = ints(inverse)
+    else:
+        inverse = run("InvertPermutation", [perm])
+    return run("Transpose", [dz, inverse]), None
+
+
+@RegisterGradient("BroadcastTo")
+def _broadcast_to_grad(op, dz):
+    return _ops.reduce_to(dz, op.inputs[0]), None
+
+
+@RegisterGradient("Fill")
+def _fill_grad(op, dz):
+    return None, _ops.reduce_sum(dz, _ops.all_axes(dz))
+
+
+# ---------------------------------------------------------------- joining and splitting
+
+@RegisterGradient("ConcatV2")
+def _concat_grad(op, dz):
+    values, axis = op.inputs[:-1], op.inputs[-1]
+    axis_value = _ops.const_value(axis)
+    sizes = None
+    if axis_value is not None:
+        a = int(axis_value)
+        dims = []
+        for v in values:
+            s = _ops.static_shape(v)
+            dims.append(s[a] if s is not None and -len(s) <= a < len(s) else None)
+        if None not in dims:
+            sizes = ints(dims)
+    if sizes is None:
+        parts = []
+        for v in values:
+            r = _ops.rank(v)
+            parts.append(run("GatherV2", [_ops.shape(v), run("FloorMod", [_ops.cast(axis, dtypes.int32), r]),
+                                          scalar(0, dtypes.int32)]))
+        sizes = run("Pack", parts, {"axis": 0})
+    pieces = run_all("SplitV", [dz, sizes, axis], {"num_split": len(values)})
+    return list(pieces) + [None]
+
+
+@RegisterGradient("Pack")
+def _pack_grad(op, dz):
+    return run_all("Unpack", [dz], {"num": len(op.inputs), "axis": get_attr(op, "axis")})
+
+
+@RegisterGradient("Unpack")
+def _unpack_grad(op, *dzs):
+    return [run("Pack", _grads_or_zeros(op, dzs), {"axis": get_attr(op, "axis")})]
+
+
+@RegisterGradient("Split")
+def _split_grad(op, *dzs):
+    axis = op.inputs[0]
+    return None, _concat(_grads_or_zeros(op, dzs), axis)
+
+
+@RegisterGradient("SplitV")
+def _split_v_grad(op, *dzs):
+    axis = op.inputs[2]
+    return _concat(_grads_or_zeros(op, dzs), axis), None, None
+
+
+@RegisterGradient("Tile")
+def _tile_grad(op, dz):
+    # Reshape dz to [m0, d0, m1, d1, ...] and sum over the m axes.
+    x, multiples = op.inputs
+    xs, mv = _ops.static_shape(x), _ops.const_value(multiples)
+    if _ops.fully_known(xs) and mv is not None:
+        split = []
+        for m, d in zip(mv, xs):
+            split += [int(m), d]
+        g = _ops.reduce_sum(_ops.reshape(dz, ints(split)), ints(range(0, len(split), 2)))
+    else:
+        pairs = run("Pack", [_ops.cast(multiples, dtypes.int32), _ops.shape(x)], {"axis": 1})
+        split = _ops.reshape(pairs, ints([-1]))
+        size = run("Size", [split], {"out_type": dtypes.int32})
+        axes = run("Range", [scalar(0, dtypes.int32), size, scalar(2, dtypes.int32)])
+        g = _ops.reduce_sum(_ops.reshape(dz, split), axes)
+    return g, None
+
+
+# ---------------------------------------------------------------- gathering and slicing
+
+@RegisterGradient("GatherV2")
+def _gather_grad(op, dz):
+    params, indices, axis_t = op.inputs
+    axis = _axis_value(axis_t, "GatherV2")
+    batch_dims = get_attr(op, "batch_dims")
+    if axis == 0 and batch_dims == 0:
+        # dz has shape indices.shape + params.shape[1:]: scatter-add its rows.
+        return run("UnsortedSegmentSum", [dz, indices, _dim(params, 0)]), None, None
+    ps, ids = _ops.static_shape(params), _ops.static_shape(indices)
+    if ps is None or ids is None:
+        raise NotImplementedError("the gradient of GatherV2 with a non-zero axis or batch_dims needs the ranks "
+                                  "of params and indices")
+    pr, ir = len(ps), len(ids)
+    b = batch_dims + ir if batch_dims < 0 else batch_dims
+    a = axis + pr if axis < 0 else axis
+    # dz dims: [B (b), O (a - b), I (ir - b), R (pr - a - 1)]; move I before O so
+    # that indices (with batch offsets) index dz's leading dimensions.
+    n_o, n_i = a - b, ir - b
+    perm = list(range(b)) + list(range(b + n_o, b + n_o + n_i)) + list(range(b, b + n_o)) + \
+        list(range(b + n_o + n_i, b + n_o + n_i + pr - a - 1))
+    dzt = run("Transpose", [dz, ints(perm)])
+    p = _dim(params, a)
+    ids_t = _ops.cast(indices, dtypes.int32) if indices.dtype != dtypes.int64 else indices
+    idt = ids_t.dtype
+    if b > 0:
+        batch_shape = _dims(params, 0, b)
+        nb = run("Prod", [batch_shape, ints([0])], {"keep_dims": False})
+        flat_batch = run("Range", [scalar(0, dtypes.int32), nb, scalar(1, dtypes.int32)])
+        offsets = _ops.reshape(flat_batch, _concat([batch_shape, ints([1] * n_i)], ints(0)))
+        ids_t = _ops.add(ids_t, _ops.cast(_ops.mul(offsets, p), idt))
+        num = _ops.mul(nb, p)
+    else:
+        batch_shape = ints([])
+        num = p
+    g = run("UnsortedSegmentSum", [dzt, ids_t, num])  # [nb * P, O..., R...]
+    g = _ops.reshape(g, _concat([batch_shape, _ops.reshape(p, ints([1])), _dims(params, b, a),
+                                 _dims(params, a + 1)], ints(0)))  # [B, P, O, R]
+    back = list(range(b)) + list(range(b + 1, b + 1 + n_o)) + [b] + list(range(b + 1 + n_o, pr))
+    return run("Transpose", [g, ints(back)]), None, None
+
+
+@RegisterGradient("UnsortedSegmentSum")
+def _segment_sum_grad(op, dz):
+    ids = op.inputs[1]
+    values = _ops.const_value(ids)
+    if values is not None and (values.size == 0 or values.min() >= 0):
+        return run("GatherV2", [dz, ids, scalar(0, dtypes.int32)]), None, None
+    # Negative ids were dropped: they get zero gradient.
+    zero = scalar(0, ids.dtype)
+    g = run("GatherV2", [dz, run("Maximum", [ids, zero]), scalar(0, dtypes.int32)])
+    keep = run("GreaterEqual", [ids, zero])
+    extra = _ops.sub(_ops.rank(g), _ops.rank(ids))
+    ones = run("Fill", [_ops.reshape(extra, ints([1])), scalar(1, dtypes.int32)])
+    keep = _ops.reshape(keep, _concat([_ops.shape(ids), ones], ints(0)))
+    return _ops.select(keep, g, scalar(0, g.dtype)), None, None
+
+
+@RegisterGradient("StridedSlice")
+def _strided_slice_grad(op, dz):
+    x, begin, end, strides = op.inputs
+    attrs = {m: get_attr(op, m) for m in _MASKS}
+    shape = _ops.cast(_ops.shape(x), begin.dtype)
+    return run("StridedSliceGrad", [shape, begin, end, strides, dz], attrs), None, None, None
+
+
+@RegisterGradient("StridedSliceGrad")
+def _strided_slice_grad_grad(op, dz):
+    _, begin, end, strides, _ = op.inputs
+    attrs = {m: get_attr(op, m) for m in _MASKS}
+    return None, None, None, None, run("StridedSlice", [dz, begin, end, strides], attrs)
+
+
+@RegisterGradient("SelectV2")
+def _select_grad(op, dz):
+    cond, t, e = op.inputs
+    zero = scalar(0, dz.dtype)
+    gt = _ops.reduce_to(_ops.select(cond, dz, zero), t)
+    ge = _ops.reduce_to(_ops.select(cond, zero, dz), e)
+    return None, gt, ge

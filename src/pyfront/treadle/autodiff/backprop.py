@@ -1,0 +1,92 @@
+"""Reverse-mode accumulation over a list of ops: the one algorithm behind
+GradientTape.gradient (ops a tape recorded, eager or symbolic) and the
+symbolic differentiation of a traced graph (its operations).
+
+Tensors are identified by object identity; the caller keeps every tensor of
+`ops` alive while this runs."""
+
+from treadle.autodiff import _ops
+from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES, get_gradient_function, set_wanted
+
+
+class EagerOp:
+    """An op a GradientTape recorded while running eagerly, with the fields a
+    graph Operation has that gradient rules read."""
+
+    __slots__ = ("type", "inputs", "attrs", "outputs", "function", "__weakref__")
+    graph = None
+
+    def __init__(self, op_type, inputs, attrs, outputs, function=None):
+        self.type = op_type
+        self.inputs = inputs
+        self.attrs = attrs
+        self.outputs = outputs
+        self.function = function  # the ConcreteFunction of a recorded function call
+
+    def __repr__(self):
+        return f"<recorded op {self.type}>"
+
+
+def _connected_ops(ops, source_ids):
+    """The ops that depend on a source, and the ids of every tensor that does."""
+    connected = set(source_ids)
+    path = []
+    for op in ops:
+        for t in op.inputs:
+            if id(t) in connected:
+                path.append(op)
+                for o in op.outputs:
+                    if o.dtype in DIFFERENTIABLE_DTYPES:
+                        connected.add(id(o))
+                break
+    return path, connected
+
+
+def backward(ops, targets, target_grads, sources):
+    """Gradients of `targets` (weighted by `target_grads`) with respect to each
+    of `sources`; None where a source is not connected.
+
+    `ops` must be in an order where every op comes after the ops producing
+    its inputs (the order they were made in)."""
+    source_ids = {id(s) for s in sources if s.dtype in DIFFERENTIABLE_DTYPES}
+    path, connected = _connected_ops(ops, source_ids)
+    grads = {}
+    for t, g in zip(targets, target_grads):
+        if g is not None and id(t) in connected:
+            grads.setdefault(id(t), []).append(g)
+    for op in reversed(path):
+        out_grads = []
+        found = False
+        for o in op.outputs:
+            pending = grads.get(id(o))
+            if pending is None:
+                out_grads.append(None)
+                continue
+            g = _ops.add_n(pending) if len(pending) > 1 else pending[0]
+            if id(o) in source_ids:
+                grads[id(o)] = [g]
+            else:
+                del grads[id(o)]
+            out_grads.append(g)
+            found = True
+        if not found:
+            continue
+        rule = get_gradient_function(op.type)
+        if rule is None:
+            continue
+        set_wanted(tuple(id(t) in connected for t in op.inputs))
+        try:
+            in_grads = rule(op, *out_grads)
+        finally:
+            set_wanted(None)
+        if len(in_grads) != len(op.inputs):
+            raise ValueError(f"the gradient rule of {op.type} returned {len(in_grads)} gradients for "
+                             f"{len(op.inputs)} inputs")
+        for t, g in zip(op.inputs, in_grads):
+            if g is not None and id(t) in connected:
+                grads.setdefault(id(t), []).append(g)
+    out = []
+    for s in sources:
+        pending = grads.get(id(s))
+        out.append(None if pending is None else _ops.add_n(pending))
+    return out

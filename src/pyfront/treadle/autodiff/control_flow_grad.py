@@ -1,0 +1,1 @@
+"""Gradients of If and While (to be written)."""

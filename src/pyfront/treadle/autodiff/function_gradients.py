@@ -1,0 +1,384 @@
+"""Gradients of traced functions: symbolic differentiation of a FuncGraph into
+a backward graph, registered as a library function.
+
+For a function graph G with outputs Y, `FunctionGradient` builds:
+
+- the backward function: arguments (one dY per output that takes a
+  gradient) + (the forward tensors the gradient rules read), results the
+  gradients of G's inputs;
+- the forward function with intermediates: G with the intermediate tensors
+  the backward function reads appended to its outputs (a second
+  ConcreteFunction over the same graph), so nothing is recomputed: a call
+  recorded by a GradientTape, or a call op in a graph being differentiated,
+  runs this forward function and hands its extra outputs to the backward one.
+
+The set of intermediates is closed: differentiating the forward function
+with respect to its extra outputs too (second derivatives, where an outer
+tape differentiates the backward function) reads no tensor it does not
+output.
+
+`backward_function(concrete_fn)` packages the pair as one function of
+(forward inputs, output gradients) for callers that do not keep the forward
+run's intermediates (the Loom)."""
+
+import threading
+
+from treadle.autodiff import _ops
+from treadle.autodiff.backprop import backward
+from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES, RegisterGradient
+from treadle.framework import context, dtypes
+from treadle.framework.func_graph import FuncGraph, unique_function_name
+from treadle.framework.graph_tensor import SymbolicTensor
+from treadle.framework.tensor_shape import TensorShape
+
+_lock = threading.RLock()
+
+
+class BackwardGraph(FuncGraph):
+    """The graph a backward function is built in. Tensors of the forward graph
+    that gradient rules use become its arguments (`forward_captures`), in the
+    order they were first used; constants are copied instead."""
+
+    def __init__(self, name, forward):
+        super().__init__(name)
+        self.forward = forward
+        self.forward_captures = {}  # id(forward tensor) -> (forward tensor, placeholder)
+
+    def capture(self, value, name=None):
+        if isinstance(value, SymbolicTensor) and value.graph is self.forward:
+            entry = self.forward_captures.get(id(value))
+            if entry is not None:
+                return entry[1]
+            if value.op.type == "Const":
+                t = self.constant(value.op.value)
+            else:
+                t = self.add_placeholder(value.dtype, value.shape, "fwd_" + value.op.name)
+            self.forward_captures[id(value)] = (value, t)
+            return t
+        return super().capture(value, name)
+
+
+def gradient_dtype(t):
+    """The dtype of the gradient of tensor t, or None when it takes none."""
+    if t.dtype not in DIFFERENTIABLE_DTYPES:
+        return None
+    if t.dtype == dtypes.resource:
+        read = _variable_read(t)
+        return None if read is None else read.dtype
+    return t.dtype
+
+
+def _variable_read(handle):
+    """A ReadVariableOp of `handle` in its graph (for the variable's dtype and shape), or None."""
+    graph = getattr(handle, "graph", None)
+    if graph is None:
+        return None
+    for op in graph.operations:
+        if op.type == "ReadVariableOp" and any(t is handle for t in op.inputs):
+            return op.outputs[0]
+    return None
+
+
+class GraphBackward:
+    """The backward function of `graph` with respect to `outputs`."""
+
+    def __init__(self, graph, outputs, name):
+        self.graph = graph
+        self.outputs = list(outputs)
+        bwd = BackwardGraph(unique_function_name(name + "_backward"), graph)
+        # dY for every output that takes a gradient: a resource output (a
+        # variable handle passed through) takes its variable's gradient.
+        self.dy_dtypes = [gradient_dtype(y) for y in self.outputs]
+        with bwd:
+            dys = []
+            for y, dt in zip(self.outputs, self.dy_dtypes):
+                if dt is None:
+                    continue
+                shape = y.shape if y.dtype != dtypes.resource else _variable_read(y).shape
+                dys.append(bwd.add_placeholder(dt, shape, "dy"))
+            targets = [y for y, dt in zip(self.outputs, self.dy_dtypes) if dt is not None]
+            grads = backward(graph.operations, targets, dys, graph.inputs)
+            results, self.grad_index = [], []
+            for g in grads:
+                if g is None:
+                    self.grad_index.append(None)
+                else:
+                    self.grad_index.append(len(results))
+                    results.append(bwd._graph_input(g))
+        fwd_entries = list(bwd.forward_captures.values())
+        self.needed = [fwd for fwd, ph in fwd_entries if ph.op.type == "Placeholder"]
+        needed_phs = [ph for fwd, ph in fwd_entries if ph.op.type == "Placeholder"]
+        capture_phs = [ph for _, ph in bwd.captures.values()]
+        bwd.inputs = dys + needed_phs + capture_phs
+        bwd.structured_outputs = list(results)
+        bwd.outputs = list(results)
+        from treadle.function.concrete_function import ConcreteFunction
+        self.function = ConcreteFunction(bwd, bwd.name, ((), {}), list(results))
+        self.function.function_def()
+        bwd.finalized = True
+        input_index = {id(t): i for i, t in enumerate(graph.inputs)}
+        # For each needed forward tensor: ("input", i) or ("intermediate", tensor).
+        self.needed_kinds = [("input", input_index[id(t)]) if id(t) in input_index else ("intermediate", t)
+                             for t in self.needed]
+
+    def intermediates(self):
+        return [t for kind, t in self.needed_kinds if kind == "intermediate"]
+
+    def call(self, dys, forward_inputs, output_values, intermediate_value):
+        """Runs the backward function: `dys` one per output (None: zeros of
+        the matching `output_values`), `forward_inputs` the values of the
+        forward graph's inputs, `intermediate_value(t)` the value of
+        intermediate t. Returns one gradient (or None) per forward input."""
+        args = []
+        for y, dt, dy, value in zip(self.outputs, self.dy_dtypes, dys, output_values):
+            if dt is None:
+                continue
+            args.append(dy if dy is not None else zeros_for(value, y, dt))
+        for kind, v in self.needed_kinds:
+            args.append(forward_inputs[v] if kind == "input" else intermediate_value(v))
+        results = self.function._call_flat(args)
+        return [None if i is None else results[i] for i in self.grad_index]
+
+
+def zeros_for(value, like, grad_dtype):
+    """A zero gradient for `value`, whose forward-graph counterpart is `like`
+    (used to tell a list's element dtype) and whose gradient has `grad_dtype`."""
+    from treadle.autodiff import list_grad
+    if value.dtype == dtypes.variant:
+        return list_grad.zeros_list(value, list_element_dtype(like))
+    if value.dtype == dtypes.resource:
+        return _ops.zeros_like(_ops.run("ReadVariableOp", [value], {"dtype": grad_dtype}))
+    return _ops.zeros_like(value)
+
+
+def list_element_dtype(t):
+    """The element dtype of the tensor list t, found from the ops that make or use it."""
+    seen = set()
+    todo = [t]
+    while todo:
+        t = todo.pop()
+        if id(t) in seen:
+            continue
+        seen.add(id(t))
+        op = getattr(t, "op", None)
+        if op is None:
+            continue
+        if "element_dtype" in (op.attrs or {}):
+            return op.attrs["element_dtype"]
+        graph = op.graph
+        for consumer in graph.operations:
+            if consumer.type != "TensorListAddN" and "element_dtype" in (consumer.attrs or {}) and \
+                    any(x is t for x in consumer.inputs):
+                return consumer.attrs["element_dtype"]
+        if op.type == "While":
+            todo.append(op.inputs[t.value_index])
+            body = graph.functions[op.attrs["body"]]
+            todo.append(body.graph.inputs[t.value_index])
+        elif op.type in ("If", "PartitionedCall", "StatefulPartitionedCall"):
+            for attr in ("then_branch", "else_branch", "f"):
+                if attr in op.attrs:
+                    fn = graph.functions[op.attrs[attr]]
+                    todo.append(fn._flat_outputs[t.value_index])
+        elif op.type == "Placeholder":
+            for ext, ph in graph.captures.values():
+                if ph is t:
+                    todo.append(ext)
+            for fwd, ph in getattr(graph, "forward_captures", {}).values():
+                if ph is t:
+                    todo.append(fwd)
+    raise TypeError("cannot tell the element dtype of a tensor list whose gradient is needed")
+
+
+class FunctionGradient:
+    """The gradient of one function graph with respect to its outputs: the
+    backward functions and the forward function with intermediates."""
+
+    def __init__(self, graph, outputs, name):
+        self.graph = graph
+        self.outputs = list(outputs)
+        self.name = name
+        self.first_order = GraphBackward(graph, self.outputs, name)
+        self.hidden = []
+        self._add_hidden(self.first_order.intermediates())
+        self._full = None
+        self._close()
+        from treadle.function.concrete_function import ConcreteFunction
+        self.forward = ConcreteFunction(graph, unique_function_name(name + "_forward"), ((), {}),
+                                        self.outputs + self.hidden)
+        self.forward.function_def()
+        self.forward._gradient_info = self
+
+    def _add_hidden(self, tensors):
+        known = {id(t) for t in self.outputs + self.hidden}
+        added = False
+        for t in tensors:
+            if id(t) not in known:
+                known.add(id(t))
+                self.hidden.append(t)
+                added = True
+        return added
+
+    def _close(self):
+        """Extends the hidden outputs until differentiating with respect to all
+        outputs reads nothing else (so that second derivatives work)."""
+        if not self.hidden:
+            self._full = self.first_order
+            return
+        try:
+            while True:
+                full = GraphBackward(self.graph, self.outputs + self.hidden, self.name)
+                if not self._add_hidden(full.intermediates()):
+                    self._full = full
+                    return
+        except (NotImplementedError, LookupError, TypeError):
+            self._full = None  # first-order gradients still work; higher orders fail when asked
+
+    def backward_for(self, hidden_dys):
+        """The GraphBackward to use given the gradients of the hidden outputs."""
+        if all(g is None for g in hidden_dys):
+            return self.first_order, False
+        if self._full is None:
+            raise NotImplementedError(f"higher-order gradients of {self.name} are not supported")
+        return self._full, True
+
+    def apply(self, dys, forward_inputs, output_values):
+        """Input gradients of a call from `dys` (one per output and hidden
+        output; None stands for zeros), the call's inputs and the values of
+        its outputs (hidden ones included)."""
+        n = len(self.outputs)
+        dys = list(dys) + [None] * (n + len(self.hidden) - len(dys))
+        bwd, full = self.backward_for(dys[n:])
+        position = {}
+        for i, t in enumerate(self.outputs + self.hidden):
+            position.setdefault(id(t), i)
+        given = dys if full else dys[:n]
+        return bwd.call(given, forward_inputs, output_values, lambda t: output_values[position[id(t)]])
+
+
+def function_gradient(fn):
+    """The FunctionGradient of ConcreteFunction `fn` (cached on it). A forward
+    function made by a FunctionGradient gives that FunctionGradient."""
+    info = getattr(fn, "_gradient_info", None)
+    if info is None:
+        with _lock:
+            info = getattr(fn, "_gradient_info", None)
+            if info is None:
+                info = FunctionGradient(fn.graph, fn._flat_outputs, fn.name)
+                fn._gradient_info = info
+    return info
+
+
+# ---------------------------------------------------------------- calls of functions
+
+def _called_function(op):
+    if op.graph is None:
+        return op.function
+    return op.graph.functions[op.attrs["f"]]
+
+
+def expose_call_intermediates(op, info):
+    """Makes the call op `op` (in a graph not yet run) call the forward
+    function with intermediates, appending the hidden outputs to op.outputs."""
+    if op.attrs["f"] == info.forward.name:
+        return
+    graph = op.graph
+    graph.add_function(info.forward)
+    attrs = dict(op.attrs)
+    attrs["f"] = info.forward.name
+    attrs["Tout"] = list(attrs["Tout"]) + [t.dtype for t in info.hidden]
+    attrs["output_shapes"] = list(attrs.get("output_shapes") or [t.shape.dims for t in info.outputs]) + \
+        [t.shape.dims for t in info.hidden]
+    op.attrs = attrs
+    n = len(op.outputs)
+    op.outputs.extend(SymbolicTensor(op, n + i, t.dtype, t.shape) for i, t in enumerate(info.hidden))
+
+
+@RegisterGradient("PartitionedCall", "StatefulPartitionedCall")
+def _call_grad(op, *dys):
+    info = function_gradient(_called_function(op))
+    if op.graph is not None:
+        expose_call_intermediates(op, info)
+    return info.apply(dys, op.inputs, op.outputs)
+
+
+def run_forward(fn, args):
+    """Runs fn's forward function with intermediates on eager `args`
+    (arguments then captured values): (FunctionGradient, all outputs)."""
+    info = function_gradient(fn)
+    return info, info.forward._get_executable().run(list(args))
+
+
+# ---------------------------------------------------------------- for other callers
+
+def backward_function(concrete_fn):
+    """The backward function of `concrete_fn` as a library function.
+
+    Returns a ConcreteFunction whose arguments are the forward function's
+    inputs (`concrete_fn.graph.inputs`: its arguments, then its captured
+    values) followed by one output gradient per output of `concrete_fn` that
+    takes a gradient (float outputs; `.output_gradient_indices` lists which),
+    and whose results are the gradients of the inputs connected to an output
+    (`.input_gradient_indices` lists which inputs, in order; a captured
+    variable's handle gets the gradient of the variable's value).
+
+    It reruns the forward computation to get the intermediates it needs (it
+    takes only the forward inputs), so the forward function's stateful ops
+    (variable writes, random numbers) run again. Its FunctionDef and library
+    come from `.function_def()` and `.library_graph_def()`; in C++ it runs
+    with `_core.Executable.from_function(fn.library_graph_def().SerializeToString(), fn.name)`.
+    """
+    cached = getattr(concrete_fn, "_backward_function", None)
+    if cached is not None:
+        return cached
+    info = function_gradient(concrete_fn)
+    fwd_graph = info.graph
+    graph = FuncGraph(unique_function_name(concrete_fn.name + "_grad"))
+    with graph:
+        xs = [graph.add_placeholder(t.dtype, t.shape, "x") for t in fwd_graph.inputs]
+        out_idx = [i for i, t in enumerate(info.outputs) if gradient_dtype(t) is not None]
+        dy_phs = {}
+        for i in out_idx:
+            y = info.outputs[i]
+            dy_phs[i] = graph.add_placeholder(gradient_dtype(y), y.shape, "dy")
+        outs = info.forward._call_in_graph(graph, xs)
+        dys = [dy_phs.get(i) for i in range(len(info.outputs))]
+        grads = info.apply(dys, xs, outs)
+        input_idx = [i for i, g in enumerate(grads) if g is not None]
+        results = [graph._graph_input(grads[i]) for i in input_idx]
+    graph.inputs = xs + [dy_phs[i] for i in out_idx] + [ph for _, ph in graph.captures.values()]
+    graph.structured_outputs = list(results)
+    graph.outputs = list(results)
+    from treadle.function.concrete_function import ConcreteFunction
+    fn = ConcreteFunction(graph, graph.name, ((), {}), list(results))
+    fn.function_def()
+    graph.finalized = True
+    fn.input_gradient_indices = input_idx
+    fn.output_gradient_indices = out_idx
+    concrete_fn._backward_function = fn
+    return fn
+
+
+def reopened(graph):
+    """Context manager: adds ops to `graph` even if it is finished (used to
+    rewrite ops of a graph whose library functions are already serialized)."""
+    return _Reopened(graph)
+
+
+class _Reopened:
+    def __init__(self, graph):
+        self.graph = graph
+
+    def __enter__(self):
+        self.was_finalized = self.graph.finalized
+        self.graph.finalized = False
+        context.push_graph(self.graph)
+        return self.graph
+
+    def __exit__(self, *exc):
+        context.pop_graph(self.graph)
+        self.graph.finalized = self.was_finalized
+        return False
+
+
+__all__ = ["backward_function", "function_gradient", "FunctionGradient", "GraphBackward", "BackwardGraph",
+           "TensorShape"]

@@ -1,0 +1,54 @@
+"""Gradient rules of the tensor-list ops behind td.TensorArray. The gradient
+of a list is a list of the gradients of its items (unwritten items standing
+for zeros); lists of gradients add up item by item (TensorListAddN)."""
+
+from treadle.autodiff import _ops
+from treadle.autodiff._ops import run
+from treadle.autodiff.array_grad import _dims
+from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
+from treadle.framework import dtypes
+
+NotDifferentiable("TensorListReserve", "TensorListLength")
+
+
+def zeros_list(like, element_dtype, element_shape=None):
+    """A list as long as `like` with no item written: the zero gradient of a list."""
+    if element_shape is None:
+        element_shape = _ops.scalar(-1, dtypes.int32)
+    length = run("TensorListLength", [like])
+    return run("TensorListReserve", [element_shape, length], {"element_dtype": element_dtype})
+
+
+@RegisterGradient("TensorListFromTensor")
+def _from_tensor_grad(op, dlist):
+    tensor = op.inputs[0]
+    s = _ops.static_shape(tensor)
+    n = s[0] if s is not None and s[0] is not None else -1
+    g = run("TensorListStack", [dlist, _dims(tensor, 1)], {"element_dtype": tensor.dtype, "num_elements": n})
+    return g, None
+
+
+@RegisterGradient("TensorListStack")
+def _stack_grad(op, dz):
+    return run("TensorListFromTensor", [dz, _dims(dz, 1)], {"element_dtype": dz.dtype}), None
+
+
+@RegisterGradient("TensorListGetItem")
+def _get_item_grad(op, dz):
+    lst, index, _ = op.inputs
+    zeros = zeros_list(lst, dz.dtype, _ops.shape(op.outputs[0]))
+    return run("TensorListSetItem", [zeros, index, dz], {"element_dtype": dz.dtype}), None, None
+
+
+@RegisterGradient("TensorListSetItem")
+def _set_item_grad(op, dlist):
+    _, index, item = op.inputs
+    dtype = get_attr(op, "element_dtype")
+    ditem = run("TensorListGetItem", [dlist, index, _ops.shape(item)], {"element_dtype": dtype})
+    dlist_in = run("TensorListSetItem", [dlist, index, _ops.zeros_like(item)], {"element_dtype": dtype})
+    return dlist_in, None, ditem
+
+
+@RegisterGradient("TensorListAddN")
+def _list_add_n_grad(op, dlist):
+    return [dlist] * len(op.inputs)

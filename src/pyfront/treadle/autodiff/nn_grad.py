@@ -1,0 +1,56 @@
+"""Gradient rules of the neural-network ops."""
+
+from treadle.autodiff import _ops
+from treadle.autodiff._ops import mul, run, scalar, sub
+from treadle.autodiff.registry import RegisterGradient, get_attr
+from treadle.framework import dtypes
+
+
+@RegisterGradient("Relu")
+def _relu_grad(op, dz):
+    return [run("ReluGrad", [dz, op.outputs[0]])]
+
+
+@RegisterGradient("ReluGrad")
+def _relu_grad_grad(op, ddz):
+    # ReluGrad(g, f) is linear in g, and piecewise constant in f.
+    return run("ReluGrad", [ddz, op.inputs[1]]), None
+
+
+def _sum_along(x, axis):
+    return run("Sum", [x, _ops.ints([axis])], {"keep_dims": True})
+
+
+@RegisterGradient("Softmax")
+def _softmax_grad(op, dz):
+    y = op.outputs[0]
+    axis = get_attr(op, "axis")
+    return [mul(sub(dz, _sum_along(mul(dz, y), axis)), y)]
+
+
+@RegisterGradient("LogSoftmax")
+def _log_softmax_grad(op, dz):
+    y = op.outputs[0]
+    axis = get_attr(op, "axis")
+    return [sub(dz, mul(run("Exp", [y]), _sum_along(dz, axis)))]
+
+
+@RegisterGradient("L2Loss")
+def _l2_loss_grad(op, dz):
+    return [mul(op.inputs[0], dz)]
+
+
+@RegisterGradient("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_xent_grad(op, dloss, dbackprop):
+    # The op's second output is the gradient of the loss with respect to the
+    # logits (softmax - one_hot(labels)).
+    logits = op.inputs[0]
+    g = None
+    if dloss is not None:
+        g = mul(run("ExpandDims", [dloss, scalar(-1, dtypes.int32)]), op.outputs[1])
+    if dbackprop is not None:
+        # Second-order terms: backprop depends on the logits through the softmax.
+        softmax = run("Softmax", [logits], {"axis": -1})
+        h = mul(sub(dbackprop, _sum_along(mul(dbackprop, softmax), -1)), softmax)
+        g = h if g is None else _ops.add(g, h)
+    return g, None
