@@ -143,9 +143,6 @@ class GraphBackward:
 def zeros_for(value, like, grad_dtype):
     """A zero gradient for `value`, whose forward-graph counterpart is `like`
     (used to tell a list's element dtype) and whose gradient has `grad_dtype`."""
-    from treadle.autodiff import list_grad
-    if value.dtype == dtypes.variant:
-        return list_grad.zeros_list(value, list_element_dtype(like))
     if value.dtype == dtypes.resource:
         return _ops.zeros_like(_ops.run("ReadVariableOp", [value], {"dtype": grad_dtype}))
     return _ops.zeros_like(value)
@@ -189,70 +186,89 @@ def list_element_dtype(t):
     raise TypeError("cannot tell the element dtype of a tensor list whose gradient is needed")
 
 
+class _Level:
+    """One level of a function's gradient: the backward function with respect
+    to `differentiated` outputs, and the forward function whose outputs
+    (`outputs`) add the intermediates that backward function reads."""
+
+    def __init__(self, differentiated, bwd, forward, outputs):
+        self.differentiated, self.bwd, self.forward, self.outputs = differentiated, bwd, forward, outputs
+        self.position = {}
+        for i, t in enumerate(outputs):
+            self.position.setdefault(id(t), i)
+
+
 class FunctionGradient:
-    """The gradient of one function graph with respect to its outputs: the
-    backward functions and the forward function with intermediates."""
+    """The gradient of one function graph with respect to its outputs.
+
+    Level 0 differentiates the function's own outputs; its forward function
+    appends the intermediates that needs (the "hidden" outputs). Level k+1
+    differentiates every output of level k's forward function (a second
+    derivative reaches the hidden outputs through the first derivative's
+    backward function) and appends what that needs. Levels are made when
+    first asked for."""
 
     def __init__(self, graph, outputs, name):
         self.graph = graph
         self.outputs = list(outputs)
         self.name = name
-        self.first_order = GraphBackward(graph, self.outputs, name)
-        self.hidden = []
-        self._add_hidden(self.first_order.intermediates())
-        self._full = None
-        self._close()
-        from treadle.function.concrete_function import ConcreteFunction
-        self.forward = ConcreteFunction(graph, unique_function_name(name + "_forward"), ((), {}),
-                                        self.outputs + self.hidden)
-        self.forward.function_def()
-        self.forward._gradient_info = self
+        self.levels = []
+        self._add_level(self.outputs)
 
-    def _add_hidden(self, tensors):
-        known = {id(t) for t in self.outputs + self.hidden}
-        added = False
-        for t in tensors:
+    def _add_level(self, differentiated):
+        bwd = GraphBackward(self.graph, differentiated, self.name)
+        outputs = list(differentiated)
+        known = {id(t) for t in outputs}
+        for t in bwd.intermediates():
             if id(t) not in known:
                 known.add(id(t))
-                self.hidden.append(t)
-                added = True
-        return added
+                outputs.append(t)
+        from treadle.function.concrete_function import ConcreteFunction
+        forward = ConcreteFunction(self.graph, unique_function_name(f"{self.name}_forward{len(self.levels)}"),
+                                   ((), {}), outputs)
+        forward.function_def()
+        forward._gradient_info = self
+        self.levels.append(_Level(differentiated, bwd, forward, outputs))
 
-    def _close(self):
-        """Extends the hidden outputs until differentiating with respect to all
-        outputs reads nothing else (so that second derivatives work)."""
-        if not self.hidden:
-            self._full = self.first_order
-            return
-        try:
-            while True:
-                full = GraphBackward(self.graph, self.outputs + self.hidden, self.name)
-                if not self._add_hidden(full.intermediates()):
-                    self._full = full
-                    return
-        except (NotImplementedError, LookupError, TypeError):
-            self._full = None  # first-order gradients still work; higher orders fail when asked
+    def level(self, k):
+        with _lock:
+            while len(self.levels) <= k:
+                self._add_level(self.levels[-1].outputs)
+        return self.levels[k]
 
-    def backward_for(self, hidden_dys):
-        """The GraphBackward to use given the gradients of the hidden outputs."""
-        if all(g is None for g in hidden_dys):
-            return self.first_order, False
-        if self._full is None:
-            raise NotImplementedError(f"higher-order gradients of {self.name} are not supported")
-        return self._full, True
+    @property
+    def forward(self):
+        return self.levels[0].forward
 
-    def apply(self, dys, forward_inputs, output_values):
-        """Input gradients of a call from `dys` (one per output and hidden
-        output; None stands for zeros), the call's inputs and the values of
-        its outputs (hidden ones included)."""
-        n = len(self.outputs)
-        dys = list(dys) + [None] * (n + len(self.hidden) - len(dys))
-        bwd, full = self.backward_for(dys[n:])
-        position = {}
-        for i, t in enumerate(self.outputs + self.hidden):
-            position.setdefault(id(t), i)
-        given = dys if full else dys[:n]
-        return bwd.call(given, forward_inputs, output_values, lambda t: output_values[position[id(t)]])
+    @property
+    def hidden(self):
+        return self.levels[0].outputs[len(self.outputs):]
+
+    def level_of(self, fn):
+        """The level whose forward function is fn; -1 for the function itself."""
+        for k, lvl in enumerate(self.levels):
+            if lvl.forward is fn:
+                return k
+        return -1
+
+    def level_for(self, dys):
+        """The lowest level differentiating every output that has a gradient in `dys`."""
+        last = max((i for i, g in enumerate(dys) if g is not None), default=-1)
+        k = 0
+        while len(self.level(k).differentiated) <= last:
+            if len(self.level(k).outputs) == len(self.level(k).differentiated):
+                raise ValueError(f"{self.name}: a gradient was given for output {last}, which it does not have")
+            k += 1
+        return k
+
+    def call_level(self, k, dys, forward_inputs, values):
+        """Input gradients from level k's backward function: `dys` for (a prefix
+        of) its differentiated outputs, None for zeros; `values` the values of
+        level k's forward outputs (list-like)."""
+        lvl = self.level(k)
+        n = len(lvl.differentiated)
+        dys = list(dys[:n]) + [None] * (n - min(len(dys), n))
+        return lvl.bwd.call(dys, forward_inputs, values, lambda t: values[lvl.position[id(t)]])
 
 
 def function_gradient(fn):
@@ -276,36 +292,47 @@ def _called_function(op):
     return op.graph.functions[op.attrs["f"]]
 
 
-def expose_call_intermediates(op, info):
-    """Makes the call op `op` (in a graph not yet run) call the forward
-    function with intermediates, appending the hidden outputs to op.outputs."""
-    if op.attrs["f"] == info.forward.name:
-        return
+def _retarget_call(op, forward):
+    """Makes the call op `op` (in a graph not yet run) call `forward`, a
+    forward function whose outputs extend the ones op has."""
     graph = op.graph
-    graph.add_function(info.forward)
+    graph.add_function(forward)
     attrs = dict(op.attrs)
-    attrs["f"] = info.forward.name
-    attrs["Tout"] = list(attrs["Tout"]) + [t.dtype for t in info.hidden]
-    attrs["output_shapes"] = list(attrs.get("output_shapes") or [t.shape.dims for t in info.outputs]) + \
-        [t.shape.dims for t in info.hidden]
-    op.attrs = attrs
+    outputs = forward._flat_outputs
     n = len(op.outputs)
-    op.outputs.extend(SymbolicTensor(op, n + i, t.dtype, t.shape) for i, t in enumerate(info.hidden))
+    attrs["f"] = forward.name
+    attrs["Tout"] = [t.dtype for t in outputs]
+    attrs["output_shapes"] = list(attrs.get("output_shapes") or [t.shape.dims for t in outputs[:n]]) + \
+        [t.shape.dims for t in outputs[n:]]
+    op.attrs = attrs
+    op.outputs.extend(SymbolicTensor(op, i, t.dtype, t.shape) for i, t in enumerate(outputs[n:], n))
 
 
 @RegisterGradient("PartitionedCall", "StatefulPartitionedCall")
 def _call_grad(op, *dys):
-    info = function_gradient(_called_function(op))
-    if op.graph is not None:
-        expose_call_intermediates(op, info)
-    return info.apply(dys, op.inputs, op.outputs)
+    fn = _called_function(op)
+    info = function_gradient(fn)
+    dys = list(dys) + [None] * (len(op.outputs) - len(dys))
+    k = info.level_for(dys)
+    lvl = info.level(k)
+    if info.level_of(fn) >= k:
+        values = op.outputs
+    elif op.graph is not None:
+        _retarget_call(op, lvl.forward)
+        values = op.outputs
+    else:
+        # An eager call ran an earlier level's forward function: run this
+        # level's to get the values its backward function reads (a higher
+        # derivative through a function call recomputes the function).
+        values = lvl.forward._get_executable().run(list(op.inputs))
+    return info.call_level(k, dys, op.inputs, values)
 
 
 def run_forward(fn, args):
-    """Runs fn's forward function with intermediates on eager `args`
-    (arguments then captured values): (FunctionGradient, all outputs)."""
+    """Runs fn's level-0 forward function on eager `args` (arguments, then
+    captured values): (that forward function, all its outputs)."""
     info = function_gradient(fn)
-    return info, info.forward._get_executable().run(list(args))
+    return info.forward, info.forward._get_executable().run(list(args))
 
 
 # ---------------------------------------------------------------- for other callers
@@ -342,7 +369,7 @@ def backward_function(concrete_fn):
             dy_phs[i] = graph.add_placeholder(gradient_dtype(y), y.shape, "dy")
         outs = info.forward._call_in_graph(graph, xs)
         dys = [dy_phs.get(i) for i in range(len(info.outputs))]
-        grads = info.apply(dys, xs, outs)
+        grads = info.call_level(0, dys, xs, outs)
         input_idx = [i for i, g in enumerate(grads) if g is not None]
         results = [graph._graph_input(grads[i]) for i in input_idx]
     graph.inputs = xs + [dy_phs[i] for i in out_idx] + [ph for _, ph in graph.captures.values()]

@@ -89,12 +89,12 @@ def _record_call(fn, args):
     tapes = [t for t in _tapes.recording if t._graph is None and t._watches_any(full_args)]
     if not tapes:
         return None
-    info, outputs = function_gradients.run_forward(fn, full_args)
+    forward, outputs = function_gradients.run_forward(fn, full_args)
     op_type = "StatefulPartitionedCall" if fn.graph.stateful_ops else "PartitionedCall"
-    record = backprop.EagerOp(op_type, full_args, {"f": fn.name}, outputs, function=fn)
+    record = backprop.EagerOp(op_type, full_args, {"f": forward.name}, outputs, function=forward)
     for tape in tapes:
         tape._add(record)
-    return outputs[:len(info.outputs)]
+    return outputs[:len(fn._flat_outputs)]
 
 
 class GradientTape:

@@ -98,15 +98,18 @@ class FuncGraph:
     def capture(self, value, name=None):
         """The placeholder standing for an outside tensor (an eager tensor, or a
         tensor of an enclosing graph) inside this graph; made once per tensor."""
+        if isinstance(value, SymbolicTensor) and value.graph is not self.outer_graph:
+            if value.graph.finalized or not value.graph.is_ancestor_of(self.outer_graph):
+                raise TypeError(_OUT_OF_SCOPE.format(t=value))
+            # Thread it through the graphs in between: the captured value is
+            # the outer graph's placeholder for it (made once there).
+            value = self.outer_graph.capture(value)
         key = id(value)
         entry = self.captures.get(key)
         if entry is not None and entry[0] is value:
             return entry[1]
-        if isinstance(value, SymbolicTensor):
-            if value.graph.finalized or not value.graph.is_ancestor_of(self.outer_graph):
-                raise TypeError(_OUT_OF_SCOPE.format(t=value))
-            if self.outer_graph is not value.graph:
-                value = self.outer_graph.capture(value)  # thread it through the graphs in between
+        if isinstance(value, SymbolicTensor) and value.graph.finalized:
+            raise TypeError(_OUT_OF_SCOPE.format(t=value))
         placeholder = self.add_placeholder(value.dtype, value.shape, name or "capture")
         self.captures[key] = (value, placeholder)
         return placeholder
