@@ -1,0 +1,197 @@
+"""td.optimizers: SGD (with momentum) and Adam, as TensorFlow's Keras
+optimizers compute them.
+
+`apply_gradients(zip(grads, variables))` updates the variables with ops, so
+it runs eagerly or inside a td.function (a whole training step as one
+graph). Slot variables (momentum, Adam's moments) are made once, at the
+first apply for each variable; inside a td.function that is the first trace,
+where td.function allows creating variables."""
+
+from treadle.framework import context, dtypes
+from treadle.framework.ops import execute
+from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework.variables import Variable
+
+
+def _run(op_name, inputs, attrs=None):
+    return execute(op_name, inputs, attrs)[0]
+
+
+class Optimizer:
+    """The common part: the step counter, slots, and the apply loop."""
+
+    def __init__(self, learning_rate, name):
+        self._learning_rate = learning_rate
+        self.name = name
+        self._iterations = None
+        self._slots = {}          # (slot name, variable id) -> Variable
+        self._slot_order = []
+        self._built_for = set()   # ids of the variables whose slots exist
+
+    # ---------------------------------------------------------- state
+    @property
+    def iterations(self):
+        """The number of apply_gradients calls made (an int64 variable)."""
+        if self._iterations is None:
+            with context.init_scope():
+                self._iterations = Variable(0, dtype=dtypes.int64, trainable=False, name=f"{self.name}/iterations")
+        return self._iterations
+
+    @property
+    def learning_rate(self):
+        return self._learning_rate
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        self._learning_rate = value
+
+    @property
+    def variables(self):
+        """The optimizer's own variables: the step counter, then the slots."""
+        return ([self._iterations] if self._iterations is not None else []) + list(self._slot_order)
+
+    def add_slot(self, variable, slot_name):
+        """A variable of `variable`'s shape and dtype, initially zeros (made once)."""
+        key = (slot_name, variable._unique_id)
+        slot = self._slots.get(key)
+        if slot is None:
+            with context.init_scope():
+                initial = _run("ZerosLike", [variable.read_value()])
+                slot = Variable(initial, trainable=False, name=f"{self.name}/{variable._name}/{slot_name}",
+                                shape=variable.shape)
+            self._slots[key] = slot
+            self._slot_order.append(slot)
+        return slot
+
+    def get_slot(self, variable, slot_name):
+        return self._slots[(slot_name, variable._unique_id)]
+
+    def _current_learning_rate(self, dtype):
+        lr = self._learning_rate
+        if callable(lr):
+            lr = lr(self.iterations)
+        if isinstance(lr, Tensor):
+            return lr if lr.dtype == dtype else _run("Cast", [lr], {"DstT": dtype})
+        return convert_to_tensor(float(lr), dtype=dtype)
+
+    # ---------------------------------------------------------- applying
+    def apply_gradients(self, grads_and_vars, name=None):
+        """Applies one update step to each variable with a gradient (pairs with a
+        None gradient are skipped, as in TensorFlow), then counts the step."""
+        pairs = []
+        for grad, var in grads_and_vars:
+            if not isinstance(var, Variable):
+                raise TypeError(f"apply_gradients expects (gradient, td.Variable) pairs, got {var!r}")
+            if grad is None:
+                continue
+            grad = convert_to_tensor(grad)
+            if grad.dtype != var.dtype:
+                raise TypeError(f"gradient of dtype {grad.dtype.name} for variable {var.name} of dtype "
+                                f"{var.dtype.name}")
+            pairs.append((grad, var))
+        iterations = self.iterations
+        for _, var in pairs:
+            if var._unique_id not in self._built_for:
+                self._build_slots(var)
+                self._built_for.add(var._unique_id)
+        for grad, var in pairs:
+            self._update(grad, var)
+        iterations.assign_add(convert_to_tensor(1, dtype=dtypes.int64))
+        return iterations
+
+    def minimize(self, loss, var_list, tape=None):
+        """Computes the gradients of `loss` (a tensor recorded by `tape`, or a
+        callable) with respect to `var_list` and applies them."""
+        from treadle.autodiff.tape import GradientTape
+        if callable(loss):
+            with GradientTape() as tape:
+                loss_value = loss()
+        else:
+            if tape is None:
+                raise ValueError("`tape` is required when a `Tensor` loss is passed.")
+            loss_value = loss
+        var_list = list(var_list() if callable(var_list) else var_list)
+        grads = tape.gradient(loss_value, var_list)
+        return self.apply_gradients(zip(grads, var_list))
+
+    def _build_slots(self, var):
+        pass
+
+    def _update(self, grad, var):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<td.optimizers.{type(self).__name__} learning_rate={self._learning_rate!r}>"
+
+
+class SGD(Optimizer):
+    """Gradient descent, with momentum if momentum > 0:
+    velocity = momentum * velocity - learning_rate * grad; var += velocity
+    (nesterov: var += momentum * velocity - learning_rate * grad)."""
+
+    def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
+        super().__init__(learning_rate, name)
+        if not 0.0 <= float(momentum) <= 1.0:
+            raise ValueError("`momentum` must be a float between [0, 1].")
+        self.momentum = float(momentum)
+        self.nesterov = bool(nesterov)
+
+    def _build_slots(self, var):
+        if self.momentum > 0:
+            self.add_slot(var, "momentum")
+
+    def _update(self, grad, var):
+        lr = self._current_learning_rate(var.dtype)
+        if self.momentum == 0:
+            var.assign_sub(_run("Mul", [grad, lr]))
+            return
+        m = self.get_slot(var, "momentum")
+        momentum = convert_to_tensor(self.momentum, dtype=var.dtype)
+        step = _run("Mul", [grad, lr])
+        velocity = _run("Sub", [_run("Mul", [m.read_value(), momentum]), step])
+        m.assign(velocity)
+        if self.nesterov:
+            var.assign_add(_run("Sub", [_run("Mul", [velocity, momentum]), step]))
+        else:
+            var.assign_add(velocity)
+
+
+class Adam(Optimizer):
+    """Adam (Kingma and Ba), with TensorFlow's bias correction folded into the
+    step size: with t = iterations + 1,
+    m += (grad - m) * (1 - beta_1); v += (grad**2 - v) * (1 - beta_2);
+    var -= learning_rate * sqrt(1 - beta_2**t) / (1 - beta_1**t) * m / (sqrt(v) + epsilon)."""
+
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False, name="Adam"):
+        super().__init__(learning_rate, name)
+        if amsgrad:
+            raise NotImplementedError("Adam(amsgrad=True) is not supported")
+        self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
+
+    def _build_slots(self, var):
+        self.add_slot(var, "m")
+        self.add_slot(var, "v")
+
+    def _update(self, grad, var):
+        dt = var.dtype
+        lr = self._current_learning_rate(dt)
+        step = _run("Cast", [_run("AddV2", [self.iterations.read_value(), convert_to_tensor(1, dtype=dtypes.int64)])],
+                    {"DstT": dt})
+        one = convert_to_tensor(1.0, dtype=dt)
+        beta_1, beta_2 = convert_to_tensor(self.beta_1, dtype=dt), convert_to_tensor(self.beta_2, dtype=dt)
+        bias_1 = _run("Sub", [one, _run("Pow", [beta_1, step])])
+        bias_2 = _run("Sub", [one, _run("Pow", [beta_2, step])])
+        alpha = _run("RealDiv", [_run("Mul", [lr, _run("Sqrt", [bias_2])]), bias_1])
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_old, v_old = m.read_value(), v.read_value()
+        m_new = _run("AddV2", [m_old, _run("Mul", [_run("Sub", [grad, m_old]),
+                                                  convert_to_tensor(1 - self.beta_1, dtype=dt)])])
+        v_new = _run("AddV2", [v_old, _run("Mul", [_run("Sub", [_run("Square", [grad]), v_old]),
+                                                  convert_to_tensor(1 - self.beta_2, dtype=dt)])])
+        m.assign(m_new)
+        v.assign(v_new)
+        denom = _run("AddV2", [_run("Sqrt", [v_new]), convert_to_tensor(self.epsilon, dtype=dt)])
+        var.assign_sub(_run("RealDiv", [_run("Mul", [m_new, alpha]), denom]))
+
+
+__all__ = ["Optimizer", "SGD", "Adam"]
