@@ -138,3 +138,10 @@ def test_minimize_with_callable_loss():
     opt = td.optimizers.SGD(0.25)
     opt.minimize(lambda: td.reduce_sum(w * w), [w])
     np.testing.assert_allclose(w.numpy(), [2.0 - 0.25 * 4.0])
+
+
+def test_learning_rate_callable_without_argument():
+    a = td.Variable([0.0])
+    opt = td.optimizers.SGD(learning_rate=lambda: 0.5)
+    opt.apply_gradients([(td.constant([1.0]), a)])
+    np.testing.assert_allclose(a.numpy(), [-0.5])

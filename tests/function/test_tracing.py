@@ -284,3 +284,22 @@ def test_recursion_is_an_error():
 
     with pytest.raises(RecursionError, match="calls itself"):
         fact(td.constant(3))
+
+
+def test_command_line_runs_saved_function(tmp_path):
+    @td.function(input_signature=[td.TensorSpec([None], td.float32), td.TensorSpec([None], td.float32)])
+    def f(x, y):
+        return x * y + 1.0
+
+    path = str(tmp_path / "f.td")
+    td.save(f, path)
+    np.save(tmp_path / "x.npy", np.array([1.0, 2.0], np.float32))
+    np.save(tmp_path / "y.npy", np.array([3.0, 4.0], np.float32))
+    out_dir = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "treadle", "run", path, "-i", f"x={tmp_path / 'x.npy'}",
+                          "-i", f"y={tmp_path / 'y.npy'}", "-o", str(out_dir)], capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert np.load(out_dir / "output_0.npy").tolist() == [4.0, 9.0]
+    show = subprocess.run([sys.executable, "-m", "treadle", "show", path], capture_output=True, text=True)
+    assert show.returncode == 0, show.stderr
+    assert "Mul(x, y)" in show.stdout and "AddV2" in show.stdout

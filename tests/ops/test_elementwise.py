@@ -383,3 +383,26 @@ def test_cast_to_or_from_string_is_an_error():
 def test_cast_accepts_dtype_names_and_numpy_dtypes():
     assert td.cast(td.constant([1]), "float64").dtype == td.float64
     assert td.cast(td.constant([1]), np.int64).dtype == td.int64
+
+
+def test_fast_float32_transcendentals_sweep():
+    """The vectorized float32 exp/tanh/sigmoid against float64 NumPy over the
+    whole float range, including overflow, underflow, signed zeros and NaN."""
+    v = np.concatenate([np.linspace(-110, 110, 44001), np.logspace(-30, 2, 2000), -np.logspace(-30, 2, 2000),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan]]).astype(np.float32)
+    t = td.constant(v)
+    wide = v.astype(np.float64)
+    with np.errstate(over="ignore"):
+        references = {
+            "exp": (td.exp, np.exp(wide)),
+            "tanh": (td.tanh, np.tanh(wide)),
+            "sigmoid": (td.sigmoid, 1.0 / (1.0 + np.exp(-wide))),
+        }
+        for name, (fn, expected) in references.items():
+            got = fn(t).numpy().astype(np.float64)
+            expected32 = expected.astype(np.float32).astype(np.float64)
+            assert np.isnan(got[-1]), name
+            assert np.array_equal(np.isinf(got), np.isinf(expected32)), name
+            normal = np.isfinite(expected32) & (np.abs(expected32) > 1.2e-38)
+            rel = np.abs(got[normal] - expected32[normal]) / np.abs(expected32[normal])
+            assert rel.max() < 1e-6, (name, rel.max())

@@ -10,4 +10,5 @@ PYBIND11_MODULE(_core, m) {
   treadle::python::RegisterGraph(m);
   treadle::python::RegisterDispatch(m);
   treadle::python::RegisterDLPack(m);
+  treadle::python::RegisterLoom(m);
 }

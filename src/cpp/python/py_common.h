@@ -48,5 +48,6 @@ void RegisterProto(py::module_& m);
 void RegisterGraph(py::module_& m);
 void RegisterDispatch(py::module_& m);
 void RegisterDLPack(py::module_& m);  // after RegisterTensor: adds EagerTensor methods
+void RegisterLoom(py::module_& m);
 
 }  // namespace treadle::python

@@ -1,8 +1,10 @@
 #include "tensor/buffer.h"
 
 #include <cstdlib>
+#include <mutex>
 #include <new>
 #include <string>
+#include <vector>
 
 #include "tensor/handle.h"
 
@@ -10,15 +12,81 @@ namespace treadle {
 
 namespace {
 constexpr size_t kAlignment = 64;
+constexpr size_t kSmallBuffer = 256;
+
+// Large blocks are kept for reuse instead of going back to the system: a
+// fresh large allocation is an mmap whose every page faults on first touch,
+// which costs more than the arithmetic of a big elementwise op. Blocks come in
+// size classes of 1/8 powers of two; at most kCacheLimit bytes are held.
+constexpr size_t kCachedFrom = size_t{64} << 10;
+constexpr size_t kCacheLimit = size_t{512} << 20;
+
+size_t SizeClass(size_t nbytes) {
+  size_t top = size_t{1} << (63 - __builtin_clzll(nbytes));
+  size_t step = top >> 3;
+  return (nbytes + step - 1) / step * step;
 }
+
+class LargeBlockCache {
+ public:
+  void* Take(size_t cls) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = blocks_.size(); i-- > 0;) {
+      if (blocks_[i].second == cls) {
+        void* p = blocks_[i].first;
+        blocks_[i] = blocks_.back();
+        blocks_.pop_back();
+        held_ -= cls;
+        return p;
+      }
+    }
+    return nullptr;
+  }
+  // Keeps the block if there is room; returns false when the caller must free it.
+  bool Give(void* p, size_t cls) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (held_ + cls > kCacheLimit || blocks_.size() >= 256) return false;
+    blocks_.emplace_back(p, cls);
+    held_ += cls;
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<std::pair<void*, size_t>> blocks_;
+  size_t held_ = 0;
+};
+
+LargeBlockCache& Cache() {
+  static auto* cache = new LargeBlockCache();  // never destroyed: buffers may die at exit
+  return *cache;
+}
+
+void* AllocateBytes(size_t nbytes) {
+  if (nbytes <= kSmallBuffer) {
+    // Small tensors (scalars, 2x2s) are the per-op overhead of eager code and
+    // graphs; malloc's 16-byte alignment is plenty for them and far cheaper.
+    return std::malloc(nbytes ? nbytes : 1);
+  }
+  if (nbytes >= kCachedFrom) {
+    size_t cls = SizeClass(nbytes);
+    if (void* p = Cache().Take(cls)) return p;
+    return std::aligned_alloc(kAlignment, cls);
+  }
+  // 64-byte aligned for vector loads; aligned_alloc wants a multiple of the alignment.
+  return std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+}
+
+void FreeBytes(void* p, size_t nbytes) {
+  if (nbytes >= kCachedFrom && Cache().Give(p, SizeClass(nbytes))) return;
+  std::free(p);
+}
+}  // namespace
 
 std::shared_ptr<Buffer> Buffer::Allocate(DType dtype, int64_t count) {
   std::shared_ptr<Buffer> b(new Buffer());
   size_t nbytes = static_cast<size_t>(count) * DTypeSize(dtype);
-  // aligned_alloc wants a multiple of the alignment; never ask for zero bytes.
-  size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  if (rounded == 0) rounded = kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded);
+  void* p = AllocateBytes(nbytes);
   if (!p) throw std::bad_alloc();
   b->data_ = p;
   b->nbytes_ = nbytes;
@@ -54,7 +122,7 @@ Buffer::~Buffer() {
     auto* h = static_cast<Handle*>(data_);
     for (int64_t i = 0; i < count_; ++i) h[i].~Handle();
   }
-  std::free(data_);
+  FreeBytes(data_, nbytes_);
 }
 
 }  // namespace treadle

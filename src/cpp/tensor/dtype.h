@@ -44,62 +44,7 @@ template <> struct DTypeOf<int64_t> { static constexpr DType value = DType::kInt
 template <> struct DTypeOf<bool> { static constexpr DType value = DType::kBool; };
 template <> struct DTypeOf<std::string> { static constexpr DType value = DType::kString; };
 
-// Calls fn(T{}) with T the C++ type of `dtype`, for the listed families.
-// Each macro body is a generic lambda call so kernels stay one template.
-#define TREADLE_CASE(DT, T, ...) \
-  case DT: {                     \
-    using scalar_t = T;          \
-    __VA_ARGS__;                 \
-    break;                       \
-  }
-
-#define TREADLE_DISPATCH_FLOAT(dtype, where, ...)                                     \
-  switch (dtype) {                                                                   \
-    TREADLE_CASE(::treadle::DType::kFloat32, float, __VA_ARGS__)                     \
-    TREADLE_CASE(::treadle::DType::kFloat64, double, __VA_ARGS__)                    \
-    default:                                                                         \
-      ::treadle::ThrowTypeError(where, " does not support dtype ", ::treadle::DTypeName(dtype)); \
-  }
-
-#define TREADLE_DISPATCH_NUMERIC(dtype, where, ...)                                   \
-  switch (dtype) {                                                                   \
-    TREADLE_CASE(::treadle::DType::kFloat32, float, __VA_ARGS__)                     \
-    TREADLE_CASE(::treadle::DType::kFloat64, double, __VA_ARGS__)                    \
-    TREADLE_CASE(::treadle::DType::kInt32, int32_t, __VA_ARGS__)                     \
-    TREADLE_CASE(::treadle::DType::kInt64, int64_t, __VA_ARGS__)                     \
-    default:                                                                         \
-      ::treadle::ThrowTypeError(where, " does not support dtype ", ::treadle::DTypeName(dtype)); \
-  }
-
-#define TREADLE_DISPATCH_INTEGER(dtype, where, ...)                                   \
-  switch (dtype) {                                                                   \
-    TREADLE_CASE(::treadle::DType::kInt32, int32_t, __VA_ARGS__)                     \
-    TREADLE_CASE(::treadle::DType::kInt64, int64_t, __VA_ARGS__)                     \
-    default:                                                                         \
-      ::treadle::ThrowTypeError(where, " does not support dtype ", ::treadle::DTypeName(dtype)); \
-  }
-
-#define TREADLE_DISPATCH_NUMERIC_BOOL(dtype, where, ...)                              \
-  switch (dtype) {                                                                   \
-    TREADLE_CASE(::treadle::DType::kFloat32, float, __VA_ARGS__)                     \
-    TREADLE_CASE(::treadle::DType::kFloat64, double, __VA_ARGS__)                    \
-    TREADLE_CASE(::treadle::DType::kInt32, int32_t, __VA_ARGS__)                     \
-    TREADLE_CASE(::treadle::DType::kInt64, int64_t, __VA_ARGS__)                     \
-    TREADLE_CASE(::treadle::DType::kBool, bool, __VA_ARGS__)                         \
-    default:                                                                         \
-      ::treadle::ThrowTypeError(where, " does not support dtype ", ::treadle::DTypeName(dtype)); \
-  }
-
-#define TREADLE_DISPATCH_ALL(dtype, where, ...)                                       \
-  switch (dtype) {                                                                   \
-    TREADLE_CASE(::treadle::DType::kFloat32, float, __VA_ARGS__)                     \
-    TREADLE_CASE(::treadle::DType::kFloat64, double, __VA_ARGS__)                    \
-    TREADLE_CASE(::treadle::DType::kInt32, int32_t, __VA_ARGS__)                     \
-    TREADLE_CASE(::treadle::DType::kInt64, int64_t, __VA_ARGS__)                     \
-    TREADLE_CASE(::treadle::DType::kBool, bool, __VA_ARGS__)                         \
-    TREADLE_CASE(::treadle::DType::kString, std::string, __VA_ARGS__)                \
-    default:                                                                         \
-      ::treadle::ThrowTypeError(where, " does not support dtype ", ::treadle::DTypeName(dtype)); \
-  }
+// Kernels map a runtime dtype to a C++ type with the Visit* helpers of
+// ops/dispatch.h.
 
 }  // namespace treadle

@@ -8,10 +8,9 @@ int64_t NumElements(const Dims& dims) {
   int64_t n = 1;
   for (int64_t d : dims) {
     if (d < 0) ThrowInvalidArgument("shape ", DimsToString(dims), " has a negative dimension");
-    if (d != 0 && n > kMaxElements / d) {
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements) {
       ThrowInvalidArgument("shape ", DimsToString(dims), " has more than 2^40 elements");
     }
-    n *= d;
   }
   return n;
 }

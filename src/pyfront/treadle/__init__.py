@@ -3,7 +3,21 @@
 `import treadle as td`: TensorFlow's public names where treadle does the same
 thing (see shared/API.md)."""
 
-from treadle import _core
+import os as _os
+import sys as _sys
+
+# Our C++ core links the system's libprotobuf. Libraries such as TensorFlow
+# export a different protobuf into the global symbol scope; RTLD_DEEPBIND makes
+# the core (and its own libprotobuf) resolve symbols among themselves first,
+# whichever of the two was imported first.
+_flags = _sys.getdlopenflags()
+_sys.setdlopenflags(_flags | getattr(_os, "RTLD_DEEPBIND", 0))
+try:
+    from treadle import _core
+finally:
+    _sys.setdlopenflags(_flags)
+del _flags
+
 from treadle import errors
 from treadle.framework import dtypes as _dtypes
 
@@ -28,10 +42,12 @@ from treadle.io.saving import load, save  # noqa: E402
 
 from treadle.module.module import Module  # noqa: E402
 from treadle.autodiff import GradientTape, UnconnectedGradients  # noqa: E402
-from treadle import optimizers  # noqa: E402
 
 from treadle import bitwise, config, math, nn, random, types  # noqa: E402
 from treadle import experimental  # noqa: E402
+from treadle import optimizers  # noqa: E402
+from treadle import loom  # noqa: E402
+from treadle import autograph  # noqa: E402
 from treadle._api import install_api as _install_api  # noqa: E402
 
 _install_api(globals())

@@ -3,6 +3,9 @@
 Subcommands:
   info   versions of treadle and the libraries it runs on, and the op count
   demo   a short tour of eager execution: ops, NumPy interop, protobuf, DLPack
+  loom   run a saved loom over a schedule file (`loom run`), or describe a schedule file (`loom info`)
+  run    run a saved function (td.save) on .npy inputs
+  show   print a saved function's signatures and graph
 """
 
 import argparse
@@ -90,6 +93,69 @@ def _cmd_demo(args):
     return 0
 
 
+def _progress(done_bytes, total_bytes, count, stream):
+    width = 30
+    frac = done_bytes / total_bytes if total_bytes else 1.0
+    filled = int(frac * width)
+    stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {frac * 100:5.1f}%  {count} schedules")
+    stream.flush()
+
+
+def _cmd_loom_run(args):
+    import os
+
+    import numpy as np
+
+    import treadle as td
+    from treadle import _core
+
+    loom = td.load(args.loom)
+    if not isinstance(loom, td.loom.Loom):
+        print(f"treadle loom run: {args.loom} holds a saved function, not a loom", file=sys.stderr)
+        return 2
+    reader = _core.LoomScheduleReader(args.schedules)
+    total = os.path.getsize(args.schedules)
+    outputs = {ts: [] for ts in loom.type_shapes}
+    count = 0
+    start = time.perf_counter()
+    while True:
+        batch = reader.read_batch(loom._spec, args.batch_size)  # read, validated and merged in C++
+        if batch is None:
+            break
+        schedule, n = batch
+        for ts, value in loom(schedule).items():
+            outputs[ts].append(value.numpy())
+        count += n
+        if not args.quiet:
+            _progress(reader.offset, total, count, sys.stderr)
+    if not args.quiet:
+        sys.stderr.write("\n")
+    elapsed = time.perf_counter() - start
+    os.makedirs(args.output_dir, exist_ok=True)
+    for i, ts in enumerate(loom.type_shapes):
+        parts = outputs[ts]
+        array = np.concatenate(parts) if parts else np.zeros((0,) + ts.shape, ts.dtype.as_numpy_dtype)
+        path = os.path.join(args.output_dir, f"outputs_{i}.npy")
+        np.save(path, array)
+        print(f"{path}: {ts} x {array.shape[0]}")
+    print(f"ran {count} schedules in {elapsed:.2f} s ({count / elapsed if elapsed else 0:.0f} schedules/s)")
+    return 0
+
+
+def _cmd_loom_info(args):
+    from treadle import _core, loom_pb2
+
+    records = _core.read_records(args.schedules)
+    results = depth = outputs = 0
+    for r in records:
+        m = loom_pb2.WeaverMessage.FromString(r)
+        results += len(m.result_depth)
+        depth = max([depth] + list(m.result_depth))
+        outputs += len(m.outputs)
+    print(f"{args.schedules}: {len(records)} schedules, {results} results, {outputs} outputs, deepest {depth}")
+    return 0
+
+
 def _build_parser():
     parser = argparse.ArgumentParser(prog="treadle", description="treadle: a dataflow runtime for dynamic computation")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -99,6 +165,20 @@ def _build_parser():
     demo = sub.add_parser("demo", help="run a short eager-execution demo")
     demo.add_argument("--repeats", type=int, default=200, help="timing repetitions (default 200)")
     demo.set_defaults(run=_cmd_demo)
+    loom = sub.add_parser("loom", help="run a saved loom over schedule files")
+    loom_sub = loom.add_subparsers(dest="loom_command", metavar="LOOM_COMMAND", required=True)
+    run = loom_sub.add_parser("run", help="run a saved loom (td.save) over a schedule file, writing .npy outputs")
+    run.add_argument("loom", help="a loom saved with td.save")
+    run.add_argument("schedules", help="a schedule file (td.loom.write_schedules, TFRecord format)")
+    run.add_argument("-o", "--output-dir", default="loom_outputs", help="where outputs_<i>.npy go, one per type shape")
+    run.add_argument("-b", "--batch-size", type=int, default=256, help="schedules merged per run (default 256)")
+    run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    run.set_defaults(run=_cmd_loom_run)
+    info_cmd = loom_sub.add_parser("info", help="count the schedules, results and outputs of a schedule file")
+    info_cmd.add_argument("schedules")
+    info_cmd.set_defaults(run=_cmd_loom_info)
+    from treadle import cli_saved
+    cli_saved.register(sub)
     return parser
 
 
@@ -110,6 +190,8 @@ def main(argv=None):
         return 2
     if getattr(args, "repeats", 1) < 1:
         parser.error("--repeats must be at least 1")
+    if getattr(args, "batch_size", 1) < 1:
+        parser.error("--batch-size must be at least 1")
     return args.run(args)
 
 

@@ -7,6 +7,8 @@ graph). Slot variables (momentum, Adam's moments) are made once, at the
 first apply for each variable; inside a td.function that is the first trace,
 where td.function allows creating variables."""
 
+import inspect
+
 from treadle.framework import context, dtypes
 from treadle.framework.ops import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
@@ -69,7 +71,9 @@ class Optimizer:
     def _current_learning_rate(self, dtype):
         lr = self._learning_rate
         if callable(lr):
-            lr = lr(self.iterations)
+            # A schedule takes the step (Keras' LearningRateSchedule); a plain
+            # callable takes nothing.
+            lr = lr(self.iterations) if _takes_argument(lr) else lr()
         if isinstance(lr, Tensor):
             return lr if lr.dtype == dtype else _run("Cast", [lr], {"DstT": dtype})
         return convert_to_tensor(float(lr), dtype=dtype)
@@ -81,7 +85,7 @@ class Optimizer:
         pairs = []
         for grad, var in grads_and_vars:
             if not isinstance(var, Variable):
-                raise TypeError(f"apply_gradients expects (gradient, td.Variable) pairs, got {var!r}")
+                raise TypeError(f"{self.name}.apply_gradients expects td.Variables, got {var!r}")
             if grad is None:
                 continue
             grad = convert_to_tensor(grad)
@@ -192,6 +196,14 @@ class Adam(Optimizer):
         v.assign(v_new)
         denom = _run("AddV2", [_run("Sqrt", [v_new]), convert_to_tensor(self.epsilon, dtype=dt)])
         var.assign_sub(_run("RealDiv", [_run("Mul", [m_new, alpha]), denom]))
+
+
+def _takes_argument(fn):
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
 
 
 __all__ = ["Optimizer", "SGD", "Adam"]

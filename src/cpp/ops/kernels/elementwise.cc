@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "ops/dispatch.h"
+#include "ops/kernels/fast_math.h"
 
 namespace treadle {
 namespace {
@@ -54,6 +55,33 @@ OpDef UnaryOp(const char* name, const char* arg, std::vector<DType> allowed, std
     visit(ctx.input(0).dtype(), name, [&](auto tag) {
       using T = typename decltype(tag)::type;
       UnaryMap<T, T>(ctx.input(0), out, [&](T x) { return static_cast<T>(f(x)); });
+    });
+  };
+  return op;
+}
+
+// A float op whose float32 kernel is an array function of fast_math.h
+// (vectorized); float64 keeps the scalar `f`.
+template <typename F>
+OpDef FastFloatUnaryOp(const char* name, std::vector<std::string> api, void (*f32)(const float*, float*, int64_t),
+                       F f) {
+  OpDef op;
+  op.name = name;
+  op.inputs = {{"x", false, "T", kFloatTypes}};
+  op.outputs = {"y"};
+  op.dtype_fn = SameDTypeAsInput(0);
+  op.shape_fn = SameShapeAsInput(0);
+  op.api_names = std::move(api);
+  op.kernel = [name, f32, f](KernelContext& ctx) {
+    const Tensor& x = ctx.input(0);
+    Tensor& out = ctx.allocate_output(0);
+    if (x.dtype() == DType::kFloat32) {
+      f32(x.data<float>(), out.data<float>(), x.num_elements());
+      return;
+    }
+    VisitFloat(x.dtype(), name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      UnaryMap<T, T>(x, out, [&](T v) { return static_cast<T>(f(v)); });
     });
   };
   return op;
@@ -226,14 +254,14 @@ OpRegistrar sqrt_op(UnaryOp("Sqrt", "x", kFloatTypes, {"sqrt", "math.sqrt"}, vis
                             [](auto x) { return std::sqrt(x); }));
 OpRegistrar rsqrt_op(UnaryOp("Rsqrt", "x", kFloatTypes, {"math.rsqrt"}, visit_float,
                              [](auto x) { return decltype(x)(1) / std::sqrt(x); }));
-OpRegistrar exp_op(UnaryOp("Exp", "x", kFloatTypes, {"exp", "math.exp"}, visit_float,
-                           [](auto x) { return std::exp(x); }));
+OpRegistrar exp_op(FastFloatUnaryOp("Exp", {"exp", "math.exp"}, fastmath::ExpF32,
+                                   [](auto x) { return std::exp(x); }));
 OpRegistrar log_op(UnaryOp("Log", "x", kFloatTypes, {"log", "math.log"}, visit_float,
                            [](auto x) { return std::log(x); }));
-OpRegistrar tanh_op(UnaryOp("Tanh", "x", kFloatTypes, {"tanh", "math.tanh", "nn.tanh"}, visit_float,
-                            [](auto x) { return std::tanh(x); }));
-OpRegistrar sigmoid_op(UnaryOp("Sigmoid", "x", kFloatTypes, {"sigmoid", "math.sigmoid", "nn.sigmoid"},
-                               visit_float, [](auto x) {
+OpRegistrar tanh_op(FastFloatUnaryOp("Tanh", {"tanh", "math.tanh", "nn.tanh"}, fastmath::TanhF32,
+                                    [](auto x) { return std::tanh(x); }));
+OpRegistrar sigmoid_op(FastFloatUnaryOp("Sigmoid", {"sigmoid", "math.sigmoid", "nn.sigmoid"}, fastmath::SigmoidF32,
+                                       [](auto x) {
                                  using T = decltype(x);
                                  // Written to stay finite for large |x|.
                                  if (x >= 0) return T(1) / (T(1) + std::exp(-x));

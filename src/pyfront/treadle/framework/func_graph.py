@@ -80,10 +80,11 @@ class FuncGraph:
         return t
 
     def constant(self, value):
-        """A Const node holding the EagerTensor `value`."""
-        key = id(value)
+        """A Const node holding the EagerTensor `value`. Small numeric
+        constants are shared by value (`x * 0.5` a hundred times makes one node)."""
+        key = _constant_key(value)
         cached = self._const_cache.get(key)
-        if cached is not None and cached[0] is value:
+        if cached is not None and (type(key) is tuple or cached[0] is value):
             return cached[1]
         op = Operation(self, self.unique_name("Const"), "Const", [], {"value": value, "dtype": value.dtype})
         op.value = value
@@ -101,15 +102,13 @@ class FuncGraph:
         if isinstance(value, SymbolicTensor) and value.graph is not self.outer_graph:
             if value.graph.finalized or not value.graph.is_ancestor_of(self.outer_graph):
                 raise TypeError(_OUT_OF_SCOPE.format(t=value))
-            # Thread it through the graphs in between: the captured value is
-            # the outer graph's placeholder for it (made once there).
+            # Thread it through the graphs in between: this graph captures (and
+            # keys) the enclosing graph's placeholder for it.
             value = self.outer_graph.capture(value)
         key = id(value)
         entry = self.captures.get(key)
         if entry is not None and entry[0] is value:
             return entry[1]
-        if isinstance(value, SymbolicTensor) and value.graph.finalized:
-            raise TypeError(_OUT_OF_SCOPE.format(t=value))
         placeholder = self.add_placeholder(value.dtype, value.shape, name or "capture")
         self.captures[key] = (value, placeholder)
         return placeholder
@@ -162,6 +161,17 @@ class FuncGraph:
 
     def __repr__(self):
         return f"<FuncGraph {self.name}: {len(self.operations)} ops>"
+
+
+_SMALL_CONSTANT = 16
+
+
+def _constant_key(value):
+    """Value key for small numeric tensors, identity otherwise."""
+    dtype = value.dtype
+    if (dtype.is_numeric or dtype == dtypes.bool) and value._num_elements() <= _SMALL_CONSTANT:
+        return (dtype.as_datatype_enum, value._shape_tuple(), value._numpy_view().tobytes())
+    return id(value)
 
 
 _counter = itertools.count()

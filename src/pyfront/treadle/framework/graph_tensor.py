@@ -1,7 +1,9 @@
 """Symbolic tensors and operations: what tracing builds instead of running ops."""
 
+import sys
+
 from treadle.framework import dtypes
-from treadle.framework.tensor import Tensor, _TensorRef
+from treadle.framework.tensor import Tensor, _TensorRef, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 
 
@@ -34,7 +36,10 @@ class SymbolicTensor(Tensor):
         self.op = op
         self.value_index = value_index
         self._dtype = dtype
-        self._shape = TensorShape(shape)
+        if shape is None or type(shape) is tuple:
+            self._shape = TensorShape._from_tuple(shape)  # straight from shape inference
+        else:
+            self._shape = TensorShape(shape)
 
     @property
     def dtype(self):
@@ -76,7 +81,8 @@ class SymbolicTensor(Tensor):
 
     def __bool__(self):
         raise TypeError(
-            "Using a symbolic `td.Tensor` as a Python `bool` is not allowed. You can attempt the following "
+            f"Using a symbolic `td.Tensor` ({_where_used_as_bool(self)}) as a Python `bool` is not allowed. "
+            "You can attempt the following "
             "resolutions to the problem: If you are running in Graph mode, use Eager execution mode or "
             "decorate this function with @td.function. If you are using AutoGraph, you can try decorating "
             "this function with @td.function. If that does not work, then you may be using an unsupported "
@@ -120,6 +126,15 @@ class SymbolicTensor(Tensor):
         return math_ops.invert_(self)
 
 
+def _where_used_as_bool(tensor):
+    """Names the tensor (by a local variable bound to it, if any) and the line
+    that used it as a bool: the frame that called __bool__."""
+    frame = sys._getframe(2)
+    names = [k for k, v in frame.f_locals.items() if v is tensor]
+    what = f"'{names[0]}', " if names else ""
+    return f"{what}{tensor.name}, at {frame.f_code.co_filename}:{frame.f_lineno}"
+
+
 def _install_operators():
     from treadle.ops import math_ops
     table = {
@@ -134,7 +149,6 @@ def _install_operators():
         fn = math_ops.OPERATOR_FUNCTIONS[name]
 
         def forward(self, other, fn=fn, name=name):
-            from treadle.framework.tensor import convert_to_tensor
             try:
                 other = convert_to_tensor(other, dtype_hint=self.dtype)
             except (TypeError, ValueError):
@@ -144,7 +158,6 @@ def _install_operators():
             return fn(self, other)
 
         def reflected(self, other, fn=fn):
-            from treadle.framework.tensor import convert_to_tensor
             try:
                 other = convert_to_tensor(other, dtype_hint=self.dtype)
             except (TypeError, ValueError):

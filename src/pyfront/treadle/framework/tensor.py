@@ -223,7 +223,8 @@ def _str(self):
     if self.dtype in (dtypes.resource, dtypes.variant):
         return _repr(self)
     arr = self._numpy_view()
-    return f"td.Tensor({arr[()] if arr.ndim == 0 else arr}, shape={self.shape}, dtype={self.dtype.name})"
+    value = arr[()] if arr.ndim == 0 else arr
+    return f"td.Tensor({value!s}, shape={self.shape}, dtype={self.dtype.name})"
 
 
 def _len(self):

@@ -35,6 +35,14 @@ class TensorShape:
         else:
             self._dims = (_as_dim(dims),)
 
+    @classmethod
+    def _from_tuple(cls, dims):
+        """A shape from a tuple of ints/None (or None) already known to be valid,
+        as the C++ shape inference returns them."""
+        obj = cls.__new__(cls)
+        obj._dims = dims
+        return obj
+
     @property
     def rank(self):
         return None if self._dims is None else len(self._dims)

@@ -139,6 +139,15 @@ class ConcreteFunction:
             run = self._prepare_run()
         return self._pack(run(tensors + self._capture_values))
 
+    def _call_flat_eager(self, tensors):
+        """_call_flat for arguments known to be eager tensors (the dispatch fast path)."""
+        if call_recorders or context.current_graph() is not None:
+            return self._call_flat(tensors)
+        run = self._run
+        if run is None:
+            run = self._prepare_run()
+        return self._pack(run(tensors + self._capture_values))
+
     def _prepare_run(self):
         """Binds the executable and the values of the captures (fixed once the
         graph is finished: eager constants, and variable handles)."""

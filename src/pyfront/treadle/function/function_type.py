@@ -103,19 +103,63 @@ class FunctionType:
         return f"({', '.join(map(repr, self.parameters))})"
 
 
+def _skeleton(t):
+    """A hashable key equal for a type and all its sub- and supertypes: tensor
+    types keep only their dtype, built-in exact-match types themselves.
+    None for types whose subtyping it cannot predict (user TraceTypes)."""
+    if isinstance(t, trace_type.TensorType):
+        return ("T", t.dtype)
+    if type(t) in (trace_type.Literal, trace_type.Hashable, trace_type.Weakref, trace_type.VariableType):
+        return t
+    if isinstance(t, trace_type._Sequence):
+        parts = tuple(_skeleton(c) for c in t.components)
+        if any(p is None for p in parts):
+            return None
+        return (type(t), getattr(t, "cls", None), parts)
+    if isinstance(t, trace_type.DictType):
+        items = []
+        for k in sorted(t.mapping, key=trace_type._sort_key):
+            part = _skeleton(t.mapping[k])
+            if part is None:
+                return None
+            items.append((k, part))
+        return ("D", tuple(items))
+    return None
+
+
+def skeleton_key(ftype):
+    parts = []
+    for p in ftype.parameters:
+        part = _skeleton(p.type)
+        if part is None:
+            return None
+        parts.append((p.name, p.kind, part))
+    return tuple(parts)
+
+
 class FunctionCache:
     """Traced ConcreteFunctions by FunctionType; a lookup finds the most
-    specific traced type that is a supertype of the call's type."""
+    specific traced type that is a supertype of the call's type. Candidates
+    are found through the types' skeletons (shape-free keys), so a lookup
+    does not scan every trace."""
 
     def __init__(self):
         self._exact = {}
-        self._entries = []  # (FunctionType, concrete), in trace order
+        self._by_skeleton = {}  # skeleton -> [(FunctionType, concrete)]
+        self._unindexed = []    # entries with user-defined TraceTypes
+        self._entries = []      # (FunctionType, concrete), in trace order
+
+    def _candidates(self, ftype):
+        key = skeleton_key(ftype)
+        if key is None:
+            return self._entries
+        return self._by_skeleton.get(key, []) + self._unindexed
 
     def lookup(self, ftype):
         hit = self._exact.get(ftype)
         if hit is not None:
             return hit
-        candidates = [(t, c) for t, c in self._entries if ftype.is_subtype_of(t)]
+        candidates = [(t, c) for t, c in self._candidates(ftype) if ftype.is_subtype_of(t)]
         if not candidates:
             return None
         best_type, best = candidates[0]
@@ -126,14 +170,20 @@ class FunctionCache:
         return best
 
     def add(self, ftype, concrete):
-        self._entries.append((ftype, concrete))
+        entry = (ftype, concrete)
+        self._entries.append(entry)
+        key = skeleton_key(ftype)
+        if key is None:
+            self._unindexed.append(entry)
+        else:
+            self._by_skeleton.setdefault(key, []).append(entry)
         self._exact[ftype] = concrete
 
     def generalize(self, ftype):
         """The most specific common supertype of ftype and the traced types it
         relates to (for reduce_retracing)."""
         general = ftype
-        for t, _ in self._entries:
+        for t, _ in self._candidates(ftype):
             s = general.most_specific_common_supertype([t])
             if s is not None:
                 general = s

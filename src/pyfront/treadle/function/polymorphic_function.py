@@ -53,6 +53,7 @@ class Function:
         self._lock = threading.RLock()
         self._tracing_thread = None
         self._traced_once = False
+        self._warned_retracing = False
         self._instances = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, python_function, updated=())
 
@@ -104,9 +105,9 @@ class Function:
             return self._python_function(*args, **kwargs)
         if not kwargs:
             hit = self._fast_cache.lookup(args)
-            if hit is not None:
+            if hit is not None:  # the C++ cache only answers for eager tensors
                 concrete, flat = hit
-                return concrete._call_flat(flat)
+                return concrete._call_flat_eager(flat)
         concrete, flat = self._dispatch(args, kwargs)
         if not kwargs:
             self._fast_cache.insert(args, flat, concrete)
@@ -193,7 +194,8 @@ class Function:
             self._tracing_thread = None
         self._tracing_count += 1
         self._concrete_functions.append(concrete)
-        if self._tracing_count >= _RETRACE_WARNING_THRESHOLD and self._tracing_count % _RETRACE_WARNING_THRESHOLD == 0:
+        if self._tracing_count >= _RETRACE_WARNING_THRESHOLD and not self._warned_retracing:
+            self._warned_retracing = True  # once per function, like TensorFlow's retracing warning
             warnings.warn(
                 f"{self._tracing_count} out of the last {self._tracing_count} calls to {self._python_function} "
                 "triggered td.function retracing. Tracing is expensive and the excessive number of tracings could "

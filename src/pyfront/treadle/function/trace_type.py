@@ -171,7 +171,7 @@ class Literal(TraceType):
         return value
 
     def __eq__(self, other):
-        return type(other) is Literal and type(self.value) is type(other.value) and self.value == other.value
+        return type(other) is type(self) and type(self.value) is type(other.value) and self.value == other.value
 
     def __hash__(self):
         return hash((type(self.value), self.value))

@@ -1,0 +1,354 @@
+// The Loom as ops, so a loom runs eagerly and as a node of a graph alike:
+// LoomRun runs a schedule (all depths, in a C++ loop) and returns one output
+// batch per type shape plus a record of the run; LoomRunGrad runs the
+// backward pass from that record.
+#include <array>
+#include <climits>
+#include <cstring>
+#include <mutex>
+#include <unordered_map>
+
+#include "loom/loom_registry.h"
+#include "ops/op_helpers.h"
+#include "util/errors.h"
+
+namespace treadle::loom {
+
+namespace {
+
+// Standard base64 (RFC 4648) without line breaks; throws DataLoss on anything else.
+std::string DecodeBase64(const std::string& text) {
+  static const auto* table = [] {
+    auto* t = new std::array<int8_t, 256>();
+    t->fill(-1);
+    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    for (int i = 0; i < 64; ++i) (*t)[static_cast<unsigned char>(alphabet[i])] = static_cast<int8_t>(i);
+    return t;
+  }();
+  if (text.size() % 4 != 0) throw Error(Code::kDataLoss, "loom_def: not base64 text (length not a multiple of 4)");
+  std::string out;
+  out.reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    int v[4];
+    int pad = 0;
+    for (int k = 0; k < 4; ++k) {
+      const unsigned char c = static_cast<unsigned char>(text[i + k]);
+      if (c == '=' && i + 4 == text.size() && k >= 2) {
+        v[k] = 0;
+        ++pad;
+      } else if (pad || (*table)[c] < 0) {
+        throw Error(Code::kDataLoss, "loom_def: not base64 text");
+      } else {
+        v[k] = (*table)[c];
+      }
+    }
+    const uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
+    out.push_back(static_cast<char>(n >> 16));
+    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xff));
+    if (pad < 1) out.push_back(static_cast<char>(n & 0xff));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def_base64) {
+  static std::mutex mu;
+  static auto* cache = new std::unordered_map<std::string, std::shared_ptr<const LoomRuntime>>();
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    auto it = cache->find(loom_def_base64);
+    if (it != cache->end()) return it->second;
+  }
+  const std::string loom_def = DecodeBase64(loom_def_base64);
+  proto::LoomDef def;
+  if (loom_def.size() > static_cast<size_t>(INT_MAX) ||
+      !def.ParseFromArray(loom_def.data(), static_cast<int>(loom_def.size()))) {
+    throw Error(Code::kDataLoss, "loom_def: the bytes are not a serialized LoomDef");
+  }
+  std::shared_ptr<const LoomRuntime> rt = LoomRuntime::FromLoomDef(def);
+  std::lock_guard<std::mutex> lock(mu);
+  return cache->emplace(loom_def_base64, rt).first->second;
+}
+
+std::shared_ptr<const Schedule> MergeMessages(const std::shared_ptr<const LoomSpec>& spec,
+                                              const std::string* messages, size_t count) {
+  if (count == 1) return Finalize(spec, ParseWeaverMessage(*spec, messages[0].data(), messages[0].size()));
+  Weaver merged(spec);
+  for (size_t i = 0; i < count; ++i) {
+    try {
+      merged.Append(ParseWeaverMessage(*spec, messages[i].data(), messages[i].size()), /*rebuild_memos=*/false);
+    } catch (const Error& e) {
+      if (count == 1) throw;
+      throw Error(e.code(), StrCat("schedule ", i, ": ", e.what()));
+    }
+  }
+  return Finalize(spec, merged.state());
+}
+
+std::shared_ptr<const Schedule> ScheduleFromTensor(const std::shared_ptr<const LoomSpec>& spec, const Tensor& t) {
+  if (t.dtype() == DType::kVariant) {
+    auto s = GetHandle<Schedule>(t, DType::kVariant, "Loom schedule");
+    if (s->spec->fingerprint != spec->fingerprint) {
+      ThrowInvalidArgument("the schedule was made by a weaver of another loom");
+    }
+    return s;
+  }
+  if (t.dtype() != DType::kString || t.rank() > 1) {
+    ThrowInvalidArgument("a loom schedule must be a string scalar (a serialized WeaverMessage) or a 1-D string "
+                         "tensor of them, got ", t.DebugString());
+  }
+  return MergeMessages(spec, t.data<std::string>(), static_cast<size_t>(t.num_elements()));
+}
+
+namespace {
+
+const std::vector<DType> kScheduleTypes = {DType::kString, DType::kVariant};
+
+void CheckTypeList(const InferContext& c, const char* attr, size_t first) {
+  const std::vector<DType>& declared = c.attrs.GetTypeList(attr);
+  const size_t n = c.dtypes.size() > first ? c.dtypes.size() - first : 0;
+  bool ok = declared.size() == n;
+  for (size_t i = 0; ok && i < n; ++i) ok = declared[i] == c.dtypes[first + i];
+  if (!ok) ThrowTypeError(c.op.name, ": the inputs do not match attr '", attr, "'");
+}
+
+LoomInputs SplitInputs(const LoomRuntime& rt, const KernelContext& ctx) {
+  const LoomSpec& sp = *rt.spec();
+  const size_t named = sp.named_tensor_names.size(), batch = sp.batch_input_type_shapes.size();
+  const size_t total = named + batch + rt.num_captures();
+  if (ctx.inputs.size() != total + 1) {
+    ThrowInvalidArgument(ctx.op.name, ": the loom takes ", total, " inputs besides the schedule, got ",
+                         ctx.inputs.size() - 1);
+  }
+  LoomInputs in;
+  auto it = ctx.inputs.begin() + 1;
+  in.named.assign(it, it + named);
+  in.batch.assign(it + named, it + named + batch);
+  in.captures.assign(it + named + batch, ctx.inputs.end());
+  return in;
+}
+
+void LoomRunKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto schedule = ScheduleFromTensor(rt->spec(), ctx.input(0));
+  LoomInputs in = SplitInputs(*rt, ctx);
+  auto record = std::make_shared<ForwardRecord>();
+  std::vector<Tensor> outs = RunForward(rt, schedule, in, record.get());
+  for (size_t t = 0; t < outs.size(); ++t) ctx.set_output(static_cast<int>(t), std::move(outs[t]));
+  ctx.set_output(static_cast<int>(outs.size()), MakeHandleTensor(DType::kVariant, record));
+}
+
+OpDef LoomRunOp() {
+  OpDef op;
+  op.name = "LoomRun";
+  op.inputs = {{"schedule", false, "", kScheduleTypes}, {"inputs", true, "", {}}};
+  op.outputs = {"outputs", "record"};
+  op.attrs = {{"loom_def", AttrType::kString, std::nullopt},
+              {"Tinputs", AttrType::kTypeList, std::nullopt},
+              {"output_types", AttrType::kTypeList, std::nullopt},
+              {"output_shapes", AttrType::kShapeList, std::nullopt}};
+  op.dtype_fn = [](const InferContext& c) {
+    CheckTypeList(c, "Tinputs", 1);
+    std::vector<DType> out = c.attrs.GetTypeList("output_types");
+    out.push_back(DType::kVariant);
+    return out;
+  };
+  op.shape_fn = [](const InferContext& c) {
+    if (c.shapes[0].known_rank && c.shapes[0].rank() > 1) {
+      ThrowValueError("LoomRun: the schedule must be a scalar or a vector of messages, got shape ",
+                      c.shapes[0].ToString());
+    }
+    std::vector<PartialShape> out = c.attrs.GetShapeList("output_shapes");
+    if (out.size() != c.attrs.GetTypeList("output_types").size()) {
+      ThrowValueError("LoomRun: output_shapes and output_types differ in length");
+    }
+    out.push_back(PartialShape(Dims{}));
+    return out;
+  };
+  op.kernel = LoomRunKernel;
+  op.stateful = true;  // op functions may hold effects (random ops); never fold or merge a run
+  op.doc = "Runs a Loom schedule: every depth's ops on their batched arguments; one output batch per type shape.";
+  return op;
+}
+
+void LoomRunGradKernel(KernelContext& ctx) {
+  auto record = GetHandle<ForwardRecord>(ctx.input(0), DType::kVariant, "LoomRunGrad");
+  std::vector<Tensor> grads(ctx.inputs.begin() + 1, ctx.inputs.end());
+  std::vector<Tensor> out = RunBackward(*record, grads);
+  if (out.size() != ctx.out_dtypes.size()) {
+    ThrowInvalidArgument("LoomRunGrad: the record is of a loom with ", out.size(), " inputs, but Tinputs lists ",
+                         ctx.out_dtypes.size());
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i].dtype() != ctx.out_dtypes[i]) {
+      ThrowInvalidArgument("LoomRunGrad: input ", i, " of the loom is ", DTypeName(out[i].dtype()),
+                           " but Tinputs says ", DTypeName(ctx.out_dtypes[i]));
+    }
+    ctx.set_output(static_cast<int>(i), std::move(out[i]));
+  }
+}
+
+OpDef LoomRunGradOp() {
+  OpDef op;
+  op.name = "LoomRunGrad";
+  op.inputs = {{"record", false, "", {DType::kVariant}}, {"output_grads", true, "", {}}};
+  op.outputs = {"input_grads"};
+  op.attrs = {{"Tgrads", AttrType::kTypeList, std::nullopt},
+              {"Tinputs", AttrType::kTypeList, std::nullopt},
+              {"input_shapes", AttrType::kShapeList, std::nullopt}};
+  op.dtype_fn = [](const InferContext& c) {
+    CheckTypeList(c, "Tgrads", 1);
+    return c.attrs.GetTypeList("Tinputs");
+  };
+  op.shape_fn = [](const InferContext& c) {
+    std::vector<PartialShape> out = c.attrs.GetShapeList("input_shapes");
+    if (out.size() != c.attrs.GetTypeList("Tinputs").size()) {
+      ThrowValueError("LoomRunGrad: input_shapes and Tinputs differ in length");
+    }
+    return out;
+  };
+  op.kernel = LoomRunGradKernel;
+  op.doc = "The backward pass of LoomRun: gradients of its inputs from the gradients of its outputs.";
+  return op;
+}
+
+// ---- The unrolled mode's steps. Each takes the schedule (a variant made by
+// LoomInitialState) and a list of tensors, and declares its outputs by attrs.
+
+std::vector<Tensor> ListInput(const KernelContext& ctx) { return {ctx.inputs.begin() + 1, ctx.inputs.end()}; }
+
+std::shared_ptr<const Schedule> ScheduleInput(const KernelContext& ctx, const LoomRuntime& rt) {
+  return ScheduleFromTensor(rt.spec(), ctx.input(0));
+}
+
+void SetOutputs(KernelContext& ctx, std::vector<Tensor> outs, size_t first = 0) {
+  if (outs.size() + first != ctx.out_dtypes.size()) {
+    ThrowInvalidArgument(ctx.op.name, ": produced ", outs.size() + first, " outputs, but Tout lists ",
+                         ctx.out_dtypes.size());
+  }
+  for (size_t i = 0; i < outs.size(); ++i) {
+    if (outs[i].dtype() != ctx.out_dtypes[first + i]) {
+      ThrowInvalidArgument(ctx.op.name, ": output ", first + i, " is ", DTypeName(outs[i].dtype()), " but Tout says ",
+                           DTypeName(ctx.out_dtypes[first + i]));
+    }
+    ctx.set_output(static_cast<int>(first + i), std::move(outs[i]));
+  }
+}
+
+// [first, first + n) of `v`, checked to exist.
+std::vector<Tensor> Slice(const std::vector<Tensor>& v, size_t first, size_t n, const char* op) {
+  if (first + n > v.size()) ThrowInvalidArgument(op, ": expected at least ", first + n, " inputs, got ", v.size());
+  return {v.begin() + first, v.begin() + first + n};
+}
+
+int32_t DepthAttr(const KernelContext& ctx, const char* name) {
+  const int64_t d = ctx.attrs.GetInt(name);
+  if (d < 0 || d > kMaxDepth) ThrowInvalidArgument(ctx.op.name, ": attr ", name, " = ", d, " is out of range");
+  return static_cast<int32_t>(d);
+}
+
+void InitialStateKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  LoomInputs in = SplitInputs(*rt, ctx);
+  ctx.set_output(0, MakeHandleTensor(DType::kVariant, std::const_pointer_cast<Schedule>(sc)));
+  SetOutputs(ctx, InitialStates(*rt, *sc, in), 1);
+}
+
+void LayerKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  const size_t T = rt->spec()->num_type_shapes();
+  std::vector<Tensor> list = ListInput(ctx);
+  SetOutputs(ctx, RunLayer(*rt, *sc, DepthAttr(ctx, "depth"), Slice(list, 0, T, "LoomLayer"),
+                           Slice(list, T, list.size() - std::min(T, list.size()), "LoomLayer")));
+}
+
+void GatherOutputsKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  SetOutputs(ctx, GatherOutputs(*rt->spec(), *sc, DepthAttr(ctx, "num_depths"), ListInput(ctx)));
+}
+
+void InitialStateGradKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  const LoomSpec& sp = *rt->spec();
+  const size_t T = sp.num_type_shapes();
+  std::vector<Tensor> list = ListInput(ctx);
+  const size_t named = sp.named_tensor_names.size(), batch = sp.batch_input_type_shapes.size();
+  LoomInputs in;
+  in.named = Slice(list, T, named, "LoomInitialStateGrad");
+  in.batch = Slice(list, T + named, batch, "LoomInitialStateGrad");
+  std::vector<Tensor> grads = InitialStatesGrad(*rt, *sc, in, Slice(list, 0, T, "LoomInitialStateGrad"));
+  for (const Tensor& c : Slice(list, T + named + batch, rt->num_captures(), "LoomInitialStateGrad")) {
+    grads.push_back(Tensor(c.dtype(), c.shape()));  // captures are only passed through: no gradient
+    if (grads.back().nbytes()) std::memset(grads.back().raw_data(), 0, grads.back().nbytes());
+  }
+  SetOutputs(ctx, std::move(grads));
+}
+
+void LayerGradKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  const size_t T = rt->spec()->num_type_shapes(), C = rt->num_captures();
+  std::vector<Tensor> list = ListInput(ctx);
+  if (list.size() != 2 * T + C) {
+    ThrowInvalidArgument("LoomLayerGrad: expected ", 2 * T + C, " inputs besides the schedule, got ", list.size());
+  }
+  SetOutputs(ctx, RunLayerGrad(*rt, *sc, DepthAttr(ctx, "depth"), Slice(list, 0, T, "LoomLayerGrad"),
+                               Slice(list, T, C, "LoomLayerGrad"), Slice(list, T + C, T, "LoomLayerGrad")));
+}
+
+void GatherOutputsGradKernel(KernelContext& ctx) {
+  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto sc = ScheduleInput(ctx, *rt);
+  SetOutputs(ctx, GatherOutputsGrad(*rt->spec(), *sc, DepthAttr(ctx, "num_depths"), ListInput(ctx)));
+}
+
+OpDef UnrolledOp(const char* name, KernelFn kernel, const char* int_attr, bool takes_message, const char* doc) {
+  OpDef op;
+  op.name = name;
+  op.inputs = {{"schedule", false, "", takes_message ? kScheduleTypes : std::vector<DType>{DType::kVariant}},
+               {"inputs", true, "", {}}};
+  op.outputs = {"outputs"};
+  op.attrs = {{"loom_def", AttrType::kString, std::nullopt},
+              {"Tinputs", AttrType::kTypeList, std::nullopt},
+              {"Tout", AttrType::kTypeList, std::nullopt},
+              {"output_shapes", AttrType::kShapeList, std::nullopt}};
+  if (int_attr) op.attrs.push_back({int_attr, AttrType::kInt, std::nullopt});
+  op.dtype_fn = [](const InferContext& c) {
+    CheckTypeList(c, "Tinputs", 1);
+    return c.attrs.GetTypeList("Tout");
+  };
+  op.shape_fn = [](const InferContext& c) {
+    std::vector<PartialShape> out = c.attrs.GetShapeList("output_shapes");
+    if (out.size() != c.attrs.GetTypeList("Tout").size()) {
+      ThrowValueError(c.op.name, ": output_shapes and Tout differ in length");
+    }
+    return out;
+  };
+  op.kernel = std::move(kernel);
+  op.stateful = true;
+  op.doc = doc;
+  return op;
+}
+
+OpRegistrar loom_run(LoomRunOp());
+OpRegistrar loom_run_grad(LoomRunGradOp());
+OpRegistrar loom_initial_state(UnrolledOp("LoomInitialState", InitialStateKernel, nullptr, true,
+                                          "Unrolled loom: the finalised schedule and the state at depth 0."));
+OpRegistrar loom_layer(UnrolledOp("LoomLayer", LayerKernel, "depth", false,
+                                  "Unrolled loom: the state at `depth` from the state below and the captures."));
+OpRegistrar loom_gather_outputs(UnrolledOp("LoomGatherOutputs", GatherOutputsKernel, "num_depths", false,
+                                           "Unrolled loom: the outputs per type shape from every depth's state."));
+OpRegistrar loom_initial_state_grad(UnrolledOp("LoomInitialStateGrad", InitialStateGradKernel, nullptr, false,
+                                               "Gradient of LoomInitialState: of the named tensors and batch inputs."));
+OpRegistrar loom_layer_grad(UnrolledOp("LoomLayerGrad", LayerGradKernel, "depth", false,
+                                       "Gradient of LoomLayer: of the state below and the captures."));
+OpRegistrar loom_gather_outputs_grad(UnrolledOp("LoomGatherOutputsGrad", GatherOutputsGradKernel, "num_depths",
+                                                false, "Gradient of LoomGatherOutputs: of every depth's state."));
+
+}  // namespace
+}  // namespace treadle::loom

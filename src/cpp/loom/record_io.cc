@@ -1,0 +1,130 @@
+#include "loom/record_io.h"
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+
+#include "util/errors.h"
+
+namespace treadle::loom {
+
+namespace {
+
+// Slicing-by-8 tables for the reflected Castagnoli polynomial 0x82F63B78.
+struct Crc32cTables {
+  std::array<std::array<uint32_t, 256>, 8> t;
+  Crc32cTables() {
+    for (uint32_t i = 0; i < 256; ++i) {
+      uint32_t c = i;
+      for (int k = 0; k < 8; ++k) c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+      t[0][i] = c;
+    }
+    for (uint32_t i = 0; i < 256; ++i) {
+      for (int s = 1; s < 8; ++s) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
+    }
+  }
+};
+
+const Crc32cTables& Tables() {
+  static const Crc32cTables tables;
+  return tables;
+}
+
+uint32_t Load32(const unsigned char* p) {
+  return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
+}
+
+void Store32(unsigned char* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+void Store64(unsigned char* p, uint64_t v) {
+  for (int i = 0; i < 8; ++i) p[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+uint64_t Load64(const unsigned char* p) { return uint64_t(Load32(p)) | uint64_t(Load32(p + 4)) << 32; }
+
+}  // namespace
+
+uint32_t Crc32c(const void* data, size_t size, uint32_t crc) {
+  const auto& t = Tables().t;
+  const auto* p = static_cast<const unsigned char*>(data);
+  uint32_t c = ~crc;
+  while (size >= 8) {
+    const uint32_t lo = Load32(p) ^ c;
+    const uint32_t hi = Load32(p + 4);
+    c = t[7][lo & 0xff] ^ t[6][(lo >> 8) & 0xff] ^ t[5][(lo >> 16) & 0xff] ^ t[4][lo >> 24] ^ t[3][hi & 0xff] ^
+        t[2][(hi >> 8) & 0xff] ^ t[1][(hi >> 16) & 0xff] ^ t[0][hi >> 24];
+    p += 8;
+    size -= 8;
+  }
+  while (size--) c = (c >> 8) ^ t[0][(c ^ *p++) & 0xff];
+  return ~c;
+}
+
+void WriteRecords(const std::string& path, const std::vector<std::string>& records) {
+  std::FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) throw Error(Code::kNotFound, StrCat(path, ": cannot open for writing: ", std::strerror(errno)));
+  bool ok = true;
+  for (const std::string& r : records) {
+    unsigned char header[12], footer[4];
+    Store64(header, r.size());
+    Store32(header + 8, MaskCrc(Crc32c(header, 8)));
+    Store32(footer, MaskCrc(Crc32c(r.data(), r.size())));
+    ok = ok && std::fwrite(header, 1, 12, f) == 12 && std::fwrite(r.data(), 1, r.size(), f) == r.size() &&
+         std::fwrite(footer, 1, 4, f) == 4;
+  }
+  ok = (std::fclose(f) == 0) && ok;
+  if (!ok) throw Error(Code::kDataLoss, StrCat(path, ": writing the records failed"));
+}
+
+RecordReader::RecordReader(const std::string& path) : path_(path) {
+  file_ = std::fopen(path.c_str(), "rb");
+  if (!file_) throw Error(Code::kNotFound, StrCat(path, ": cannot open: ", std::strerror(errno)));
+}
+
+RecordReader::~RecordReader() {
+  if (file_) std::fclose(file_);
+}
+
+bool RecordReader::Next(std::string* out) {
+  unsigned char header[12];
+  const size_t got = std::fread(header, 1, 12, file_);
+  if (got == 0) return false;
+  if (got < 12) {
+    throw Error(Code::kDataLoss, StrCat(path_, ": truncated record header at byte offset ", offset_, " (record ",
+                                        count_, ")"));
+  }
+  if (MaskCrc(Crc32c(header, 8)) != Load32(header + 8)) {
+    throw Error(Code::kDataLoss, StrCat(path_, ": corrupted record at byte offset ", offset_, " (record ", count_,
+                                        "): the length's checksum does not match"));
+  }
+  const uint64_t length = Load64(header);
+  if (length > kMaxRecordBytes) {
+    throw Error(Code::kDataLoss, StrCat(path_, ": record ", count_, " at byte offset ", offset_, " claims ", length,
+                                        " bytes, more than the limit of ", kMaxRecordBytes));
+  }
+  out->resize(length);
+  unsigned char footer[4];
+  if (std::fread(out->data(), 1, length, file_) != length || std::fread(footer, 1, 4, file_) != 4) {
+    throw Error(Code::kDataLoss, StrCat(path_, ": truncated record at byte offset ", offset_, " (record ", count_,
+                                        " of ", length, " bytes)"));
+  }
+  if (MaskCrc(Crc32c(out->data(), length)) != Load32(footer)) {
+    throw Error(Code::kDataLoss, StrCat(path_, ": corrupted record at byte offset ", offset_, " (record ", count_,
+                                        "): the data's checksum does not match"));
+  }
+  offset_ += 16 + length;
+  ++count_;
+  return true;
+}
+
+std::vector<std::string> ReadAllRecords(const std::string& path) {
+  RecordReader reader(path);
+  std::vector<std::string> records;
+  std::string r;
+  while (reader.Next(&r)) records.push_back(std::move(r));
+  return records;
+}
+
+}  // namespace treadle::loom

@@ -1,0 +1,96 @@
+// The layered Loom runtime: runs a finalised schedule with each op's batched
+// function (a library function run by the graph executor), and its backward
+// pass, a loop over the depths in reverse that scatter-adds argument
+// gradients into the state below.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/loader.h"
+#include "loom/schedule.h"
+
+namespace treadle::loom {
+
+// A loom ready to run: its spec and its ops' functions, validated against
+// the op signatures. Immutable, so any number of runs may share it.
+class LoomRuntime {
+ public:
+  static std::shared_ptr<const LoomRuntime> FromLoomDef(const proto::LoomDef& def);
+
+  const std::shared_ptr<const LoomSpec>& spec() const { return spec_; }
+  // Captures of op k are inputs [capture_offset(k), capture_offset(k) + num_captures).
+  int capture_offset(int op) const { return capture_offset_[op]; }
+  int num_captures() const { return capture_offset_.back(); }
+  const std::vector<graph::TensorSpec>& capture_specs() const { return capture_specs_; }
+  bool differentiable(int op) const;
+  // Runs op k's forward function on `args` followed by its captures.
+  std::vector<Tensor> RunOp(int op, std::vector<Tensor> args, const std::vector<Tensor>& captures) const;
+  // Runs op k's backward function: forward arguments, captures, output
+  // gradients -> gradients of the arguments and captures (undefined for
+  // those the backward function gives none).
+  std::vector<Tensor> RunOpBackward(int op, std::vector<Tensor> args, const std::vector<Tensor>& captures,
+                                    std::vector<Tensor> output_grads) const;
+
+ private:
+  void CheckFunctions();
+  std::shared_ptr<const LoomSpec> spec_;
+  graph::LoadedGraph graph_;
+  std::vector<int> forward_, backward_;  // library function index per op, -1 when none
+  std::vector<int> capture_offset_;
+  std::vector<graph::TensorSpec> capture_specs_;
+};
+
+// The tensors a run reads besides the schedule.
+struct LoomInputs {
+  std::vector<Tensor> named;     // one per named tensor
+  std::vector<Tensor> batch;     // one per batch input (LoomSpec::batch_input_type_shapes)
+  std::vector<Tensor> captures;  // every op's captures, op by op
+};
+
+// What the backward pass needs of a forward run: held by a variant tensor.
+struct ForwardRecord : public HandleBase {
+  std::string TypeName() const override { return "LoomForwardRecord"; }
+  std::shared_ptr<const LoomRuntime> runtime;
+  std::shared_ptr<const Schedule> schedule;
+  LoomInputs inputs;
+  std::vector<std::vector<std::vector<Tensor>>> args;  // [depth - 1][layer op][argument]
+};
+
+// Checks `inputs` against the loom and the schedule (InvalidArgument naming
+// the input), runs every layer, and returns one tensor per type shape: the
+// outputs of that type shape in the order they were added. Fills `record`
+// when given.
+std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime,
+                               const std::shared_ptr<const Schedule>& schedule, const LoomInputs& inputs,
+                               ForwardRecord* record);
+
+// Gradients of every input (named tensors, batch inputs, captures, in that
+// order) given the gradient of each output tensor (undefined: zero). Inputs
+// that are not floating point get zeros.
+std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<Tensor>& output_grads);
+
+// ---- The unrolled mode: one graph node per depth. States are contiguous
+// batches, one per type shape and depth (a depth beyond the schedule's is
+// empty), so each step is a pure function of tensors and has its gradient.
+
+// The state at depth 0 (checks the inputs as RunForward does).
+std::vector<Tensor> InitialStates(const LoomRuntime& rt, const Schedule& sc, const LoomInputs& in);
+// The state at depth d from the state at depth d - 1.
+std::vector<Tensor> RunLayer(const LoomRuntime& rt, const Schedule& sc, int32_t d, const std::vector<Tensor>& below,
+                             const std::vector<Tensor>& captures);
+// The outputs per type shape from the states of depths 0..num_depths (depth-major).
+std::vector<Tensor> GatherOutputs(const LoomSpec& sp, const Schedule& sc, int32_t num_depths,
+                                  const std::vector<Tensor>& states);
+// Gradients, in the same layouts: of every state from the outputs'; of the
+// state below and the captures from a depth's; of the named tensors and
+// batch inputs from depth 0's.
+std::vector<Tensor> GatherOutputsGrad(const LoomSpec& sp, const Schedule& sc, int32_t num_depths,
+                                      const std::vector<Tensor>& output_grads);
+std::vector<Tensor> RunLayerGrad(const LoomRuntime& rt, const Schedule& sc, int32_t d, const std::vector<Tensor>& below,
+                                 const std::vector<Tensor>& captures, const std::vector<Tensor>& grads);
+std::vector<Tensor> InitialStatesGrad(const LoomRuntime& rt, const Schedule& sc, const LoomInputs& in,
+                                      const std::vector<Tensor>& grads0);
+
+}  // namespace treadle::loom

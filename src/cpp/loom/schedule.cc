@@ -1,0 +1,86 @@
+#include "loom/schedule.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "util/errors.h"
+
+namespace treadle::loom {
+
+std::shared_ptr<const Schedule> Finalize(const std::shared_ptr<const LoomSpec>& spec, const WeaverState& s) {
+  auto out = std::make_shared<Schedule>();
+  Schedule& sc = *out;
+  const LoomSpec& sp = *spec;
+  const int T = sp.num_type_shapes();
+  const int K = sp.num_ops();
+  const int S = sp.num_arg_slots;
+  const int32_t D = s.deepest;
+  sc.spec = spec;
+  sc.num_depths = D;
+  sc.num_results = s.num_results();
+  sc.rows.assign(D + 1, std::vector<int64_t>(T, 0));
+  sc.source_kind.resize(T);
+  sc.source_index.resize(T);
+  sc.batch_rows_needed.assign(T, 0);
+
+  // Rows of each result in the state of its depth. At depth 0, in creation
+  // order; above, op by op, output by output, call by call.
+  const int64_t n = s.num_results();
+  std::vector<int32_t> row(n);
+  for (int64_t i = 0; i < n; ++i) {
+    if (s.depth[i] != 0) continue;
+    const int t = s.type_shape[i];
+    row[i] = static_cast<int32_t>(sc.rows[0][t]++);
+    sc.source_kind[t].push_back(static_cast<int8_t>(s.op[i]));
+    sc.source_index[t].push_back(s.position[i]);
+    if (s.op[i] == kBatchInputSource) sc.batch_rows_needed[t] = std::max(sc.batch_rows_needed[t], s.position[i] + 1);
+  }
+  sc.layers.resize(D);
+  // first_row[(d-1)*K + k] -> per output j its first row; filled while laying out.
+  std::vector<std::vector<int64_t>> first_row(static_cast<size_t>(D) * K);
+  for (int32_t d = 1; d <= D; ++d) {
+    for (int k = 0; k < K; ++k) {
+      const int64_t calls = s.calls[static_cast<size_t>(d - 1) * K + k];
+      if (calls == 0) continue;
+      LayerOp lo;
+      lo.op = k;
+      lo.calls = calls;
+      for (int t : sp.ops[k].outputs) {
+        lo.output_rows.push_back(sc.rows[d][t]);
+        sc.rows[d][t] += calls;
+      }
+      first_row[static_cast<size_t>(d - 1) * K + k] = lo.output_rows;
+      sc.layers[d - 1].push_back(std::move(lo));
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (s.depth[i] == 0) continue;
+    row[i] = static_cast<int32_t>(first_row[static_cast<size_t>(s.depth[i] - 1) * K + s.op[i]][s.output[i]] +
+                                  s.position[i]);
+  }
+  for (int32_t d = 1; d <= D; ++d) {
+    for (LayerOp& lo : sc.layers[d - 1]) {
+      const size_t nargs = sp.ops[lo.op].inputs.size();
+      lo.args.resize(nargs);
+      for (size_t a = 0; a < nargs; ++a) {
+        const auto& w = s.wiring[static_cast<size_t>(d - 1) * S + sp.arg_offset[lo.op] + a];
+        auto& rows = lo.args[a];
+        rows.resize(w.size());
+        for (size_t c = 0; c < w.size(); ++c) rows[c] = row[w[c]];
+      }
+    }
+  }
+  sc.constants.resize(T);
+  for (int t = 0; t < T; ++t) {
+    if (s.num_constants[t] == 0) continue;
+    const TypeShape& ts = sp.type_shapes[t];
+    Tensor c(ts.dtype, ts.BatchDims(s.num_constants[t]));
+    std::memcpy(c.raw_data(), s.constants[t].data(), s.constants[t].size());
+    sc.constants[t] = std::move(c);
+  }
+  sc.outputs.resize(T);
+  for (int32_t r : s.outputs) sc.outputs[s.type_shape[r]].emplace_back(s.depth[r], row[r]);
+  return out;
+}
+
+}  // namespace treadle::loom

@@ -1,0 +1,51 @@
+// A finalised schedule: a WeaverState turned into what the runtime executes.
+// The state of the loom at depth d is, per type shape, a list of rows: at
+// depth 0 the depth-0 results in creation order; at depth d >= 1 the outputs
+// of the calls at that depth, op by op, output by output, call by call. Every
+// argument is a row of the state one depth below, so each layer is: gather
+// each op's arguments, run the op on the batch, and the outputs are the next
+// state.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "loom/weaver.h"
+#include "tensor/handle.h"
+#include "tensor/tensor.h"
+
+namespace treadle::loom {
+
+struct LayerOp {
+  int op = 0;
+  int64_t calls = 0;
+  // Per argument: the rows of the state one depth below (of the argument's type shape).
+  std::vector<std::vector<int32_t>> args;
+  // Per output: the first row of its calls in this depth's state of its type shape.
+  std::vector<int64_t> output_rows;
+};
+
+struct Schedule : public HandleBase {
+  std::string TypeName() const override { return "LoomSchedule"; }
+
+  std::shared_ptr<const LoomSpec> spec;
+  int32_t num_depths = 0;  // the deepest layer; layers 1..num_depths run
+  // rows[d][t]: the state's size at depth d (0..num_depths) for type shape t.
+  std::vector<std::vector<int64_t>> rows;
+  // Depth 0, per type shape: each row's source kind (kNamedTensorSource, ...) and index.
+  std::vector<std::vector<int8_t>> source_kind;
+  std::vector<std::vector<int64_t>> source_index;
+  std::vector<Tensor> constants;       // per type shape: [n, *shape], undefined when none
+  std::vector<int64_t> batch_rows_needed;  // per type shape: 1 + the largest batch input row read (0: none)
+  std::vector<std::vector<LayerOp>> layers;  // layers[d-1]: the ops called at depth d, in op order
+  // Outputs per type shape, in the order added: (depth, row).
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> outputs;
+
+  int64_t num_results = 0;
+};
+
+// Builds the schedule of a validated WeaverState.
+std::shared_ptr<const Schedule> Finalize(const std::shared_ptr<const LoomSpec>& spec, const WeaverState& state);
+
+}  // namespace treadle::loom

@@ -1,0 +1,576 @@
+#include "loom/weaver.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+
+#include "tensor/tensor_proto.h"
+#include "util/errors.h"
+
+namespace treadle::loom {
+
+Weaver::Weaver(std::shared_ptr<const LoomSpec> spec) : spec_(std::move(spec)) {
+  const int T = spec_->num_type_shapes();
+  s_.constants.resize(T);
+  s_.num_constants.assign(T, 0);
+  named_result_.assign(spec_->named_tensor_names.size(), -1);
+}
+
+int32_t Weaver::NewResult(int32_t depth, int32_t ts, int32_t op, int32_t output, int64_t position) {
+  if (s_.num_results() >= kMaxResults) {
+    ThrowValueError("Weaver: a schedule holds at most ", kMaxResults, " results");
+  }
+  s_.depth.push_back(depth);
+  s_.type_shape.push_back(ts);
+  s_.op.push_back(op);
+  s_.output.push_back(output);
+  s_.position.push_back(position);
+  lifted_.push_back(-1);
+  return static_cast<int32_t>(s_.depth.size() - 1);
+}
+
+void Weaver::CheckResult(int32_t result, const char* what) const {
+  if (result < 0 || result >= s_.num_results()) {
+    ThrowValueError("Weaver: ", what, " ", result, " is not a result of this weaver (it has ", s_.num_results(),
+                    " results)");
+  }
+}
+
+void Weaver::EnsureDepth(int32_t depth) {
+  if (depth <= s_.deepest) return;
+  if (spec_->max_depth > 0 && depth > spec_->max_depth) {
+    ThrowValueError("Weaver: the call would be at depth ", depth, ", beyond the loom's max_depth of ",
+                    spec_->max_depth);
+  }
+  if (depth > kMaxDepth) ThrowValueError("Weaver: depth ", depth, " exceeds the limit of ", kMaxDepth);
+  s_.deepest = depth;
+  s_.calls.resize(static_cast<size_t>(depth) * spec_->num_ops(), 0);
+  s_.wiring.resize(static_cast<size_t>(depth) * spec_->num_arg_slots);
+}
+
+int32_t Weaver::NamedTensor(int index) {
+  if (index < 0 || index >= static_cast<int>(named_result_.size())) {
+    ThrowValueError("Weaver: named tensor index ", index, " is out of range");
+  }
+  if (named_result_[index] < 0) {
+    named_result_[index] = NewResult(0, spec_->named_tensor_type_shapes[index], kNamedTensorSource, 0, index);
+    ++version_;
+  }
+  return named_result_[index];
+}
+
+int32_t Weaver::BatchInput(int type_shape, int64_t row) {
+  if (type_shape < 0 || type_shape >= spec_->num_type_shapes()) {
+    ThrowValueError("Weaver.batch_input: type shape index ", type_shape, " is out of range");
+  }
+  if (spec_->batch_input_slot[type_shape] < 0) {
+    ThrowValueError("Weaver.batch_input: the loom has no batch input of ", spec_->type_shapes[type_shape].ToString());
+  }
+  if (row < 0 || row > INT32_MAX) ThrowValueError("Weaver.batch_input: batch index ", row, " is out of range");
+  ++version_;
+  return NewResult(0, type_shape, kBatchInputSource, 0, row);
+}
+
+int32_t Weaver::Constants(int type_shape, const void* data, int64_t count) {
+  if (type_shape < 0 || type_shape >= spec_->num_type_shapes()) {
+    ThrowValueError("Weaver.constant: type shape index ", type_shape, " is out of range");
+  }
+  if (count < 1 || s_.num_results() + count > kMaxResults) {
+    ThrowValueError("Weaver.constant: cannot add ", count, " constants");
+  }
+  const TypeShape& ts = spec_->type_shapes[type_shape];
+  std::vector<char>& bytes = s_.constants[type_shape];
+  const auto* p = static_cast<const char*>(data);
+  bytes.insert(bytes.end(), p, p + ts.row_bytes * count);
+  const int64_t first_index = s_.num_constants[type_shape];
+  s_.num_constants[type_shape] += count;
+  int32_t first = -1;
+  for (int64_t i = 0; i < count; ++i) {
+    int32_t r = NewResult(0, type_shape, kConstantSource, 0, first_index + i);
+    if (i == 0) first = r;
+  }
+  ++version_;
+  return first;
+}
+
+int32_t Weaver::Constant(int type_shape, const void* data, size_t nbytes) {
+  if (type_shape >= 0 && type_shape < spec_->num_type_shapes() &&
+      nbytes != spec_->type_shapes[type_shape].row_bytes) {
+    ThrowValueError("Weaver.constant: the value has ", nbytes, " bytes but ",
+                    spec_->type_shapes[type_shape].ToString(), " needs ", spec_->type_shapes[type_shape].row_bytes);
+  }
+  return Constants(type_shape, data, 1);
+}
+
+int32_t Weaver::Lift(int32_t result, int32_t depth) {
+  while (s_.depth[result] < depth) {
+    if (lifted_[result] >= 0) {
+      result = lifted_[result];
+      continue;
+    }
+    const int32_t d = s_.depth[result] + 1;
+    const int32_t ts = s_.type_shape[result];  // the pass-through op of ts is op ts
+    const int64_t call = s_.calls[static_cast<size_t>(d - 1) * spec_->num_ops() + ts]++;
+    s_.wiring[static_cast<size_t>(d - 1) * spec_->num_arg_slots + spec_->arg_offset[ts]].push_back(result);
+    const int32_t up = NewResult(d, ts, ts, 0, call);
+    lifted_[result] = up;
+    result = up;
+  }
+  return result;
+}
+
+int32_t Weaver::Call(int op, const int32_t* args, int num_args) {
+  if (op < 0 || op >= spec_->num_ops()) ThrowValueError("Weaver: op index ", op, " is out of range");
+  const OpSpec& o = spec_->ops[op];
+  if (num_args != static_cast<int>(o.inputs.size())) {
+    ThrowTypeError(spec_->DescribeOp(op), " takes ", o.inputs.size(), " argument", o.inputs.size() == 1 ? "" : "s",
+                   ", got ", num_args);
+  }
+  int32_t depth = 1;
+  for (int a = 0; a < num_args; ++a) {
+    const int32_t r = args[a];
+    if (r < 0 || r >= s_.num_results()) {
+      ThrowValueError(spec_->DescribeOp(op), " argument ", a, ": ", r, " is not a result of this weaver (it has ",
+                      s_.num_results(), " results)");
+    }
+    if (s_.type_shape[r] != o.inputs[a]) {
+      ThrowTypeError(spec_->DescribeOp(op), " argument ", a, " must be ",
+                     spec_->type_shapes[o.inputs[a]].ToString(), ", got a result of ",
+                     spec_->type_shapes[s_.type_shape[r]].ToString());
+    }
+    depth = std::max(depth, s_.depth[r] + 1);
+  }
+  EnsureDepth(depth);
+  const size_t layer = static_cast<size_t>(depth - 1);
+  const int64_t call = s_.calls[layer * spec_->num_ops() + op]++;
+  std::vector<int32_t>* wiring = &s_.wiring[layer * spec_->num_arg_slots + spec_->arg_offset[op]];
+  for (int a = 0; a < num_args; ++a) wiring[a].push_back(Lift(args[a], depth - 1));
+  int32_t first = -1;
+  for (size_t j = 0; j < o.outputs.size(); ++j) {
+    int32_t r = NewResult(depth, o.outputs[j], op, static_cast<int32_t>(j), call);
+    if (j == 0) first = r;
+  }
+  ++version_;
+  return first;
+}
+
+void Weaver::AddOutput(int32_t result) {
+  CheckResult(result, "output");
+  s_.outputs.push_back(result);
+  ++version_;
+}
+
+int32_t Weaver::Depth(int32_t result) const {
+  CheckResult(result, "result");
+  return s_.depth[result];
+}
+
+int Weaver::TypeShapeOf(int32_t result) const {
+  CheckResult(result, "result");
+  return s_.type_shape[result];
+}
+
+// ---------------------------------------------------------------- messages
+
+std::string Weaver::Serialize() const {
+  proto::WeaverMessage m;
+  m.set_loom_fingerprint(spec_->fingerprint);
+  m.mutable_result_depth()->Add(s_.depth.begin(), s_.depth.end());
+  m.mutable_result_type_shape()->Add(s_.type_shape.begin(), s_.type_shape.end());
+  m.mutable_result_op()->Add(s_.op.begin(), s_.op.end());
+  m.mutable_result_output()->Add(s_.output.begin(), s_.output.end());
+  m.mutable_result_position()->Add(s_.position.begin(), s_.position.end());
+  const int T = spec_->num_type_shapes();
+  bool any_constants = false;
+  for (int t = 0; t < T; ++t) any_constants |= s_.num_constants[t] > 0;
+  if (any_constants) {
+    for (int t = 0; t < T; ++t) {
+      proto::TensorProto* c = m.add_constants();
+      if (s_.num_constants[t] == 0) continue;
+      const TypeShape& ts = spec_->type_shapes[t];
+      c->set_dtype(static_cast<proto::DataType>(static_cast<int>(ts.dtype)));
+      for (int64_t d : ts.BatchDims(s_.num_constants[t])) c->mutable_shape()->add_dim()->set_size(d);
+      c->set_tensor_content(std::string(s_.constants[t].data(), s_.constants[t].size()));
+    }
+  }
+  const int K = spec_->num_ops();
+  for (int32_t d = 1; d <= s_.deepest; ++d) {
+    for (int k = 0; k < K; ++k) {
+      for (size_t a = 0; a < spec_->ops[k].inputs.size(); ++a) {
+        const auto& w = s_.wiring[static_cast<size_t>(d - 1) * spec_->num_arg_slots + spec_->arg_offset[k] + a];
+        if (w.empty()) continue;
+        proto::LoomWiring* pw = m.add_wiring();
+        pw->set_depth(d);
+        pw->set_op(k);
+        pw->set_arg(static_cast<int32_t>(a));
+        pw->mutable_results()->Add(w.begin(), w.end());
+      }
+    }
+  }
+  m.mutable_outputs()->Add(s_.outputs.begin(), s_.outputs.end());
+  return m.SerializeAsString();
+}
+
+void Weaver::Append(const WeaverState& o, bool rebuild_memos) {
+  const int64_t first = s_.num_results();
+  if (first + o.num_results() > kMaxResults) {
+    ThrowValueError("Weaver: merging gives more than ", kMaxResults, " results");
+  }
+  const int K = spec_->num_ops();
+  const int S = spec_->num_arg_slots;
+  const int T = spec_->num_type_shapes();
+  std::vector<int64_t> call_base = s_.calls;  // counts before the merge
+  call_base.resize(static_cast<size_t>(std::max(s_.deepest, o.deepest)) * K, 0);
+  if (o.deepest > s_.deepest) EnsureDepth(o.deepest);
+  const auto off = static_cast<int32_t>(first);
+  for (int64_t i = 0; i < o.num_results(); ++i) {
+    int64_t pos = o.position[i];
+    if (o.op[i] >= 0) pos += call_base[static_cast<size_t>(o.depth[i] - 1) * K + o.op[i]];
+    else if (o.op[i] == kConstantSource) pos += s_.num_constants[o.type_shape[i]];
+    s_.depth.push_back(o.depth[i]);
+    s_.type_shape.push_back(o.type_shape[i]);
+    s_.op.push_back(o.op[i]);
+    s_.output.push_back(o.output[i]);
+    s_.position.push_back(pos);
+    lifted_.push_back(-1);
+  }
+  for (size_t i = 0; i < o.calls.size(); ++i) s_.calls[i] += o.calls[i];
+  for (int32_t d = 1; d <= o.deepest; ++d) {
+    for (int s = 0; s < S; ++s) {
+      const auto& src = o.wiring[static_cast<size_t>(d - 1) * S + s];
+      auto& dst = s_.wiring[static_cast<size_t>(d - 1) * S + s];
+      const size_t old = dst.size();
+      dst.insert(dst.end(), src.begin(), src.end());  // geometric growth: merging n messages stays linear
+      for (size_t i = old; i < dst.size(); ++i) dst[i] += off;
+    }
+  }
+  for (int t = 0; t < T; ++t) {
+    s_.constants[t].insert(s_.constants[t].end(), o.constants[t].begin(), o.constants[t].end());
+    s_.num_constants[t] += o.num_constants[t];
+  }
+  for (int32_t r : o.outputs) s_.outputs.push_back(r + off);
+  if (rebuild_memos) RebuildMemos(first);
+  ++version_;
+}
+
+void Weaver::RebuildMemos(int64_t first) {
+  const int T = spec_->num_type_shapes();
+  for (int64_t r = first; r < s_.num_results(); ++r) {
+    const int32_t op = s_.op[r];
+    if (op == kNamedTensorSource) {
+      if (named_result_[s_.position[r]] < 0) named_result_[s_.position[r]] = static_cast<int32_t>(r);
+    } else if (op >= 0 && op < T) {
+      const auto& w = s_.wiring[static_cast<size_t>(s_.depth[r] - 1) * spec_->num_arg_slots + spec_->arg_offset[op]];
+      const int32_t arg = w[s_.position[r]];
+      if (lifted_[arg] < 0) lifted_[arg] = static_cast<int32_t>(r);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- trees
+
+std::vector<int32_t> Weaver::WeaveTrees(const TreesArgs& a) {
+  const int K = spec_->num_ops();
+  if (a.leaf_op < 0 || a.leaf_op >= K || a.node_op < 0 || a.node_op >= K) {
+    ThrowValueError("weave_trees: leaf and node ops must be ops of the loom");
+  }
+  const OpSpec& leaf = spec_->ops[a.leaf_op];
+  const OpSpec& node = spec_->ops[a.node_op];
+  if (leaf.inputs.size() != 1 || leaf.inputs[0] != a.leaf_type_shape) {
+    ThrowTypeError("weave_trees: the leaf op ", spec_->DescribeOp(a.leaf_op), " must take one value of ",
+                   a.leaf_type_shape >= 0 && a.leaf_type_shape < spec_->num_type_shapes()
+                       ? spec_->type_shapes[a.leaf_type_shape].ToString() : std::string("the leaf type shape"));
+  }
+  std::vector<int> children = leaf.outputs;
+  children.insert(children.end(), leaf.outputs.begin(), leaf.outputs.end());
+  if (node.inputs != children || node.outputs != leaf.outputs) {
+    ThrowTypeError("weave_trees: the node op ", spec_->DescribeOp(a.node_op),
+                   " must take the leaf op's outputs for the left child, then for the right child, and return "
+                   "values of the same type shapes");
+  }
+  const TypeShape& lts = spec_->type_shapes[a.leaf_type_shape];
+  if (!a.leaf_from_batch_input) {
+    if (lts.row_elements != 1 || !(lts.dtype == DType::kInt32 || lts.dtype == DType::kInt64)) {
+      ThrowTypeError("weave_trees: leaf values become constants of ", lts.ToString(),
+                     ", which must be an int32 or int64 scalar type shape");
+    }
+  } else if (spec_->batch_input_slot[a.leaf_type_shape] < 0) {
+    ThrowValueError("weave_trees: the loom has no batch input of ", lts.ToString());
+  }
+  for (int j : a.root_outputs) {
+    if (j < 0 || j >= static_cast<int>(leaf.outputs.size())) {
+      ThrowValueError("weave_trees: root output index ", j, " is out of range");
+    }
+  }
+  // Check the whole description before weaving anything.
+  const int64_t n = a.num_nodes;
+  std::vector<int32_t> height(n);
+  int32_t tallest = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t l = a.left[i], r = a.right[i];
+    if (l < 0 && r < 0) {
+      const int64_t v = a.leaf_values[i];
+      if (v < 0 || v > INT32_MAX || (lts.dtype == DType::kInt32 && !a.leaf_from_batch_input && v > INT32_MAX)) {
+        ThrowValueError("weave_trees: leaf value ", v, " of node ", i, " is out of range");
+      }
+      height[i] = 1;
+    } else {
+      if (l < 0 || r < 0 || l >= i || r >= i) {
+        ThrowValueError("weave_trees: node ", i, " has children ", l, " and ", r,
+                        "; children must be earlier nodes (or both -1 for a leaf)");
+      }
+      height[i] = 1 + std::max(height[l], height[r]);
+    }
+    tallest = std::max(tallest, height[i]);
+  }
+  if (spec_->max_depth > 0 && tallest > spec_->max_depth) {
+    ThrowValueError("weave_trees: a tree needs depth ", tallest, ", beyond the loom's max_depth of ",
+                    spec_->max_depth);
+  }
+  for (int64_t i = 0; i < a.num_roots; ++i) {
+    if (a.roots[i] < 0 || a.roots[i] >= n) ThrowValueError("weave_trees: root ", a.roots[i], " is not a node");
+  }
+  std::vector<int32_t> first(n);
+  const size_t width = leaf.outputs.size();
+  std::vector<int32_t> args(2 * width);
+  for (int64_t i = 0; i < n; ++i) {
+    if (a.left[i] < 0) {
+      int32_t in;
+      if (a.leaf_from_batch_input) {
+        in = BatchInput(a.leaf_type_shape, a.leaf_values[i]);
+      } else if (lts.dtype == DType::kInt32) {
+        const int32_t v = static_cast<int32_t>(a.leaf_values[i]);
+        in = Constants(a.leaf_type_shape, &v, 1);
+      } else {
+        in = Constants(a.leaf_type_shape, &a.leaf_values[i], 1);
+      }
+      first[i] = Call(a.leaf_op, &in, 1);
+    } else {
+      for (size_t j = 0; j < width; ++j) {
+        args[j] = first[a.left[i]] + static_cast<int32_t>(j);
+        args[width + j] = first[a.right[i]] + static_cast<int32_t>(j);
+      }
+      first[i] = Call(a.node_op, args.data(), static_cast<int>(args.size()));
+    }
+  }
+  for (int64_t i = 0; i < a.num_roots; ++i) {
+    for (int j : a.root_outputs) s_.outputs.push_back(first[a.roots[i]] + j);
+  }
+  ++version_;
+  return first;
+}
+
+// ---------------------------------------------------------------- parsing
+
+namespace {
+
+template <typename... Args>
+[[noreturn]] void Bad(const Args&... args) {
+  ThrowInvalidArgument("invalid WeaverMessage: ", args...);
+}
+
+}  // namespace
+
+WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t size) {
+  // An arena: the message's many small repeated fields cost one allocation.
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = std::min<size_t>(std::max<size_t>(size * 2, 1024), size_t{1} << 20);
+  google::protobuf::Arena arena(options);
+  proto::WeaverMessage& m = *google::protobuf::Arena::CreateMessage<proto::WeaverMessage>(&arena);
+  if (size > static_cast<size_t>(INT_MAX) || !m.ParseFromArray(data, static_cast<int>(size))) {
+    throw Error(Code::kDataLoss, "the bytes are not a serialized WeaverMessage (truncated or corrupt)");
+  }
+  if (m.loom_fingerprint() != spec.fingerprint) {
+    ThrowInvalidArgument("the WeaverMessage was made for another loom (its loom fingerprint is ", m.loom_fingerprint(),
+                         ", this loom's is ", spec.fingerprint, ")");
+  }
+  const int64_t n = m.result_depth_size();
+  if (m.result_type_shape_size() != n || m.result_op_size() != n || m.result_output_size() != n ||
+      m.result_position_size() != n) {
+    Bad("the result columns differ in length (depth ", n, ", type_shape ", m.result_type_shape_size(), ", op ",
+        m.result_op_size(), ", output ", m.result_output_size(), ", position ", m.result_position_size(), ")");
+  }
+  if (n > kMaxResults) Bad(n, " results exceed the limit of ", kMaxResults);
+  const int T = spec.num_type_shapes();
+  const int K = spec.num_ops();
+  const int S = spec.num_arg_slots;
+
+  WeaverState s;
+  s.constants.resize(T);
+  s.num_constants.assign(T, 0);
+  if (m.constants_size() != 0 && m.constants_size() != T) {
+    Bad("it has ", m.constants_size(), " constants entries; the loom has ", T, " type shapes");
+  }
+  for (int t = 0; t < m.constants_size(); ++t) {
+    const proto::TensorProto& c = m.constants(t);
+    if (c.dtype() == proto::DT_INVALID && c.shape().dim_size() == 0 && c.tensor_content().empty()) continue;
+    const TypeShape& ts = spec.type_shapes[t];
+    Tensor value = TensorFromProto(c, StrCat("invalid WeaverMessage: constants of ", ts.ToString()));
+    if (value.dtype() != ts.dtype || value.rank() != static_cast<int>(ts.shape.size()) + 1 ||
+        !std::equal(ts.shape.begin(), ts.shape.end(), value.shape().begin() + 1)) {
+      Bad("the constants of ", ts.ToString(), " are a ", value.DebugString(), "; expected ", DTypeName(ts.dtype),
+          " of shape [n", ts.shape.empty() ? "" : ",", DimsToString(ts.shape).substr(1));
+    }
+    s.num_constants[t] = value.dim(0);
+    const auto* p = static_cast<const char*>(value.raw_data());
+    s.constants[t].assign(p, p + value.nbytes());
+  }
+
+  // Results.
+  s.depth.assign(m.result_depth().begin(), m.result_depth().end());
+  s.type_shape.assign(m.result_type_shape().begin(), m.result_type_shape().end());
+  s.op.assign(m.result_op().begin(), m.result_op().end());
+  s.output.assign(m.result_output().begin(), m.result_output().end());
+  s.position.assign(m.result_position().begin(), m.result_position().end());
+  const int32_t max_allowed = spec.max_depth > 0 ? spec.max_depth : kMaxDepth;
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t d = s.depth[i], ts = s.type_shape[i], op = s.op[i], out = s.output[i];
+    const int64_t pos = s.position[i];
+    if (ts < 0 || ts >= T) Bad("result ", i, " has type shape index ", ts, ", out of range [0, ", T, ")");
+    if (d < 0 || d > max_allowed) {
+      Bad("result ", i, " has depth ", d, (spec.max_depth > 0 ? ", beyond the loom's max_depth of " : ", beyond "),
+          max_allowed);
+    }
+    if (d > n) Bad("result ", i, " has depth ", d, " but a depth needs a result at every depth below it");
+    s.deepest = std::max(s.deepest, d);
+    if (d == 0) {
+      if (out != 0) Bad("result ", i, " at depth 0 has output index ", out, "; it must be 0");
+      if (op == kNamedTensorSource) {
+        if (pos < 0 || pos >= static_cast<int64_t>(spec.named_tensor_names.size())) {
+          Bad("result ", i, " names named tensor ", pos, ", out of range [0, ", spec.named_tensor_names.size(), ")");
+        }
+        if (spec.named_tensor_type_shapes[pos] != ts) {
+          Bad("result ", i, " (named tensor '", spec.named_tensor_names[pos], "') has type shape ",
+              spec.type_shapes[ts].ToString(), " but the tensor is ",
+              spec.type_shapes[spec.named_tensor_type_shapes[pos]].ToString());
+        }
+      } else if (op == kBatchInputSource) {
+        if (spec.batch_input_slot[ts] < 0) {
+          Bad("result ", i, " reads a batch input of ", spec.type_shapes[ts].ToString(), ", which the loom has not");
+        }
+        if (pos < 0 || pos > INT32_MAX) Bad("result ", i, " reads batch input row ", pos, ", out of range");
+      } else if (op == kConstantSource) {
+        if (pos < 0 || pos >= s.num_constants[ts]) {
+          Bad("result ", i, " is constant ", pos, " of ", spec.type_shapes[ts].ToString(), ", out of range [0, ",
+              s.num_constants[ts], ")");
+        }
+      } else {
+        Bad("result ", i, " at depth 0 has op ", op, "; depth-0 results come from named tensors (-1), batch inputs "
+            "(-2) or constants (-3)");
+      }
+    } else {
+      if (op < 0 || op >= K) Bad("result ", i, " at depth ", d, " has op index ", op, ", out of range [0, ", K, ")");
+      const OpSpec& o = spec.ops[op];
+      if (out < 0 || out >= static_cast<int32_t>(o.outputs.size())) {
+        Bad("result ", i, " is output ", out, " of ", spec.DescribeOp(op), ", which has ", o.outputs.size());
+      }
+      if (o.outputs[out] != ts) {
+        Bad("result ", i, " has type shape ", spec.type_shapes[ts].ToString(), " but output ", out, " of ",
+            spec.DescribeOp(op), " is ", spec.type_shapes[o.outputs[out]].ToString());
+      }
+      if (pos < 0 || pos >= n) Bad("result ", i, " has call position ", pos, ", out of range");
+    }
+  }
+  const int32_t D = s.deepest;
+  if (static_cast<int64_t>(D) * std::max(K, S) > 4 * n + (int64_t{1} << 20)) {
+    Bad("depth ", D, " is too large for ", n, " results");
+  }
+
+  // Calls: per (depth, op) the count, and each output's results filling
+  // positions 0..count-1 exactly once.
+  s.calls.assign(static_cast<size_t>(D) * K, 0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (s.depth[i] == 0) continue;
+    int64_t& c = s.calls[static_cast<size_t>(s.depth[i] - 1) * K + s.op[i]];
+    c = std::max(c, s.position[i] + 1);
+  }
+  std::vector<int64_t> slot_base(static_cast<size_t>(D) * K + 1, 0);  // prefix over (d, k) of calls * outputs
+  for (size_t dk = 0; dk < s.calls.size(); ++dk) {
+    slot_base[dk + 1] = slot_base[dk] + s.calls[dk] * static_cast<int64_t>(spec.ops[dk % K].outputs.size());
+    if (slot_base[dk + 1] > n) Bad("the op call positions do not match the results (positions are not dense)");
+  }
+  std::vector<int32_t> filled(static_cast<size_t>(slot_base.back()), -1);
+  for (int64_t i = 0; i < n; ++i) {
+    if (s.depth[i] == 0) continue;
+    const size_t dk = static_cast<size_t>(s.depth[i] - 1) * K + s.op[i];
+    const int64_t slot = slot_base[dk] + s.output[i] * s.calls[dk] + s.position[i];
+    if (filled[slot] >= 0) {
+      Bad("results ", filled[slot], " and ", i, " are both output ", s.output[i], " of call ", s.position[i], " of ",
+          spec.DescribeOp(s.op[i]), " at depth ", s.depth[i]);
+    }
+    filled[slot] = static_cast<int32_t>(i);
+  }
+  for (size_t dk = 0; dk < s.calls.size(); ++dk) {
+    for (int64_t slot = slot_base[dk]; slot < slot_base[dk + 1]; ++slot) {
+      if (filled[slot] < 0) {
+        const int64_t c = s.calls[dk];
+        Bad(spec.DescribeOp(static_cast<int>(dk % K)), " at depth ", dk / K + 1, " has ", c,
+            " calls but output ", (slot - slot_base[dk]) / c, " of call ", (slot - slot_base[dk]) % c, " is missing");
+      }
+    }
+  }
+
+  // Wiring: every argument of every call, of the right type shape, from the
+  // depth just below. An argument from the same depth or deeper would be a
+  // cycle (or a use before definition); the depths order every schedule.
+  s.wiring.assign(static_cast<size_t>(D) * S, {});
+  std::vector<char> seen(static_cast<size_t>(D) * S, 0);
+  for (const proto::LoomWiring& w : m.wiring()) {
+    const int32_t d = w.depth(), op = w.op(), arg = w.arg();
+    if (d < 1 || d > D) Bad("wiring at depth ", d, " is outside the schedule's depths [1, ", D, "]");
+    if (op < 0 || op >= K) Bad("wiring at depth ", d, " names op ", op, ", out of range [0, ", K, ")");
+    const OpSpec& o = spec.ops[op];
+    if (arg < 0 || arg >= static_cast<int32_t>(o.inputs.size())) {
+      Bad("wiring at depth ", d, " names argument ", arg, " of ", spec.DescribeOp(op), ", which has ",
+          o.inputs.size());
+    }
+    const size_t slot = static_cast<size_t>(d - 1) * S + spec.arg_offset[op] + arg;
+    if (seen[slot]) Bad("argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " is wired twice");
+    seen[slot] = 1;
+    const int64_t calls = s.calls[static_cast<size_t>(d - 1) * K + op];
+    if (w.results_size() != calls) {
+      Bad("argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " is wired for ", w.results_size(),
+          " calls, but the op has ", calls, " calls there");
+    }
+    for (int c = 0; c < w.results_size(); ++c) {
+      const int32_t r = w.results(c);
+      if (r < 0 || r >= n) {
+        Bad("argument ", arg, " of call ", c, " of ", spec.DescribeOp(op), " at depth ", d, " is result ", r,
+            ", out of range [0, ", n, ")");
+      }
+      if (s.depth[r] >= d) {
+        Bad("cycle: call ", c, " of ", spec.DescribeOp(op), " at depth ", d, " takes result ", r, " (depth ",
+            s.depth[r], ") as argument ", arg, ", but an argument must be computed before the call");
+      }
+      if (s.depth[r] != d - 1) {
+        Bad("depth mismatch: call ", c, " of ", spec.DescribeOp(op), " at depth ", d, " takes result ", r,
+            " of depth ", s.depth[r], " as argument ", arg, "; arguments must come from depth ", d - 1,
+            " (lifted by pass-through ops)");
+      }
+      if (s.type_shape[r] != o.inputs[arg]) {
+        Bad("argument ", arg, " of ", spec.DescribeOp(op), " must be ", spec.type_shapes[o.inputs[arg]].ToString(),
+            " but call ", c, " at depth ", d, " passes result ", r, " of ",
+            spec.type_shapes[s.type_shape[r]].ToString());
+      }
+    }
+    s.wiring[slot].assign(w.results().begin(), w.results().end());
+  }
+  for (int32_t d = 1; d <= D; ++d) {
+    for (int k = 0; k < K; ++k) {
+      if (s.calls[static_cast<size_t>(d - 1) * K + k] == 0) continue;
+      for (size_t a = 0; a < spec.ops[k].inputs.size(); ++a) {
+        if (!seen[static_cast<size_t>(d - 1) * S + spec.arg_offset[k] + a]) {
+          Bad("argument ", a, " of ", spec.DescribeOp(k), " at depth ", d, " has no wiring");
+        }
+      }
+    }
+  }
+  for (int i = 0; i < m.outputs_size(); ++i) {
+    const int32_t r = m.outputs(i);
+    if (r < 0 || r >= n) Bad("output ", i, " is result ", r, ", out of range [0, ", n, ")");
+  }
+  s.outputs.assign(m.outputs().begin(), m.outputs().end());
+  return s;
+}
+
+}  // namespace treadle::loom

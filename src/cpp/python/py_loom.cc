@@ -1,0 +1,360 @@
+// The Loom as Python sees it: the Weaver (results are plain ints; each op is
+// a METH_FASTCALL builtin so a call from Python costs well under a
+// microsecond), schedule merging, the runtime's validation, and record files.
+#include <climits>
+
+#include "loom/loom_registry.h"
+#include "loom/record_io.h"
+#include "py_common.h"
+#include "util/errors.h"
+
+namespace treadle::python {
+
+namespace {
+
+using loom::LoomSpec;
+using loom::Weaver;
+
+struct PyLoomSpec {
+  std::shared_ptr<const LoomSpec> spec;
+};
+
+struct PyWeaver {
+  std::shared_ptr<Weaver> weaver;
+  Tensor schedule;                // the finalised schedule of `schedule_version`
+  uint64_t schedule_version = ~uint64_t{0};
+};
+
+template <typename T>
+T ParseProto(const py::bytes& data, const char* what) {
+  std::string_view view(data);
+  T msg;
+  if (view.size() > static_cast<size_t>(INT_MAX) || !msg.ParseFromArray(view.data(), static_cast<int>(view.size()))) {
+    throw Error(Code::kDataLoss, StrCat(what, ": the bytes are not a serialized ", what));
+  }
+  return msg;
+}
+
+// ---- the fast op caller: a builtin function whose self is a capsule
+struct OpCaller {
+  std::shared_ptr<Weaver> weaver;
+  int op;
+  int num_outputs;
+};
+constexpr const char* kCallerCapsule = "treadle.loom.OpCaller";
+
+void SetPyErrorFromCurrent() {
+  try {
+    throw;
+  } catch (const StaticError& e) {
+    PyErr_SetString(e.kind() == StaticKind::kType ? PyExc_TypeError : PyExc_ValueError, e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  }
+}
+
+PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  auto* c = static_cast<OpCaller*>(PyCapsule_GetPointer(self, kCallerCapsule));
+  if (!c) return nullptr;
+  int32_t small[8];
+  std::vector<int32_t> big;
+  int32_t* ids = small;
+  if (nargs > 8) {
+    big.resize(nargs);
+    ids = big.data();
+  }
+  for (Py_ssize_t i = 0; i < nargs; ++i) {
+    PyObject* a = args[i];
+    long v = PyLong_Check(a) ? PyLong_AsLong(a) : -1;
+    if (!PyLong_Check(a) || (v == -1 && PyErr_Occurred()) || v < INT32_MIN || v > INT32_MAX) {
+      PyErr_Clear();
+      PyErr_Format(PyExc_TypeError, "%s argument %zd must be a result of this weaver (an int), got %R",
+                   c->weaver->spec().DescribeOp(c->op).c_str(), i, a);
+      return nullptr;
+    }
+    ids[i] = static_cast<int32_t>(v);
+  }
+  int32_t first;
+  try {
+    first = c->weaver->Call(c->op, ids, static_cast<int>(nargs));
+  } catch (...) {
+    SetPyErrorFromCurrent();
+    return nullptr;
+  }
+  if (c->num_outputs == 1) return PyLong_FromLong(first);
+  PyObject* list = PyList_New(c->num_outputs);
+  if (!list) return nullptr;
+  for (int j = 0; j < c->num_outputs; ++j) PyList_SET_ITEM(list, j, PyLong_FromLong(first + j));
+  return list;
+}
+
+PyMethodDef kCallOpDef = {"loom_op", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&CallOp)),
+                          METH_FASTCALL, "Calls a loom op on weaver results; returns its result(s)."};
+
+py::object MakeOpCaller(const PyWeaver& w, int op) {
+  const LoomSpec& spec = w.weaver->spec();
+  if (op < 0 || op >= spec.num_ops()) throw py::value_error("op index out of range");
+  auto* c = new OpCaller{w.weaver, op, static_cast<int>(spec.ops[op].outputs.size())};
+  PyObject* capsule = PyCapsule_New(c, kCallerCapsule, [](PyObject* cap) {
+    delete static_cast<OpCaller*>(PyCapsule_GetPointer(cap, kCallerCapsule));
+  });
+  if (!capsule) {
+    delete c;
+    throw py::error_already_set();
+  }
+  PyObject* fn = PyCFunction_NewEx(&kCallOpDef, capsule, nullptr);
+  Py_DECREF(capsule);
+  if (!fn) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(fn);
+}
+
+int32_t ToResult(py::handle h) {
+  if (!PyLong_Check(h.ptr())) {
+    throw py::type_error("a weaver result must be an int, got " + py::repr(h).cast<std::string>());
+  }
+  long v = PyLong_AsLong(h.ptr());
+  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
+  if (v < INT32_MIN || v > INT32_MAX) throw py::value_error("weaver result id out of range");
+  return static_cast<int32_t>(v);
+}
+
+py::list ResultList(int32_t first, int n) {
+  py::list out(n);
+  for (int j = 0; j < n; ++j) out[j] = py::int_(first + j);
+  return out;
+}
+
+const int64_t* Int64Data(const py::array_t<int64_t, py::array::c_style | py::array::forcecast>& a, int64_t n,
+                         const char* name) {
+  if (a.ndim() != 1 || a.shape(0) != n) {
+    throw py::value_error(StrCat("weave_trees: ", name, " must be a 1-D array of ", n, " entries"));
+  }
+  return a.data();
+}
+
+Tensor Schedule(PyWeaver& w) {
+  if (w.schedule_version != w.weaver->version() || !w.schedule.defined()) {
+    std::shared_ptr<const loom::Schedule> s = loom::Finalize(w.weaver->spec_ptr(), w.weaver->state());
+    w.schedule = MakeHandleTensor(DType::kVariant, std::const_pointer_cast<loom::Schedule>(s));
+    w.schedule_version = w.weaver->version();
+  }
+  return w.schedule;
+}
+
+py::tuple SpecToPy(const graph::TensorSpec& s) {
+  return py::make_tuple(s.name, DTypeObject(s.dtype), PartialShapeToPy(s.shape));
+}
+
+struct PyScheduleReader {
+  std::unique_ptr<loom::RecordReader> reader;
+};
+
+}  // namespace
+
+void RegisterLoom(py::module_& m) {
+  py::class_<PyLoomSpec>(m, "LoomSpec", "A validated LoomMetadata: what a Weaver checks its calls against.")
+      .def(py::init([](const py::bytes& metadata) {
+             auto md = ParseProto<proto::LoomMetadata>(metadata, "LoomMetadata");
+             return PyLoomSpec{LoomSpec::FromProto(md)};
+           }),
+           py::arg("metadata"))
+      .def_property_readonly("fingerprint", [](const PyLoomSpec& s) { return s.spec->fingerprint; })
+      .def("merge", [](const PyLoomSpec& s, const std::vector<std::string>& messages) {
+             std::shared_ptr<const loom::Schedule> sched;
+             {
+               py::gil_scoped_release nogil;
+               sched = loom::MergeMessages(s.spec, messages.data(), messages.size());
+             }
+             return MakeHandleTensor(DType::kVariant, std::const_pointer_cast<loom::Schedule>(sched));
+           },
+           py::arg("messages"), "Validates and merges serialized WeaverMessages into one finalised schedule.")
+      .def("merge_to_message", [](const PyLoomSpec& s, const std::vector<std::string>& messages) {
+             Weaver merged(s.spec);
+             for (const std::string& msg : messages) {
+               merged.Append(loom::ParseWeaverMessage(*s.spec, msg.data(), msg.size()));
+             }
+             return py::bytes(merged.Serialize());
+           },
+           py::arg("messages"), "Validates and merges serialized WeaverMessages into one serialized message.");
+
+  py::class_<PyWeaver>(m, "LoomWeaver", py::dynamic_attr(), "The C++ Weaver; td.loom.Weaver wraps it.")
+      .def(py::init([](const PyLoomSpec& s) { return PyWeaver{std::make_shared<Weaver>(s.spec)}; }),
+           py::arg("spec"))
+      .def("_op_caller", &MakeOpCaller, py::arg("op"))
+      .def("_call", [](PyWeaver& w, int op, py::sequence args) {
+             std::vector<int32_t> ids;
+             for (py::handle a : args) ids.push_back(ToResult(a));
+             int32_t first = w.weaver->Call(op, ids.data(), static_cast<int>(ids.size()));
+             return ResultList(first, static_cast<int>(w.weaver->spec().ops[op].outputs.size()));
+           })
+      .def("_named_tensor", [](PyWeaver& w, int index) { return w.weaver->NamedTensor(index); })
+      .def("_batch_input", [](PyWeaver& w, int ts, int64_t row) { return w.weaver->BatchInput(ts, row); })
+      .def("_constant", [](PyWeaver& w, int ts, py::array value) {
+             py::buffer_info info = value.request();
+             return w.weaver->Constant(ts, info.ptr, static_cast<size_t>(info.size * info.itemsize));
+           })
+      .def("_constants", [](PyWeaver& w, int ts, py::array values, int64_t count) {
+             py::buffer_info info = values.request();
+             const LoomSpec& spec = w.weaver->spec();
+             if (ts < 0 || ts >= spec.num_type_shapes() ||
+                 static_cast<size_t>(info.size * info.itemsize) != spec.type_shapes[ts].row_bytes * count) {
+               throw py::value_error("Weaver.constants: the values do not fill " + std::to_string(count) + " rows");
+             }
+             return w.weaver->Constants(ts, info.ptr, count);
+           })
+      .def("_calls", [](PyWeaver& w, int op, py::array_t<int32_t, py::array::c_style | py::array::forcecast> args) {
+             const LoomSpec& spec = w.weaver->spec();
+             if (op < 0 || op >= spec.num_ops()) throw py::value_error("op index out of range");
+             const int nin = static_cast<int>(spec.ops[op].inputs.size());
+             const int nout = static_cast<int>(spec.ops[op].outputs.size());
+             if (args.ndim() != 2 || args.shape(1) != nin) {
+               throw py::value_error(StrCat("Weaver.calls: arguments of ", spec.DescribeOp(op),
+                                            " must be a 2-D array with ", nin, " columns"));
+             }
+             const int64_t n = args.shape(0);
+             py::array_t<int32_t> out({n, static_cast<int64_t>(nout)});
+             int32_t* o = out.mutable_data();
+             const int32_t* a = args.data();
+             for (int64_t i = 0; i < n; ++i) {
+               const int32_t first = w.weaver->Call(op, a + i * nin, nin);
+               for (int j = 0; j < nout; ++j) o[i * nout + j] = first + j;
+             }
+             return out;
+           })
+      .def("add_output", [](PyWeaver& w, py::handle r) { w.weaver->AddOutput(ToResult(r)); }, py::arg("result"),
+           "Adds `result` to the loom's outputs (of its type shape, in the order added).")
+      .def("depth", [](const PyWeaver& w, py::handle r) { return w.weaver->Depth(ToResult(r)); }, py::arg("result"))
+      .def_property_readonly("deepest", [](const PyWeaver& w) { return w.weaver->deepest(); },
+                             "The depth of the deepest result so far.")
+      .def("_type_shape_index", [](const PyWeaver& w, py::handle r) { return w.weaver->TypeShapeOf(ToResult(r)); })
+      .def_property_readonly("num_results", [](const PyWeaver& w) { return w.weaver->num_results(); })
+      .def("_result_info", [](const PyWeaver& w, py::handle obj) {
+             const int32_t r = ToResult(obj);
+             w.weaver->Depth(r);  // range check
+             const auto& s = w.weaver->state();
+             return py::make_tuple(s.depth[r], s.type_shape[r], s.op[r], s.output[r], s.position[r]);
+           })
+      .def("_outputs", [](const PyWeaver& w) { return w.weaver->state().outputs; })
+      .def("serialize", [](const PyWeaver& w) { return py::bytes(w.weaver->Serialize()); },
+           "The schedule as a serialized WeaverMessage.")
+      .def("_append_message", [](PyWeaver& w, const py::bytes& data) {
+             std::string_view view(data);
+             w.weaver->Append(loom::ParseWeaverMessage(w.weaver->spec(), view.data(), view.size()));
+           })
+      .def("_schedule", &Schedule, "The finalised schedule (a variant tensor), cached while the weaver is unchanged.")
+      .def("_weave_trees",
+           [](PyWeaver& w, py::array_t<int64_t, py::array::c_style | py::array::forcecast> left,
+              py::array_t<int64_t, py::array::c_style | py::array::forcecast> right,
+              py::array_t<int64_t, py::array::c_style | py::array::forcecast> leaf_values,
+              py::array_t<int64_t, py::array::c_style | py::array::forcecast> roots, int leaf_op, int node_op,
+              int leaf_type_shape, bool from_batch_input, std::vector<int> root_outputs) {
+             if (left.ndim() != 1) throw py::value_error("weave_trees: left must be a 1-D array");
+             Weaver::TreesArgs a;
+             a.num_nodes = left.shape(0);
+             a.left = Int64Data(left, a.num_nodes, "left");
+             a.right = Int64Data(right, a.num_nodes, "right");
+             a.leaf_values = Int64Data(leaf_values, a.num_nodes, "leaf_values");
+             if (roots.ndim() != 1) throw py::value_error("weave_trees: roots must be a 1-D array");
+             a.num_roots = roots.shape(0);
+             a.roots = roots.data();
+             a.leaf_op = leaf_op;
+             a.node_op = node_op;
+             a.leaf_type_shape = leaf_type_shape;
+             a.leaf_from_batch_input = from_batch_input;
+             a.root_outputs = std::move(root_outputs);
+             std::vector<int32_t> first;
+             {
+               py::gil_scoped_release nogil;  // the arrays are held by this frame
+               first = w.weaver->WeaveTrees(a);
+             }
+             return py::array_t<int32_t>(static_cast<py::ssize_t>(first.size()), first.data());
+           });
+
+  m.def("loom_check_def", [](const std::string& loom_def) {
+    std::shared_ptr<const loom::LoomRuntime> rt;
+    {
+      const std::string& def = loom_def;
+      py::gil_scoped_release nogil;
+      rt = loom::RuntimeForLoomDef(def);
+    }
+    py::list captures;
+    for (const auto& s : rt->capture_specs()) captures.append(SpecToPy(s));
+    return captures;
+  }, py::arg("loom_def"), "Builds and validates the runtime of a serialized LoomDef; returns its capture specs.");
+
+  // The Loom ops run eagerly through here rather than _core.execute: a run is
+  // long however small its inputs, so the GIL is always released.
+  m.def("loom_execute", [](const std::string& op_name, py::handle inputs_obj, py::handle attrs_obj) {
+    const OpDef& op = OpRegistry::Global().Get(op_name);
+    std::vector<Tensor> inputs;
+    for (py::handle item : inputs_obj) {
+      if (!py::isinstance<Tensor>(item)) {
+        throw py::type_error(op_name + ": expected EagerTensor inputs, got " + py::repr(item).cast<std::string>());
+      }
+      inputs.push_back(item.cast<Tensor>());
+    }
+    std::vector<DType> dtypes;
+    for (const Tensor& t : inputs) dtypes.push_back(t.dtype());
+    AttrMap attrs;
+    try {
+      attrs = CanonicalizeAttrs(op, AttrsFromPy(op, attrs_obj), dtypes);
+    } catch (const StaticError& e) {
+      throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
+    }
+    std::vector<Tensor> out;
+    {
+      py::gil_scoped_release nogil;
+      out = RunOp(op, inputs, attrs);
+    }
+    py::list result(out.size());
+    for (size_t i = 0; i < out.size(); ++i) result[i] = py::cast(std::move(out[i]));
+    return result;
+  }, py::arg("op_name"), py::arg("inputs"), py::arg("attrs"));
+
+  m.def("crc32c", [](const py::bytes& data, uint32_t crc) {
+    std::string_view v(data);
+    return loom::Crc32c(v.data(), v.size(), crc);
+  }, py::arg("data"), py::arg("crc") = 0);
+  m.def("write_records", [](const std::string& path, const std::vector<std::string>& records) {
+    py::gil_scoped_release nogil;
+    loom::WriteRecords(path, records);
+  }, py::arg("path"), py::arg("records"), "Writes records in the TFRecord format.");
+  m.def("read_records", [](const std::string& path) {
+    std::vector<std::string> records;
+    {
+      py::gil_scoped_release nogil;
+      records = loom::ReadAllRecords(path);
+    }
+    py::list out;
+    for (const std::string& r : records) out.append(py::bytes(r));
+    return out;
+  }, py::arg("path"), "Reads every record of a TFRecord file (checksums verified).");
+
+  py::class_<PyScheduleReader>(m, "LoomScheduleReader", "Reads schedule records and merges them in batches.")
+      .def(py::init([](const std::string& path) { return PyScheduleReader{std::make_unique<loom::RecordReader>(path)}; }),
+           py::arg("path"))
+      .def("read_batch", [](PyScheduleReader& r, const PyLoomSpec& spec, int64_t max_count) -> py::object {
+             std::shared_ptr<const loom::Schedule> sched;
+             int64_t n = 0;
+             {
+               py::gil_scoped_release nogil;
+               std::vector<std::string> msgs;
+               std::string rec;
+               while (n < max_count && r.reader->Next(&rec)) {
+                 msgs.push_back(std::move(rec));
+                 ++n;
+               }
+               if (n > 0) sched = loom::MergeMessages(spec.spec, msgs.data(), msgs.size());
+             }
+             if (n == 0) return py::none();
+             return py::make_tuple(MakeHandleTensor(DType::kVariant, std::const_pointer_cast<loom::Schedule>(sched)), n);
+           },
+           py::arg("spec"), py::arg("max_count"),
+           "Up to max_count records merged into one schedule: (schedule tensor, count), or None at the end.")
+      .def_property_readonly("records_read", [](const PyScheduleReader& r) { return r.reader->records_read(); })
+      .def_property_readonly("offset", [](const PyScheduleReader& r) { return r.reader->offset(); });
+}
+
+}  // namespace treadle::python

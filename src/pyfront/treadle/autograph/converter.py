@@ -1,0 +1,359 @@
+"""convert(fn): the function with its Python control flow rewritten into
+calls of the AutoGraph runtime (treadle.autograph.operators).
+
+The pipeline, per function scope (the function and the functions defined in
+it): loop directives, break/continue lowering, return lowering, definedness
+and liveness analysis, control flow; then expressions and calls over the
+whole function. The result is compiled with the user's file name and line
+numbers and instantiated with the original globals, closure cells and
+defaults, so it behaves as the original on Python values and tracebacks
+show user lines.
+
+Converted code is cached per code object (a closure made many times is
+transformed once) and per function object. Library code (treadle, the
+standard library, site-packages, NumPy) is never converted; functions whose
+source cannot be read run unconverted with a warning."""
+
+import __future__
+import ast
+import functools
+import inspect
+import linecache
+import os
+import sysconfig
+import threading
+import types
+import warnings
+import weakref
+
+from treadle.autograph import operators
+from treadle.autograph.operators import errors
+from treadle.autograph.static_analysis import definitions, liveness
+from treadle.autograph.transformer import (base, break_continue, control_flow, directives, expressions, functions,
+                                           return_statements)
+
+
+class AutoGraphWarning(UserWarning):
+    """A function runs without conversion."""
+
+
+_lock = threading.RLock()
+_function_cache = weakref.WeakKeyDictionary()  # function -> converted function (or itself)
+_code_cache = {}  # code object -> _Converted, or a str: why it cannot be converted
+_AG_CELL = types.CellType(operators)
+_FUTURE_FLAGS = 0
+for _feature in __future__.all_feature_names:
+    _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
+_NOT_CONVERTIBLE_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR | \
+    inspect.CO_ITERABLE_COROUTINE
+
+
+# ------------------------------------------------------------------ library code
+
+def _library_roots():
+    import numpy
+    import treadle
+    roots = {os.path.dirname(treadle.__file__), os.path.dirname(numpy.__file__)}
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        path = sysconfig.get_paths().get(key)
+        if path:
+            roots.add(path)
+    roots |= {os.path.realpath(r) for r in roots}
+    return tuple(os.path.join(r, "") for r in roots)
+
+
+_roots = None
+_library_files = {}
+
+
+def _is_library(filename):
+    result = _library_files.get(filename)
+    if result is None:
+        global _roots
+        if _roots is None:
+            _roots = _library_roots()
+        result = filename.startswith(_roots) or os.path.realpath(filename).startswith(_roots)
+        _library_files[filename] = result
+    return result
+
+
+def _skip(fn):
+    """True for functions that run as they are, without a warning."""
+    code = fn.__code__
+    return (getattr(fn, "__ag_do_not_convert__", False) or code in errors.CONVERTED_CODE
+            or code.co_flags & _NOT_CONVERTIBLE_FLAGS or _is_library(code.co_filename))
+
+
+# ------------------------------------------------------------------ public entry points
+
+def convert(fn):
+    """The converted version of a callable (a function, method, partial or
+    callable object); callables that cannot be converted come back as they
+    are (with an AutoGraphWarning when their source could not be read)."""
+    if isinstance(fn, types.FunctionType):
+        return converted_function(fn)
+    if isinstance(fn, types.MethodType):
+        func = fn.__func__
+        conv = convert(func)
+        return fn if conv is func else types.MethodType(conv, fn.__self__)
+    if isinstance(fn, functools.partial):
+        inner = convert(fn.func)
+        return fn if inner is fn.func else functools.partial(inner, *fn.args, **fn.keywords)
+    if getattr(fn, "__ag_do_not_convert__", False):
+        return fn
+    call = getattr(type(fn), "__call__", None)
+    if isinstance(call, types.FunctionType) and not isinstance(fn, type):
+        conv = converted_function(call)
+        return fn if conv is call else types.MethodType(conv, fn)
+    if not _from_library_module(fn):
+        _warn(fn, "its source code is not available (it is a builtin or an extension)")
+    return fn
+
+
+def _from_library_module(obj):
+    """True for callables of library packages (NumPy ufuncs and dispatchers...)."""
+    import sys
+    module = sys.modules.get((getattr(obj, "__module__", None) or "").split(".")[0])
+    filename = getattr(module, "__file__", None)
+    return filename is not None and _is_library(filename)
+
+
+def converted_function(fn):
+    """The converted version of a plain Python function (cached)."""
+    try:
+        result = _function_cache.get(fn)
+    except TypeError:
+        result = None
+    if result is not None:
+        return result
+    with _lock:
+        result = _function_cache.get(fn)
+        if result is None:
+            result = fn if _skip(fn) else _convert_function(fn)
+            _function_cache[fn] = result
+    return result
+
+
+def to_graph(fn, recursive=True, experimental_optional_features=None):
+    """The converted version of `fn` (TensorFlow's tf.autograph.to_graph):
+    called inside a td.function, its control flow on tensors is staged."""
+    return convert(getattr(fn, "python_function", fn))
+
+
+def to_code(fn, recursive=True, experimental_optional_features=None):
+    """The converted source of `fn` (a function, method or td.function), as a string."""
+    fn = getattr(fn, "python_function", fn)
+    if isinstance(fn, types.MethodType):
+        fn = fn.__func__
+    if isinstance(fn, functools.partial):
+        fn = fn.func
+    if not isinstance(fn, types.FunctionType):
+        raise TypeError(f"to_code expects a Python function, got {fn!r}")
+    entry = _entry(fn)
+    if isinstance(entry, str):
+        raise ValueError(f"AutoGraph could not convert {fn.__qualname__}: {entry}")
+    return entry.source()
+
+
+# ------------------------------------------------------------------ conversion
+
+class _Converted:
+    """The transformed code of one function code object."""
+
+    def __init__(self, code, node):
+        self.code = code
+        self.node = node
+        self._source = None
+
+    def source(self):
+        if self._source is None:
+            self._source = ast.unparse(self.node) + "\n"
+        return self._source
+
+    def instantiate(self, fn):
+        cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+        closure = tuple(_AG_CELL if n == base.AG else cells.get(n) or types.CellType()
+                        for n in self.code.co_freevars)
+        new = types.FunctionType(self.code, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+        new.__kwdefaults__ = fn.__kwdefaults__
+        new.__qualname__ = fn.__qualname__
+        new.__module__ = fn.__module__
+        new.__doc__ = fn.__doc__
+        new.__dict__.update(fn.__dict__)
+        new.__annotations__ = dict(getattr(fn, "__annotations__", {}) or {})
+        return new
+
+
+def _convert_function(fn):
+    entry = _entry(fn)
+    if isinstance(entry, str):
+        _warn(fn, entry)
+        return fn
+    return entry.instantiate(fn)
+
+
+def _entry(fn):
+    code = fn.__code__
+    entry = _code_cache.get(code)
+    if entry is None:
+        with _lock:
+            entry = _code_cache.get(code)
+            if entry is None:
+                try:
+                    entry = _transform(fn)
+                except _CannotConvert as e:
+                    entry = str(e)
+                except (SyntaxError, ValueError, TypeError, AttributeError, KeyError) as e:
+                    entry = f"{type(e).__name__}: {e}"
+                _code_cache[code] = entry
+    return entry
+
+
+class _CannotConvert(Exception):
+    pass
+
+
+def _warn(fn, reason):
+    name = getattr(fn, "__qualname__", None) or repr(fn)
+    warnings.warn(f"AutoGraph could not transform {name} and will run it as-is: {reason}", AutoGraphWarning,
+                  stacklevel=_user_stacklevel())
+
+
+def _user_stacklevel():
+    """The stacklevel of the first caller outside treadle (where the warning belongs)."""
+    import sys
+    level, frame = 2, sys._getframe(2)
+    while frame is not None and _is_library(frame.f_code.co_filename) and "treadle" in frame.f_code.co_filename:
+        level += 1
+        frame = frame.f_back
+    return level
+
+
+def _transform(fn):
+    code = fn.__code__
+    node = _function_node(fn)
+    namer = base.Namer(node)
+    if isinstance(node, ast.FunctionDef):
+        node.decorator_list = []
+        node.ag_method = "__class__" in code.co_freevars
+        for n in ast.walk(node):
+            if isinstance(n, ast.ClassDef):
+                for child in n.body:
+                    child.ag_method = True
+        for scope in [n for n in ast.walk(node) if isinstance(n, ast.FunctionDef)]:
+            _transform_scope(scope, namer)
+    expressions.transform(node)
+    inner = _compile(node, code, fn)
+    errors.register(inner, fn.__qualname__)
+    return _Converted(inner, node)
+
+
+def _transform_scope(scope, namer):
+    if base.contains_yield_or_await(scope):
+        scope.ag_skip = True  # generators keep their statements (yield cannot move into a nested function)
+        return
+    if getattr(scope, "ag_method", False):
+        functions.explicit_super(scope)
+    directives.extract(scope)
+    break_continue.transform(scope, namer)
+    return_statements.transform(scope, namer)
+    definitions.analyze(scope)
+    liveness.analyze(scope)
+    maybe_undefined = control_flow.transform(scope, namer)
+    functions.checked_loads(scope, maybe_undefined)
+
+
+def _compile(node, code, fn):
+    """Compiles the converted function inside a factory whose locals stand for
+    the original free variables (so they become the new code's free
+    variables, filled with the original cells) and returns its code object."""
+    body = [base.assign(n, base.const(None)) for n in code.co_freevars if n != base.AG]
+    if isinstance(node, ast.Lambda):
+        body.append(base.assign("__ag_lambda", node))
+    else:
+        if node.name not in code.co_freevars:
+            body.insert(0, ast.Global(names=[node.name]))  # its own name stays a global in its body
+        body.append(node)
+    factory = base.function_def("__ag_factory", [base.AG], body)
+    module = ast.Module(body=[factory], type_ignores=[])
+    base.located([factory], node)
+    ast.fix_missing_locations(module)
+    flags = code.co_flags & _FUTURE_FLAGS
+    module_code = compile(module, code.co_filename, "exec", flags=flags, dont_inherit=True)
+    factory_code = _child_code(module_code, "__ag_factory")
+    return _child_code(factory_code, code.co_name)
+
+
+def _child_code(code, name):
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType) and const.co_name == name:
+            return const
+    raise _CannotConvert(f"internal error: no code object named {name!r} after conversion")
+
+
+# ------------------------------------------------------------------ finding the source
+
+def _function_node(fn):
+    code = fn.__code__
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise _CannotConvert(f"its source code is not available ({e})") from None
+    source = "".join(lines)
+    if code.co_name == "<lambda>":
+        return _lambda_node(code, source, start)
+    tree, shift = _parse_snippet(source)
+    for node in tree:
+        if isinstance(node, ast.FunctionDef) and node.name == code.co_name:
+            ast.increment_lineno(node, start - 1 - shift)
+            return node
+    if any(isinstance(n, ast.AsyncFunctionDef) for n in tree):
+        raise _CannotConvert("async functions are not converted")
+    raise _CannotConvert(f"could not find the definition of {code.co_name} in its source")
+
+
+def _parse_snippet(source):
+    """Parses a block of source that may be indented (a method, a nested
+    function). Returns (statements, number of lines added in front)."""
+    if source[:1] in (" ", "\t"):
+        return ast.parse("if 1:\n" + source).body[0].body, 1
+    return ast.parse(source).body, 0
+
+
+def _by_column(code, lambdas, offset):
+    """The lambda whose body holds the leftmost instruction of `code` (several
+    lambdas with the same parameters on one line)."""
+    positions = [(p[0], p[2]) for p in code.co_positions()
+                 if None not in p and (p[1], p[3]) > (p[0], p[2])]  # zero-width ones are bookkeeping
+    if not positions:
+        return lambdas
+    first = min(positions)
+    before = [n for n in lambdas if (n.body.lineno + offset, n.body.col_offset) <= first]
+    if not before:
+        return lambdas
+    return [max(before, key=lambda n: (n.body.lineno, n.body.col_offset))]
+
+
+def _lambda_node(code, source, start):
+    try:
+        tree, shift = _parse_snippet(source)
+        candidates = [n for stmt in tree for n in ast.walk(stmt) if isinstance(n, ast.Lambda)]
+        offset = start - 1 - shift
+    except SyntaxError:
+        # The lambda is part of a statement spanning more lines than its block: parse the whole file.
+        lines = linecache.getlines(code.co_filename)
+        if not lines:
+            raise _CannotConvert("its source code is not available") from None
+        candidates = [n for n in ast.walk(ast.parse("".join(lines))) if isinstance(n, ast.Lambda)]
+        offset = 0
+    params = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+    matching = [n for n in candidates if n.lineno + offset == code.co_firstlineno
+                and tuple(a.arg for a in n.args.posonlyargs + n.args.args + n.args.kwonlyargs) == params]
+    if len(matching) > 1:
+        matching = _by_column(code, matching, offset)
+    if len(matching) != 1:
+        what = "no lambda" if not matching else "several lambdas"
+        raise _CannotConvert(f"{what} with these parameters on line {code.co_firstlineno} of its source")
+    node = matching[0]
+    ast.increment_lineno(node, offset)
+    return node

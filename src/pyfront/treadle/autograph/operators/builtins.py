@@ -1,0 +1,59 @@
+"""Python builtins as converted code sees them: on Python values they are the
+builtins themselves; on tensors being traced they do what the builtin means
+for a tensor (td.range, its length, a cast). `print` stays Python's print,
+as in TensorFlow: it runs while tracing (use td.print to print when the
+graph runs)."""
+
+import builtins
+
+from treadle.autograph.operators import tensors
+from treadle.autograph.operators.iteration import TensorEnumerate
+from treadle.framework import dtypes
+from treadle.framework.tensor import Tensor
+from treadle.ops import array_ops, math_ops
+
+
+def range_(*args):
+    if not any(tensors.is_symbolic(a) for a in args):
+        return range(*args)
+    if not 1 <= len(args) <= 3:
+        raise TypeError(f"range expected at most 3 arguments, got {len(args)}")
+    return array_ops._range(*args)  # td.range: a staged for loop iterates over it without building it
+
+
+def enumerate_(iterable, start=0):
+    if tensors.is_symbolic(iterable):
+        return TensorEnumerate(iterable, start)
+    return enumerate(iterable, start)
+
+
+def len_(value):
+    if tensors.is_symbolic(value):
+        shape = value.shape
+        if shape.rank == 0:
+            raise TypeError(f"len() of a scalar tensor ({value.name}) is not defined")
+        if shape.rank is not None and shape[0] is not None:
+            return shape[0]
+        return array_ops.shape(value)[0]
+    return len(value)
+
+
+def int_(value=0, base=None):
+    if tensors.is_symbolic(value):
+        return math_ops.cast(value, dtypes.int32)
+    return int(value) if base is None else int(value, base)
+
+
+def float_(value=0.0):
+    if tensors.is_symbolic(value):
+        return math_ops.cast(value, dtypes.float32)
+    return float(value)
+
+
+OVERRIDES = {
+    builtins.range: range_,
+    builtins.enumerate: enumerate_,
+    builtins.len: len_,
+    builtins.int: int_,
+    builtins.float: float_,
+}

@@ -1,0 +1,1 @@
+"""Static analysis of function bodies: activity, liveness, definedness."""

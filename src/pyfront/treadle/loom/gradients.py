@@ -1,0 +1,99 @@
+"""Gradients through a loom. Each op's backward function (the graph gradient
+of its batched function) goes into the loom's library; LoomRun's gradient
+rule runs LoomRunGrad, the C++ backward loop over the depths in reverse, so
+GradientTape and graph gradients both reach named tensors, batch inputs and
+the variables the ops read."""
+
+from treadle.autodiff import _ops
+from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
+from treadle.framework import dtypes
+from treadle.framework.ops import execute
+
+
+def attach_backward_functions(loom, library):
+    """Sets each traced op's backward function in the loom's metadata and adds
+    it to `library`. An op whose function cannot be differentiated keeps none:
+    running it works, asking for its gradient raises an error naming it."""
+    from treadle.autodiff.function_gradients import backward_function
+    seen = {f.signature.name for f in library.library.function}
+    traced = iter(loom._traced)
+    for k, (name, _) in enumerate(loom._ops):
+        op_def = loom._metadata.ops[len(loom._type_shapes) + k]
+        if op_def.pass_through:
+            continue
+        fn = next(traced).function
+        try:
+            bwd = backward_function(fn)
+        except (NotImplementedError, LookupError, TypeError):
+            continue
+        n_forward = len(fn.graph.inputs)
+        if len(bwd.graph.inputs) != n_forward + len(bwd.output_gradient_indices):
+            continue  # the backward graph captured values of its own: not supported by the loom
+        op_def.backward_function_name = bwd.name
+        op_def.backward_output_gradients.extend(bwd.output_gradient_indices)
+        op_def.backward_input_gradients.extend(bwd.input_gradient_indices)
+        for fdef in bwd.library_graph_def().library.function:
+            if fdef.signature.name not in seen:
+                seen.add(fdef.signature.name)
+                library.library.function.append(fdef)
+
+
+def _shape_dims(t):
+    shape = t.shape
+    return shape.dims if hasattr(shape, "dims") else list(shape)
+
+
+@RegisterGradient("LoomRun")
+def _loom_run_grad(op, *grads):
+    output_types = get_attr(op, "output_types")
+    outputs = op.outputs[:len(output_types)]
+    output_grads = [g if g is not None else _ops.zeros_like(y) for g, y in zip(grads, outputs)]
+    inputs = op.inputs[1:]
+    input_types = list(get_attr(op, "Tinputs"))
+    results = execute("LoomRunGrad", [op.outputs[-1]] + output_grads,
+                      {"Tgrads": list(output_types), "Tinputs": input_types,
+                       "input_shapes": [_shape_dims(t) for t in inputs]})
+    return [None] + [g if dtypes.as_dtype(t).is_floating else None for g, t in zip(results, input_types)]
+
+
+def _zeros_for_none(grads, outputs):
+    return [g if g is not None else _ops.zeros_like(y) for g, y in zip(grads, outputs)]
+
+
+def _unrolled_grad(op, grad_op, grads, extra_inputs, extra_attrs):
+    """Runs `grad_op` on [schedule] + extra_inputs + grads; one gradient per
+    input of `op` after the schedule (None for integer inputs)."""
+    inputs = op.inputs[1:]
+    types = list(get_attr(op, "Tinputs"))
+    tout = [t.dtype for t in extra_inputs] + [t.dtype for t in grads]
+    results = execute(grad_op, [op.inputs[0]] + list(extra_inputs) + list(grads),
+                      dict(extra_attrs, loom_def=get_attr(op, "loom_def"), Tinputs=tout, Tout=types,
+                           output_shapes=[_shape_dims(t) for t in inputs]))
+    return [None] + [g if dtypes.as_dtype(t).is_floating else None for g, t in zip(results, types)]
+
+
+@RegisterGradient("LoomInitialState")
+def _loom_initial_state_grad(op, *grads):
+    # Gradients of the states (not of the schedule handle, output 0) come first.
+    state_grads = _zeros_for_none(grads[1:], op.outputs[1:])
+    inputs = op.inputs[1:]
+    types = list(get_attr(op, "Tinputs"))
+    results = execute("LoomInitialStateGrad", [op.outputs[0]] + state_grads + list(inputs),
+                      {"loom_def": get_attr(op, "loom_def"), "Tinputs": [g.dtype for g in state_grads] + types,
+                       "Tout": types, "output_shapes": [_shape_dims(t) for t in inputs]})
+    return [None] + [g if dtypes.as_dtype(t).is_floating else None for g, t in zip(results, types)]
+
+
+@RegisterGradient("LoomLayer")
+def _loom_layer_grad(op, *grads):
+    return _unrolled_grad(op, "LoomLayerGrad", _zeros_for_none(grads, op.outputs), op.inputs[1:],
+                          {"depth": get_attr(op, "depth")})
+
+
+@RegisterGradient("LoomGatherOutputs")
+def _loom_gather_outputs_grad(op, *grads):
+    return _unrolled_grad(op, "LoomGatherOutputsGrad", _zeros_for_none(grads, op.outputs), [],
+                          {"num_depths": get_attr(op, "num_depths")})
+
+
+NotDifferentiable("LoomRunGrad", "LoomInitialStateGrad", "LoomLayerGrad", "LoomGatherOutputsGrad")

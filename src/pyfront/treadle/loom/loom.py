@@ -1,0 +1,415 @@
+"""td.loom.Loom: dynamic batching of tree- and graph-shaped computations.
+
+A loom holds named tensors, named ops (LoomOps) and batch inputs. A Weaver
+made by `loom.make_weaver()` builds a schedule; `loom(schedule)` runs it in
+C++ one depth at a time, each op once per depth on the batch of all its calls
+there, and returns the outputs per type shape."""
+
+import base64
+
+import numpy as np
+
+from treadle import _core, graph_pb2, loom_pb2
+from treadle.framework import context, dtypes
+from treadle.framework import ops
+from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
+from treadle.framework.variables import Variable
+from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
+from treadle.loom.type_shape import TypeShape, type_shape_of
+from treadle.loom.weaver import Weaver
+
+_RESERVED = None
+
+
+def _reserved_names():
+    global _RESERVED
+    if _RESERVED is None:
+        _RESERVED = {n for n in dir(Weaver)} | {"_loom"}
+    return _RESERVED
+
+
+def execute(op_name, inputs, attrs):
+    """ops.execute, except that an eager loom op runs with the GIL released
+    (it is long-running however small its inputs); tapes still see it."""
+    if context.current_graph() is not None or any(type(t) is not EagerTensor for t in inputs):
+        return ops.execute(op_name, inputs, attrs)
+    outputs = _core.loom_execute(op_name, inputs, attrs)
+    for record in ops.op_recorders:
+        record(op_name, inputs, attrs, outputs, None)
+    return outputs
+
+
+def _as_value(value, what):
+    """A Variable stays a variable (read at run time); anything else becomes an eager tensor."""
+    if isinstance(value, Variable):
+        return value
+    with context.init_scope():
+        t = convert_to_tensor(value)
+    if type(t) is not EagerTensor:
+        raise TypeError(f"{what} must be a value known when the loom is built (an eager tensor, array or "
+                        f"td.Variable), got {t!r}")
+    return t
+
+
+class Loom:
+    """`Loom(max_depth=None, named_tensors=None, named_ops=None, batch_inputs=None,
+    extra_type_shapes=None, dry_run=False)`.
+
+    - named_tensors: {name: value or (value, tag)}; values are tensors, arrays
+      or td.Variables (read each run).
+    - named_ops: {name: LoomOp}.
+    - batch_inputs: {TypeShape: tensor or td.Variable}, a batch of values of the
+      type shape; `weaver.batch_input(ts, i)` is its row i.
+    - max_depth: the deepest a schedule may be; None for no limit.
+    - dry_run: build the loom's description only, to make schedules (no op is traced; it cannot run).
+    """
+
+    def __init__(self, max_depth=None, named_tensors=None, named_ops=None, batch_inputs=None,
+                 extra_type_shapes=None, dry_run=False):
+        if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer))
+                                      or max_depth < 1):
+            raise ValueError(f"max_depth must be None or a positive int, got {max_depth!r}")
+        self._max_depth = None if max_depth is None else int(max_depth)
+        self._dry_run = bool(dry_run)
+        self._init_named_tensors(named_tensors or {})
+        self._init_ops(named_ops or {})
+        self._init_batch_inputs(batch_inputs or {})
+        type_shapes = set(ts for _, _, ts in self._named)
+        for _, op in self._ops:
+            type_shapes.update(op.input_type_shapes)
+            type_shapes.update(op.output_type_shapes)
+        type_shapes.update(self._batch_inputs)
+        for ts in extra_type_shapes or ():
+            if not isinstance(ts, TypeShape):
+                raise TypeError(f"extra_type_shapes must be TypeShapes, got {ts!r}")
+            type_shapes.add(ts)
+        self._type_shapes = sorted(type_shapes)
+        self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
+        self._check_names()
+        self._metadata = self._build_metadata()
+        self._spec = _core.LoomSpec(self._metadata.SerializeToString())
+        self._constant_keys = {}
+        self._traced = None
+        self._loom_def = None
+        if not self._dry_run:
+            self._build_runtime()
+
+    # ------------------------------------------------------------ building
+    def _init_named_tensors(self, named_tensors):
+        if not isinstance(named_tensors, dict):
+            raise TypeError(f"named_tensors must be a dict, got {type(named_tensors).__name__}")
+        self._named = []
+        for name in sorted(named_tensors):
+            value, tag = named_tensors[name], ""
+            if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
+                value, tag = value
+            value = _as_value(value, f"named tensor '{name}'")
+            self._named.append((name, value, type_shape_of(value, tag)))
+        self._named_tensor_names = [name for name, _, _ in self._named]
+        self._named_tensor_indices = {name: i for i, name in enumerate(self._named_tensor_names)}
+
+    def _init_ops(self, named_ops):
+        if not isinstance(named_ops, dict):
+            raise TypeError(f"named_ops must be a dict, got {type(named_ops).__name__}")
+        self._ops = []
+        for name in sorted(named_ops):
+            op = named_ops[name]
+            if not isinstance(op, LoomOp):
+                raise TypeError(f"named op '{name}' must be a td.loom.LoomOp, got {type(op).__name__}")
+            self._ops.append((name, op))
+
+    def _init_batch_inputs(self, batch_inputs):
+        if not isinstance(batch_inputs, dict):
+            raise TypeError(f"batch_inputs must be a dict, got {type(batch_inputs).__name__}")
+        self._batch_inputs = {}
+        for ts, value in batch_inputs.items():
+            if not isinstance(ts, TypeShape):
+                raise TypeError(f"batch_inputs keys must be TypeShapes, got {ts!r}")
+            value = _as_value(value, f"the batch input of {ts}")
+            shape = value.shape.as_list() if hasattr(value.shape, "as_list") else list(value.shape)
+            if value.dtype != ts.dtype or len(shape) != len(ts.shape) + 1 or tuple(shape[1:]) != ts.shape:
+                raise ValueError(f"the batch input of {ts} must be a batch of its values (dtype {ts.dtype.name}, "
+                                 f"shape (n,) + {ts.shape}), got dtype {value.dtype.name} shape {tuple(shape)}")
+            self._batch_inputs[ts] = value
+
+    def _check_names(self):
+        reserved = _reserved_names()
+        seen = set()
+        for kind, name in [("named tensor", n) for n in self._named_tensor_names] + \
+                          [("named op", n) for n, _ in self._ops]:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"{kind} names must be non-empty strings, got {name!r}")
+            if name.startswith("_") or name in reserved:
+                raise ValueError(f"{kind} name '{name}' is reserved (it starts with '_' or names a Weaver method)")
+            if name in seen:
+                raise ValueError(f"'{name}' names both a named tensor and a named op")
+            seen.add(name)
+        self._op_indices = {name: len(self._type_shapes) + i for i, (name, _) in enumerate(self._ops)}
+        self._weaver_op_names = [(len(self._type_shapes) + i, name) for i, (name, _) in enumerate(self._ops)
+                                 if name.isidentifier()]
+
+    def _build_metadata(self):
+        md = loom_pb2.LoomMetadata()
+        for ts in self._type_shapes:
+            md.type_shapes.add(dtype=ts.dtype.as_datatype_enum, shape=list(ts.shape), tag=ts.tag)
+        for i, ts in enumerate(self._type_shapes):
+            md.ops.add(name=f"_pass_through_{i}", input_type_shapes=[i], output_type_shapes=[i], pass_through=True)
+        for name, op in self._ops:
+            md.ops.add(name=name, input_type_shapes=[self._ts_index[t] for t in op.input_type_shapes],
+                       output_type_shapes=[self._ts_index[t] for t in op.output_type_shapes],
+                       pass_through=type(op) is PassThroughLoomOp)
+        for name, _, ts in self._named:
+            md.named_tensors.add(name=name, type_shape=self._ts_index[ts])
+        self._batch_input_order = sorted(self._batch_inputs, key=self._ts_index.get)
+        md.batch_input_type_shapes.extend(self._ts_index[ts] for ts in self._batch_input_order)
+        md.max_depth = self._max_depth or 0
+        return md
+
+    def _build_runtime(self):
+        from treadle.loom.tracing import trace_op
+        library = graph_pb2.GraphDef()
+        seen = set()
+        self._traced = []
+        self._captures = []
+        for k, (name, op) in enumerate(self._ops):
+            op_def = self._metadata.ops[len(self._type_shapes) + k]
+            if op_def.pass_through:
+                continue
+            traced = trace_op(name, op)
+            self._traced.append(traced)
+            op_def.function_name = traced.name
+            op_def.num_captures = len(traced.captures)
+            self._captures.extend(traced.captures)
+            lib = traced.function.library_graph_def()
+            library.versions.CopyFrom(lib.versions)
+            for fdef in lib.library.function:
+                if fdef.signature.name not in seen:
+                    seen.add(fdef.signature.name)
+                    library.library.function.append(fdef)
+        self._attach_gradients(library)
+        self._set_loom_def(loom_pb2.LoomDef(metadata=self._metadata, library=library))
+
+    def _attach_gradients(self, library):
+        """Adds each op's backward function where gradients are available."""
+        try:
+            from treadle.loom import gradients
+        except ImportError:
+            return
+        gradients.attach_backward_functions(self, library)
+
+    def _set_loom_def(self, loom_def):
+        self._loom_def = loom_def.SerializeToString()
+        self._loom_def_text = base64.b64encode(self._loom_def).decode("ascii")
+        capture_specs = _core.loom_check_def(self._loom_def_text)
+        self._input_sources = [v for _, v, _ in self._named] + \
+            [self._batch_inputs[ts] for ts in self._batch_input_order] + list(self._captures)
+        self._input_dtypes = [v.dtype for v in self._input_sources]
+        self._input_shapes = [v.shape.dims if hasattr(v.shape, "dims") else list(v.shape)
+                              for v in self._input_sources]
+        if len(capture_specs) != len(self._captures):
+            raise ValueError(f"the loom's functions capture {len(capture_specs)} values but "
+                             f"{len(self._captures)} were given")
+        self._run_attrs = {
+            "loom_def": self._loom_def_text,
+            "Tinputs": self._input_dtypes,
+            "output_types": [ts.dtype for ts in self._type_shapes],
+            "output_shapes": [[None] + list(ts.shape) for ts in self._type_shapes],
+        }
+
+    @classmethod
+    def _restore(cls, loom_def, named_values, batch_values, captures):
+        """A loom from a saved LoomDef and the values it reads (td.load): it runs
+        and makes weavers, with no LoomOp objects behind its ops."""
+        self = cls.__new__(cls)
+        md = loom_def.metadata
+        self._max_depth = md.max_depth or None
+        self._dry_run = False
+        try:
+            self._type_shapes = [TypeShape(dtypes._ALL[ts.dtype], tuple(ts.shape), ts.tag) for ts in md.type_shapes]
+            self._named = [(nt.name, v, self._type_shapes[nt.type_shape]) for nt, v in zip(md.named_tensors,
+                                                                                          named_values)]
+            self._batch_input_order = [self._type_shapes[i] for i in md.batch_input_type_shapes]
+        except (IndexError, TypeError) as e:
+            raise ValueError(f"the saved loom's metadata is invalid: {e}") from None
+        self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
+        self._named_tensor_names = [name for name, _, _ in self._named]
+        self._named_tensor_indices = {name: i for i, name in enumerate(self._named_tensor_names)}
+        self._ops = [(op.name, None) for op in md.ops[len(self._type_shapes):]]
+        self._batch_inputs = dict(zip(self._batch_input_order, batch_values))
+        self._check_names()
+        self._metadata = md
+        self._spec = _core.LoomSpec(md.SerializeToString())
+        self._constant_keys = {}
+        self._traced = None
+        self._captures = list(captures)
+        self._set_loom_def(loom_def)
+        return self
+
+    # ------------------------------------------------------------ description
+    @property
+    def type_shapes(self):
+        """The loom's type shapes, in the order of its state (sorted)."""
+        return list(self._type_shapes)
+
+    @property
+    def max_depth(self):
+        return self._max_depth
+
+    @property
+    def fingerprint(self):
+        return self._spec.fingerprint
+
+    @property
+    def named_tensors(self):
+        return {name: value for name, value, _ in self._named}
+
+    @property
+    def named_ops(self):
+        return dict(self._ops)
+
+    def _type_shape_index(self, type_shape):
+        try:
+            return self._ts_index[type_shape]
+        except (KeyError, TypeError):
+            raise ValueError(f"{type_shape!r} is not a type shape of this loom; its type shapes are "
+                             f"{self._type_shapes}") from None
+
+    def _op_index(self, name):
+        try:
+            return self._op_indices[name]
+        except (KeyError, TypeError):
+            raise ValueError(f"the loom has no op named {name!r}; its ops are {sorted(self._op_indices)}") from None
+
+    def _op_output_type_shapes(self, index):
+        return list(self._metadata.ops[index].output_type_shapes)
+
+    def _named_tensor_index(self, name):
+        try:
+            return self._named_tensor_indices[name]
+        except (KeyError, TypeError):
+            raise ValueError(f"the loom has no named tensor {name!r}; its named tensors are "
+                             f"{self._named_tensor_names}") from None
+
+    def _constant_type_shape(self, value, tag):
+        """(type shape index, C-contiguous array) for a constant's value."""
+        exact = isinstance(value, (np.ndarray, np.generic))
+        if isinstance(value, EagerTensor):
+            value, exact = value.numpy(), True
+        arr = np.asarray(value)
+        key = (arr.dtype.str, arr.shape, tag)
+        index = self._constant_keys.get(key)
+        if index is None:
+            index = self._find_constant_type_shape(arr, tag, exact)
+            self._constant_keys[key] = index
+        ts = self._type_shapes[index]
+        if arr.dtype != ts.dtype.as_numpy_dtype or not arr.flags.c_contiguous:
+            arr = np.ascontiguousarray(arr, dtype=ts.dtype.as_numpy_dtype)
+        return index, arr
+
+    def _find_constant_type_shape(self, arr, tag, exact):
+        try:
+            return self._ts_index[TypeShape(arr.dtype, arr.shape, tag)]
+        except (KeyError, TypeError):
+            pass
+        if not exact:  # a Python value: any type shape of the same kind of number fits
+            kind = "f" if arr.dtype.kind == "f" else ("b" if arr.dtype.kind == "b" else "i")
+            fits = [i for i, ts in enumerate(self._type_shapes)
+                    if ts.shape == arr.shape and ts.tag == tag and np.dtype(ts.dtype.as_numpy_dtype).kind == kind]
+            if kind == "i":  # an int literal may also be a float constant
+                fits = fits or [i for i, ts in enumerate(self._type_shapes)
+                                if ts.shape == arr.shape and ts.tag == tag and ts.dtype.is_floating]
+            if len(fits) == 1:
+                return fits[0]
+        raise TypeError(f"a constant of dtype {arr.dtype.name}, shape {arr.shape} and tag {tag!r} matches no type "
+                        f"shape of this loom; its type shapes are {self._type_shapes} (add one with "
+                        "extra_type_shapes)")
+
+    # ------------------------------------------------------------ weaving
+    def make_weaver(self):
+        return Weaver(self)
+
+    def deserialize_weaver(self, serialized):
+        """A Weaver holding the schedule of a serialized WeaverMessage (validated)."""
+        w = Weaver(self)
+        w._append_message(bytes(serialized))
+        return w
+
+    def merge_schedules(self, schedules):
+        """One serialized WeaverMessage holding all of `schedules` (Weavers or messages)."""
+        return self._spec.merge_to_message([_message_bytes(s) for s in schedules])
+
+    # ------------------------------------------------------------ running
+    def __call__(self, schedule):
+        """Runs `schedule`; returns {TypeShape: batch of that type shape's outputs}."""
+        return dict(zip(self._type_shapes, self._run(schedule)))
+
+    def output_tensor(self, type_shape, schedule):
+        """The batch of `schedule`'s outputs of `type_shape`, in the order they were added."""
+        return self._run(schedule)[self._type_shape_index(type_shape)]
+
+    def _run(self, schedule):
+        if self._dry_run:
+            raise ValueError("this loom was built with dry_run=True: it makes schedules but cannot run them")
+        inputs = [v.read_value() if isinstance(v, Variable) else v for v in self._input_sources]
+        if self._max_depth is not None:
+            return self._run_unrolled(self._schedule_tensor(schedule), inputs)
+        outs = execute("LoomRun", [self._schedule_tensor(schedule)] + inputs, self._run_attrs)
+        return outs[:-1]
+
+    def _run_unrolled(self, schedule, inputs):
+        """max_depth given: one LoomLayer per depth (graph nodes when traced), each
+        a pure function of the state below, with its own gradient."""
+        types = [ts.dtype for ts in self._type_shapes]
+        shapes = self._run_attrs["output_shapes"]
+        captures = inputs[len(inputs) - len(self._captures):]
+        capture_types = [c.dtype for c in captures]
+        base = {"loom_def": self._loom_def_text}
+        outs = execute("LoomInitialState", [schedule] + inputs,
+                       dict(base, Tinputs=self._input_dtypes, Tout=[dtypes.variant] + types,
+                            output_shapes=[[]] + shapes))
+        handle, state = outs[0], outs[1:]
+        states = list(state)
+        for depth in range(1, self._max_depth + 1):
+            state = execute("LoomLayer", [handle] + state + captures,
+                            dict(base, Tinputs=types + capture_types, Tout=types, output_shapes=shapes, depth=depth))
+            states.extend(state)
+        return execute("LoomGatherOutputs", [handle] + states,
+                       dict(base, Tinputs=types * (self._max_depth + 1), Tout=types, output_shapes=shapes,
+                            num_depths=self._max_depth))
+
+    def _schedule_tensor(self, schedule):
+        eager = context.executing_eagerly()
+        if isinstance(schedule, Weaver):
+            if eager:
+                return schedule._schedule()
+            return constant(schedule.serialize())
+        if isinstance(schedule, (bytes, bytearray, memoryview)):
+            if eager:
+                return self._spec.merge([bytes(schedule)])
+            return constant(bytes(schedule))
+        if isinstance(schedule, Tensor):
+            return schedule
+        if isinstance(schedule, (list, tuple)):
+            messages = [_message_bytes(s) for s in schedule]
+            if eager:
+                return self._spec.merge(messages)
+            return constant(np.array(messages, dtype=object)) if messages else constant([], dtype="string")
+        raise TypeError(f"a loom schedule must be a Weaver, serialized WeaverMessage bytes, a list of those or a "
+                        f"string tensor, got {type(schedule).__name__}")
+
+    # ------------------------------------------------------------ saving
+    def _save_to_file(self, path):
+        from treadle.loom.saving import save_loom
+        save_loom(self, path)
+
+    def __repr__(self):
+        return (f"<td.loom.Loom: {len(self._type_shapes)} type shapes, {len(self._ops)} ops, "
+                f"{len(self._named)} named tensors, max_depth={self._max_depth}>")
+
+
+def _message_bytes(schedule):
+    if isinstance(schedule, Weaver):
+        return schedule.serialize()
+    if isinstance(schedule, (bytes, bytearray, memoryview)):
+        return bytes(schedule)
+    raise TypeError(f"expected a Weaver or serialized WeaverMessage bytes, got {type(schedule).__name__}")

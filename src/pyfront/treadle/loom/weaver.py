@@ -1,0 +1,103 @@
+"""td.loom.Weaver: builds a schedule for a Loom. A thin layer over the C++
+Weaver: results are plain ints, and `weaver.<op_name>` is a C++ builtin."""
+
+import numpy as np
+
+from treadle import _core
+from treadle.loom.type_shape import TypeShape
+
+
+class Weaver(_core.LoomWeaver):
+    """Made by `loom.make_weaver()`. Results are ints naming values:
+
+    - `weaver.<tensor_name>` / `weaver.named_tensor(name)`: a named tensor;
+    - `weaver(value, tag='')` / `weaver.constant(value, tag='')`: a constant;
+    - `weaver.batch_input(type_shape, batch_idx)`: row `batch_idx` of the batch input;
+    - `weaver.<op_name>(*args)` / `weaver.op(op_name, args)`: an op call
+      (the former returns the single result of a one-output op);
+    - `weaver.add_output(result)` marks a result as an output of the loom.
+    """
+
+    def __init__(self, loom):
+        super().__init__(loom._spec)
+        self._loom = loom
+        for index, name in loom._weaver_op_names:
+            setattr(self, name, self._op_caller(index))
+
+    def __getattr__(self, name):
+        # Only reached when normal lookup fails: named tensors, made on first use.
+        loom = self.__dict__.get("_loom")
+        index = loom._named_tensor_indices.get(name) if loom is not None else None
+        if index is None:
+            raise AttributeError(f"'Weaver' object has no attribute '{name}'")
+        return self._named_tensor(index)
+
+    @property
+    def loom(self):
+        return self._loom
+
+    def op(self, op_name, args):
+        """Calls op `op_name` on `args` (results); returns the list of its results."""
+        return self._call(self._loom._op_index(op_name), args)
+
+    def named_tensor(self, name):
+        return self._named_tensor(self._loom._named_tensor_index(name))
+
+    def constant(self, value, tag=""):
+        """A result holding `value` (an array or Python value of one of the loom's type shapes)."""
+        index, array = self._loom._constant_type_shape(value, tag)
+        return self._constant(index, array)
+
+    __call__ = constant
+
+    def constants(self, values, type_shape):
+        """Many constants of `type_shape` at once (`values` stacked on a leading
+        dimension); returns the list of their results."""
+        index = self._loom._type_shape_index(type_shape)
+        values = np.ascontiguousarray(values, dtype=type_shape.dtype.as_numpy_dtype)
+        if values.shape[1:] != type_shape.shape:
+            raise ValueError(f"Weaver.constants: values of shape {values.shape} are not a batch of {type_shape}")
+        n = values.shape[0]
+        if n == 0:
+            return []
+        first = self._constants(index, values, n)
+        return list(range(first, first + n))
+
+    def batch_input(self, type_shape, batch_idx):
+        """A result holding row `batch_idx` of the loom's batch input of `type_shape`."""
+        return self._batch_input(self._loom._type_shape_index(type_shape), int(batch_idx))
+
+    def calls(self, op_name, args):
+        """Calls op `op_name` once per row of `args` (an int array of shape
+        [calls, num_inputs]); returns an int32 array [calls, num_outputs]."""
+        return self._calls(self._loom._op_index(op_name), np.asarray(args, dtype=np.int32))
+
+    def get_type_shape(self, result):
+        return self._loom.type_shapes[self._type_shape_index(result)]
+
+    def weave_trees(self, left, right, leaf_values, roots, leaf_op, node_op, leaf_input, root_outputs=None,
+                    leaf_input_kind="batch_input"):
+        """Weaves many binary trees in one call, with no Python call per node.
+
+        Nodes of all trees are numbered 0..N-1, children before parents:
+        `left[i]`/`right[i]` are the children of node i, -1 for a leaf;
+        `leaf_values[i]` is leaf i's value (e.g. a token id). A leaf becomes
+        `leaf_op(x)` where x is row leaf_values[i] of the batch input of type
+        shape `leaf_input` (leaf_input_kind='batch_input') or an integer
+        constant of it (leaf_input_kind='constant'); an inner node becomes
+        `node_op(*left_results, *right_results)`. The results `root_outputs`
+        (indices into the op's outputs; default all) of each node in `roots`
+        are added as outputs, tree by tree. Returns an int32 array with each
+        node's first result."""
+        if leaf_input_kind not in ("batch_input", "constant"):
+            raise ValueError(f"leaf_input_kind must be 'batch_input' or 'constant', got {leaf_input_kind!r}")
+        ts_index = self._loom._type_shape_index(leaf_input)
+        leaf_index = self._loom._op_index(leaf_op)
+        if root_outputs is None:
+            root_outputs = range(len(self._loom._op_output_type_shapes(leaf_index)))
+        return self._weave_trees(left, right, leaf_values, np.atleast_1d(np.asarray(roots, dtype=np.int64)),
+                                 leaf_index, self._loom._op_index(node_op), ts_index,
+                                 leaf_input_kind == "batch_input", [int(j) for j in root_outputs])
+
+    def __repr__(self):
+        return f"<td.loom.Weaver: {self.num_results} results, depth {self.deepest}>"
