@@ -64,8 +64,11 @@ class GradCheck:
     def _run(self, which, arrays, in_function):
         compute = self._first if which == 1 else self._second
         tensors = [td.constant(a) for a in arrays]
+        if in_function in ("unknown_dims", "unknown_rank"):
+            specs = relaxed_specs(tensors, in_function)
+            return td.function(fixed_arity(compute, len(tensors)), input_signature=specs, autograph=False)(*tensors)
         if in_function:
-            return td.function(lambda *ts: compute(list(ts)))(*tensors)
+            return td.function(lambda *ts: compute(list(ts)), autograph=False)(*tensors)
         return compute(tensors)
 
     # ---------------------------------------------------------- numeric references
@@ -113,12 +116,34 @@ class GradCheck:
         return got
 
 
+def relaxed_specs(tensors, how):
+    """TensorSpecs hiding the static shapes: every dimension unknown, or the rank too."""
+    return [td.TensorSpec(None if how == "unknown_rank" else [None] * t.ndim, t.dtype) for t in tensors]
+
+
+def fixed_arity(compute, n):
+    """A function of n positional tensors calling compute(list of them) (input_signature needs named parameters)."""
+    names = ", ".join(f"a{i}" for i in range(n))
+    return eval(f"lambda {names}: compute([{names}])", {"compute": compute})  # noqa: S307 (test helper)
+
+
+def forward_traces_with(fn, inputs, how):
+    """Whether fn's forward computation can be traced with relaxed input shapes."""
+    tensors = [td.constant(np.asarray(a)) for a in inputs]
+    try:
+        td.function(fixed_arity(lambda ts: fn(*ts), len(tensors)), input_signature=relaxed_specs(tensors, how),
+                    autograph=False).get_concrete_function()
+    except (ValueError, TypeError, NotImplementedError):
+        return False
+    return True
+
+
 def traced_op_types(fn, inputs):
     """The op types a td.function of fn's gradient computation contains
     (forward and backward), library functions included."""
     check = GradCheck(fn, inputs)
     tensors = [td.constant(a) for a in check.inputs]
-    concrete = td.function(lambda *ts: check._first(list(ts))).get_concrete_function(*tensors)
+    concrete = td.function(lambda *ts: check._first(list(ts)), autograph=False).get_concrete_function(*tensors)
     types = set()
     graphs = [concrete.graph]
     seen = set()

@@ -7,7 +7,7 @@ import pytest
 import treadle as td
 from treadle.autodiff import registry
 
-from .gradcheck import GradCheck, traced_op_types
+from .gradcheck import GradCheck, forward_traces_with, traced_op_types
 from .op_cases import CASES
 
 IDS = [f"{op}-{ident}" if ident else op for op, ident, *_ in CASES]
@@ -21,6 +21,15 @@ def test_first_order_eager(op_type, ident, fn, inputs, tol):
 @pytest.mark.parametrize("op_type,ident,fn,inputs,tol", CASES, ids=IDS)
 def test_first_order_in_function(op_type, ident, fn, inputs, tol):
     GradCheck(fn, inputs, **_tol(tol)).check_first(in_function=True)
+
+
+@pytest.mark.parametrize("how", ["unknown_dims", "unknown_rank"])
+@pytest.mark.parametrize("op_type,ident,fn,inputs,tol", CASES, ids=IDS)
+def test_first_order_in_function_with_unknown_shapes(op_type, ident, fn, inputs, tol, how):
+    """Graph gradients when static shapes are unknown (shapes come from shape ops at run time)."""
+    if not forward_traces_with(fn, inputs, how):
+        pytest.skip(f"the forward computation itself needs static shapes ({how})")
+    GradCheck(fn, inputs, **_tol(tol)).check_first(in_function=how)
 
 
 SECOND_ORDER = [c for c in CASES if not c[4].get("first_order_only")]
