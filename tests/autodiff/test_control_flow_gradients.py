@@ -219,3 +219,59 @@ def test_while_gradient_collects_per_iteration_values():
     assert len(whiles) == 2
     forward = whiles[0]
     assert len(forward.outputs) > 2  # loop variables + iteration counter + collected values
+
+
+# ---------------------------------------------------------------- variables read inside control flow
+
+def _variable_loss_fns(w):
+    def in_cond(x):
+        return td.reduce_sum(td.cond(td.reduce_sum(x) > 0.0, lambda: td.tanh(x * w), lambda: x * 2.0))
+
+    def in_loop(x):
+        body = lambda i, v: (i + 1, td.tanh(v * w) + w)  # noqa: E731
+        return td.reduce_sum(td.while_loop(lambda i, v: i < 3, body, [0, x])[1])
+
+    def in_loop_cond(x):
+        def body(i, v):
+            return i + 1, td.cond(i % 2 == 0, lambda: v * w, lambda: td.sigmoid(v + w))
+        return td.reduce_sum(td.while_loop(lambda i, v: i < 3, body, [0, x])[1])
+
+    return {"cond": in_cond, "while": in_loop, "while with cond": in_loop_cond}
+
+
+def _numeric_variable_gradient(loss, w, x, eps=1e-6):
+    base = w.numpy()
+    g = np.zeros_like(base)
+    for idx in np.ndindex(base.shape):
+        for sign in (1, -1):
+            pert = base.copy()
+            pert[idx] += sign * eps
+            w.assign(pert)
+            g[idx] += sign * float(loss(x).numpy()) / (2 * eps)
+    w.assign(base)
+    return g
+
+
+@pytest.mark.parametrize("kind", ["cond", "while", "while with cond"])
+@pytest.mark.parametrize("mode", ["eager", "function", "function call"])
+def test_variable_read_inside_control_flow(kind, mode):
+    w = td.Variable(u(3))
+    loss = _variable_loss_fns(w)[kind]
+    x = td.constant(np.abs(u(3)) + 0.1)
+
+    def grad(x):
+        with td.GradientTape() as tape:
+            value = loss(x)
+        return tape.gradient(value, w)
+
+    if mode == "function":
+        grad = td.function(grad)
+    elif mode == "function call":
+        traced = td.function(loss)
+
+        def grad(x):  # noqa: F811 (the eager tape records one call of the traced loss)
+            with td.GradientTape() as tape:
+                value = traced(x)
+            return tape.gradient(value, w)
+    got = grad(x)
+    np.testing.assert_allclose(got.numpy(), _numeric_variable_gradient(loss, w, x), rtol=1e-5, atol=1e-7)

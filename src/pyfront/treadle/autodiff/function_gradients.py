@@ -69,13 +69,24 @@ def gradient_dtype(t):
 
 
 def _variable_read(handle):
-    """A ReadVariableOp of `handle` in its graph (for the variable's dtype and shape), or None."""
+    """A ReadVariableOp output reading `handle` (for the variable's dtype and
+    shape), in its graph or in the functions it is passed to; None if none."""
     graph = getattr(handle, "graph", None)
     if graph is None:
         return None
     for op in graph.operations:
-        if op.type == "ReadVariableOp" and any(t is handle for t in op.inputs):
-            return op.outputs[0]
+        for k, t in enumerate(op.inputs):
+            if t is not handle:
+                continue
+            if op.type == "ReadVariableOp":
+                return op.outputs[0]
+            for attr, offset in (("then_branch", 1), ("else_branch", 1), ("body", 0), ("cond", 0), ("f", 0)):
+                name = op.attrs.get(attr) if op.attrs else None
+                fn = graph.functions.get(name) if isinstance(name, str) else None
+                if fn is not None and 0 <= k - offset < len(fn.graph.inputs):
+                    read = _variable_read(fn.graph.inputs[k - offset])
+                    if read is not None:
+                        return read
     return None
 
 
@@ -271,15 +282,28 @@ class FunctionGradient:
         return lvl.bwd.call(dys, forward_inputs, values, lambda t: values[lvl.position[id(t)]])
 
 
+# What building a function's gradient raises when the function cannot be
+# differentiated (an op without a rule, a rule's unsupported case).
+GRADIENT_ERRORS = (LookupError, NotImplementedError, TypeError, ValueError)
+
+
 def function_gradient(fn):
-    """The FunctionGradient of ConcreteFunction `fn` (cached on it). A forward
-    function made by a FunctionGradient gives that FunctionGradient."""
+    """The FunctionGradient of ConcreteFunction `fn` (cached on it, as is a
+    failure to build one). A forward function made by a FunctionGradient
+    gives that FunctionGradient."""
     info = getattr(fn, "_gradient_info", None)
     if info is None:
         with _lock:
             info = getattr(fn, "_gradient_info", None)
             if info is None:
-                info = FunctionGradient(fn.graph, fn._flat_outputs, fn.name)
+                error = getattr(fn, "_gradient_error", None)
+                if error is not None:
+                    raise error
+                try:
+                    info = FunctionGradient(fn.graph, fn._flat_outputs, fn.name)
+                except GRADIENT_ERRORS as e:
+                    fn._gradient_error = e
+                    raise
                 fn._gradient_info = info
     return info
 

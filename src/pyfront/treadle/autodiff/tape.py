@@ -64,12 +64,15 @@ def _record_op(op_name, inputs, attrs, outputs, graph):
 
 
 def _variable_read(variable):
-    """A read of a trainable variable while recording watches it (watch_accessed_variables)."""
+    """A read of a trainable variable while recording watches it
+    (watch_accessed_variables), also when the read is in a branch or loop
+    body traced inside the tape's graph."""
     if not variable.trainable:
         return
     graph = context.current_graph()
     for tape in _tapes.recording:
-        if tape._watch_accessed and tape._graph is graph:
+        if tape._watch_accessed and (tape._graph is graph or
+                                     (tape._graph is not None and tape._graph.is_ancestor_of(graph))):
             tape._watch_variable(variable)
 
 
@@ -89,8 +92,13 @@ def _record_call(fn, args):
     tapes = [t for t in _tapes.recording if t._graph is None and t._watches_any(full_args)]
     if not tapes:
         return None
-    forward, outputs = function_gradients.run_forward(fn, full_args)
     op_type = "StatefulPartitionedCall" if fn.graph.stateful_ops else "PartitionedCall"
+    try:
+        forward, outputs = function_gradients.run_forward(fn, full_args)
+    except function_gradients.GRADIENT_ERRORS:
+        # The function cannot be differentiated (an op without a gradient
+        # rule): run it as it is; asking for the gradient raises the error.
+        forward, outputs = fn, fn._get_executable().run(full_args)
     record = backprop.EagerOp(op_type, full_args, {"f": forward.name}, outputs, function=forward)
     for tape in tapes:
         tape._add(record)
