@@ -19,6 +19,23 @@ def _run(op_name, inputs, attrs=None):
     return execute(op_name, inputs, attrs)[0]
 
 
+_CONSTANTS = {}
+
+
+def _constant(value, dtype):
+    """A scalar constant: made once in eager mode (an update step runs many
+    times), a Const node of the graph while tracing."""
+    if context.current_graph() is not None:
+        return convert_to_tensor(value, dtype=dtype)
+    key = (value, dtype)
+    t = _CONSTANTS.get(key)
+    if t is None:
+        if len(_CONSTANTS) > 1024:
+            _CONSTANTS.clear()
+        t = _CONSTANTS[key] = convert_to_tensor(value, dtype=dtype)
+    return t
+
+
 class Optimizer:
     """The common part: the step counter, slots, and the apply loop."""
 
@@ -76,7 +93,7 @@ class Optimizer:
             lr = lr(self.iterations) if _takes_argument(lr) else lr()
         if isinstance(lr, Tensor):
             return lr if lr.dtype == dtype else _run("Cast", [lr], {"DstT": dtype})
-        return convert_to_tensor(float(lr), dtype=dtype)
+        return _constant(float(lr), dtype)
 
     # ---------------------------------------------------------- applying
     def apply_gradients(self, grads_and_vars, name=None):
@@ -100,7 +117,7 @@ class Optimizer:
                 self._built_for.add(var._unique_id)
         for grad, var in pairs:
             self._update(grad, var)
-        iterations.assign_add(convert_to_tensor(1, dtype=dtypes.int64))
+        iterations.assign_add(_constant(1, dtypes.int64))
         return iterations
 
     def minimize(self, loss, var_list, tape=None):
@@ -150,7 +167,7 @@ class SGD(Optimizer):
             var.assign_sub(_run("Mul", [grad, lr]))
             return
         m = self.get_slot(var, "momentum")
-        momentum = convert_to_tensor(self.momentum, dtype=var.dtype)
+        momentum = _constant(self.momentum, var.dtype)
         step = _run("Mul", [grad, lr])
         velocity = _run("Sub", [_run("Mul", [m.read_value(), momentum]), step])
         m.assign(velocity)
@@ -179,22 +196,22 @@ class Adam(Optimizer):
     def _update(self, grad, var):
         dt = var.dtype
         lr = self._current_learning_rate(dt)
-        step = _run("Cast", [_run("AddV2", [self.iterations.read_value(), convert_to_tensor(1, dtype=dtypes.int64)])],
+        step = _run("Cast", [_run("AddV2", [self.iterations.read_value(), _constant(1, dtypes.int64)])],
                     {"DstT": dt})
-        one = convert_to_tensor(1.0, dtype=dt)
-        beta_1, beta_2 = convert_to_tensor(self.beta_1, dtype=dt), convert_to_tensor(self.beta_2, dtype=dt)
+        one = _constant(1.0, dt)
+        beta_1, beta_2 = _constant(self.beta_1, dt), _constant(self.beta_2, dt)
         bias_1 = _run("Sub", [one, _run("Pow", [beta_1, step])])
         bias_2 = _run("Sub", [one, _run("Pow", [beta_2, step])])
         alpha = _run("RealDiv", [_run("Mul", [lr, _run("Sqrt", [bias_2])]), bias_1])
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         m_old, v_old = m.read_value(), v.read_value()
         m_new = _run("AddV2", [m_old, _run("Mul", [_run("Sub", [grad, m_old]),
-                                                  convert_to_tensor(1 - self.beta_1, dtype=dt)])])
+                                                  _constant(1 - self.beta_1, dt)])])
         v_new = _run("AddV2", [v_old, _run("Mul", [_run("Sub", [_run("Square", [grad]), v_old]),
-                                                  convert_to_tensor(1 - self.beta_2, dtype=dt)])])
+                                                  _constant(1 - self.beta_2, dt)])])
         m.assign(m_new)
         v.assign(v_new)
-        denom = _run("AddV2", [_run("Sqrt", [v_new]), convert_to_tensor(self.epsilon, dtype=dt)])
+        denom = _run("AddV2", [_run("Sqrt", [v_new]), _constant(self.epsilon, dt)])
         var.assign_sub(_run("RealDiv", [_run("Mul", [m_new, alpha]), denom]))
 
 

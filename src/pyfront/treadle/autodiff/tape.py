@@ -115,6 +115,7 @@ class GradientTape:
         self._ops = []
         self._watched = {}  # id(tensor) -> tensor (kept alive so ids stay unique)
         self._variables = []
+        self._variable_ids = set()
         self._used = False
         self._depth = 0
 
@@ -171,6 +172,7 @@ class GradientTape:
         self._ops = []
         self._watched = {}
         self._variables = []
+        self._variable_ids = set()
 
     # ---------------------------------------------------------- recording
     def _tape_tensor(self, t):
@@ -189,8 +191,9 @@ class GradientTape:
         return t
 
     def _watch_variable(self, var):
-        if any(v is var for v in self._variables):
+        if var._unique_id in self._variable_ids:
             return
+        self._variable_ids.add(var._unique_id)
         self._variables.append(var)
         self._watch_tensor(var.handle)
 
