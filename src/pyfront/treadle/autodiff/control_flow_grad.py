@@ -23,7 +23,7 @@ import weakref
 
 from treadle.autodiff import _ops
 from treadle.autodiff.function_gradients import (
-    GraphBackward, function_gradient, gradient_dtype, list_element_dtype, reopened, zeros_for)
+    GraphBackward, function_gradient, list_element_dtype, reopened, zeros_for)
 from treadle.autodiff.registry import RegisterGradient
 from treadle.framework import context, dtypes
 from treadle.framework.func_graph import FuncGraph, unique_function_name
@@ -132,7 +132,8 @@ class _IfState:
         attrs["Tout"] = list(attrs["Tout"]) + [a.dtype for a, _ in added]
         attrs["output_shapes"] = list(attrs["output_shapes"]) + [sh.dims for sh in shapes]
         op.attrs = attrs
-        op.outputs.extend(SymbolicTensor(op, first + i, a.dtype, sh) for i, ((a, _), sh) in enumerate(zip(added, shapes)))
+        op.outputs.extend(SymbolicTensor(op, first + i, a.dtype, sh)
+                          for i, ((a, _), sh) in enumerate(zip(added, shapes)))
 
 
 @RegisterGradient("If")
@@ -290,7 +291,7 @@ def _while_state(op, dys):
     return state
 
 
-def _grad_shape_invariant(t, grad_dtype):
+def _grad_shape_invariant(t):
     if t.dtype == dtypes.variant:
         return TensorShape([])
     if t.dtype == dtypes.resource:
@@ -313,6 +314,7 @@ def _while_grad(op, *dys):
         initial.append(g if g is not None else
                        zeros_for(here(op.outputs[j]), body_graph.inputs[j], bwd.dy_dtypes[j]))
     count = here(op.outputs[state.counter])
+
     def read_sources(i):
         """The values the body's backward function reads, for iteration i."""
         values = []
@@ -348,7 +350,7 @@ def _while_grad(op, *dys):
         return [i] + out
 
     from treadle.ops.control_flow_ops import while_loop
-    invariants = [TensorShape([])] + [_grad_shape_invariant(body_graph.inputs[j], bwd.dy_dtypes[j]) for j in diff]
+    invariants = [TensorShape([])] + [_grad_shape_invariant(body_graph.inputs[j]) for j in diff]
     results = while_loop(lambda i, *dv: _ops.run("Greater", [i, _ops.scalar(0, dtypes.int32)]), body,
                          [count] + initial, shape_invariants=invariants)
     grads = [None] * len(op.inputs)
@@ -363,6 +365,3 @@ class _Indexed:
 
     def __getitem__(self, j):
         return self._fn(j)
-
-
-__all__ = ["function_gradient", "gradient_dtype"]

@@ -29,7 +29,6 @@ from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES, RegisterGradient
 from treadle.framework import context, dtypes
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.graph_tensor import SymbolicTensor
-from treadle.framework.tensor_shape import TensorShape
 
 _lock = threading.RLock()
 
@@ -431,5 +430,4 @@ class _Reopened:
         return False
 
 
-__all__ = ["backward_function", "function_gradient", "FunctionGradient", "GraphBackward", "BackwardGraph",
-           "TensorShape"]
+__all__ = ["backward_function", "function_gradient", "FunctionGradient", "GraphBackward", "BackwardGraph"]

@@ -6,7 +6,6 @@ from treadle.autodiff import _ops
 from treadle.autodiff._ops import run
 from treadle.autodiff.array_grad import _dims
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
-from treadle.framework import dtypes
 
 NotDifferentiable("TensorListReserve", "TensorListLength", "TensorListZerosLike")
 
