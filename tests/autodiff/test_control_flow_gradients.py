@@ -43,6 +43,10 @@ def while_simple(x, y):
     return out
 
 
+def while_no_iteration(x, y):
+    return td.while_loop(lambda i, v: i < 0, lambda i, v: (i + 1, v * y), [0, x])[1] * y
+
+
 def while_captures_matmul(x, w):
     # w is captured (a loop-invariant loop variable); x is carried.
     _, out = td.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, td.tanh(td.matmul(v, w))), [0, x])
@@ -148,6 +152,7 @@ CASES = [
     ("cond nested other", cond_nested, [POS, -np.abs(u(3)) - 0.1]),
     ("cond tuple outputs", cond_tuple_outputs, [POS, u(3)]),
     ("while", while_simple, [u(3), u(3)]),
+    ("while with no iteration", while_no_iteration, [u(3), u(3)]),
     ("while captured matmul", while_captures_matmul, [u(2, 3), u(3, 3)]),
     ("while two vars", while_two_vars, [u(3), u(3)]),
     ("while data dependent", while_data_dependent, [np.array([1.1, -2.3, 0.7])]),
@@ -275,3 +280,31 @@ def test_variable_read_inside_control_flow(kind, mode):
             return tape.gradient(value, w)
     got = grad(x)
     np.testing.assert_allclose(got.numpy(), _numeric_variable_gradient(loss, w, x), rtol=1e-5, atol=1e-7)
+
+
+def test_autograph_loops_and_branches_differentiate():
+    """Python while/if on tensors, converted by AutoGraph into While/If, inside one td.function."""
+    @td.function
+    def grad(x):
+        with td.GradientTape() as tape:
+            tape.watch(x)
+            y = x
+            while td.reduce_sum(td.abs(y)) < 10.0:
+                y = y * 1.5 + 0.1
+            if td.reduce_sum(x) > 0:
+                z = y * y
+            else:
+                z = y
+            total = td.reduce_sum(z)
+        return tape.gradient(total, x)
+
+    def numeric(x, eps=1e-6):
+        def f(x):
+            y = x
+            while np.abs(y).sum() < 10:
+                y = y * 1.5 + 0.1
+            return (y * y).sum() if x.sum() > 0 else y.sum()
+        return np.array([(f(x + eps * e) - f(x - eps * e)) / (2 * eps) for e in np.eye(len(x))])
+
+    for x in (np.array([1.0, 2.0]), np.array([-1.0, 0.5])):
+        np.testing.assert_allclose(grad(td.constant(x)).numpy(), numeric(x), rtol=1e-6)
