@@ -1,124 +1,226 @@
-"""td.optimizers: SGD (with momentum) and Adam, with Keras' update rules.
+"""td.optimizers: SGD (with momentum) and Adam, as TensorFlow's Keras
+optimizers compute them.
 
-Slots (momentum, first and second moments) and the `iterations` counter are
-td.Variables made at the first `apply_gradients` — inside a td.function that
-is its first trace, where creating variables is allowed."""
+`apply_gradients(zip(grads, variables))` updates the variables with ops, so
+it runs eagerly or inside a td.function (a whole training step as one
+graph). Slot variables (momentum, Adam's moments) are made once, at the
+first apply for each variable; inside a td.function that is the first trace,
+where td.function allows creating variables."""
+
+import inspect
 
 from treadle.framework import context, dtypes
-from treadle.framework.tensor import convert_to_tensor
+from treadle.framework.ops import execute
+from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.variables import Variable
-from treadle.ops import array_ops, math_ops
+
+
+def _run(op_name, inputs, attrs=None):
+    return execute(op_name, inputs, attrs)[0]
+
+
+_CONSTANTS = {}
+
+
+def _constant(value, dtype):
+    """A scalar constant: made once in eager mode (an update step runs many
+    times), a Const node of the graph while tracing."""
+    if context.current_graph() is not None:
+        return convert_to_tensor(value, dtype=dtype)
+    key = (value, dtype)
+    t = _CONSTANTS.get(key)
+    if t is None:
+        if len(_CONSTANTS) > 1024:
+            _CONSTANTS.clear()
+        t = _CONSTANTS[key] = convert_to_tensor(value, dtype=dtype)
+    return t
 
 
 class Optimizer:
+    """The common part: the step counter, slots, and the apply loop."""
+
     def __init__(self, learning_rate, name):
-        self.learning_rate = learning_rate
+        self._learning_rate = learning_rate
         self.name = name
         self._iterations = None
-        self._slots = {}  # variable ref -> {slot name: Variable}
+        self._slots = {}          # (slot name, variable id) -> Variable
+        self._slot_order = []
+        self._built_for = set()   # ids of the variables whose slots exist
 
+    # ---------------------------------------------------------- state
     @property
     def iterations(self):
-        self._ensure_iterations()
-        return self._iterations
-
-    def _ensure_iterations(self):
+        """The number of apply_gradients calls made (an int64 variable)."""
         if self._iterations is None:
             with context.init_scope():
                 self._iterations = Variable(0, dtype=dtypes.int64, trainable=False, name=f"{self.name}/iterations")
+        return self._iterations
 
-    def _slot(self, var, slot_name):
-        slots = self._slots.setdefault(var.ref(), {})
-        if slot_name not in slots:
+    @property
+    def learning_rate(self):
+        return self._learning_rate
+
+    @learning_rate.setter
+    def learning_rate(self, value):
+        self._learning_rate = value
+
+    @property
+    def variables(self):
+        """The optimizer's own variables: the step counter, then the slots."""
+        return ([self._iterations] if self._iterations is not None else []) + list(self._slot_order)
+
+    def add_slot(self, variable, slot_name):
+        """A variable of `variable`'s shape and dtype, initially zeros (made once)."""
+        key = (slot_name, variable._unique_id)
+        slot = self._slots.get(key)
+        if slot is None:
             with context.init_scope():
-                slots[slot_name] = Variable(array_ops.zeros_like(var.read_value()), trainable=False,
-                                            name=f"{var._name}/{slot_name}")
-        return slots[slot_name]
+                initial = _run("ZerosLike", [variable.read_value()])
+                slot = Variable(initial, trainable=False, name=f"{self.name}/{variable._name}/{slot_name}",
+                                shape=variable.shape)
+            self._slots[key] = slot
+            self._slot_order.append(slot)
+        return slot
 
-    def get_slot(self, var, slot_name):
-        return self._slots[var.ref()][slot_name]
+    def get_slot(self, variable, slot_name):
+        return self._slots[(slot_name, variable._unique_id)]
 
-    def _lr(self, var):
-        lr = self.learning_rate() if callable(self.learning_rate) else self.learning_rate
-        # A Python number becomes the variable's dtype directly (no float32 rounding on the way).
-        return math_ops.cast(convert_to_tensor(lr, dtype_hint=var.dtype), var.dtype)
+    def _current_learning_rate(self, dtype):
+        lr = self._learning_rate
+        if callable(lr):
+            # A schedule takes the step (Keras' LearningRateSchedule); a plain
+            # callable takes nothing.
+            lr = lr(self.iterations) if _takes_argument(lr) else lr()
+        if isinstance(lr, Tensor):
+            return lr if lr.dtype == dtype else _run("Cast", [lr], {"DstT": dtype})
+        return _constant(float(lr), dtype)
 
-    def apply_gradients(self, grads_and_vars):
-        """Applies one update for each (gradient, variable); None gradients are skipped.
-        Returns the iteration counter after the update."""
-        pairs = [(g, v) for g, v in grads_and_vars if g is not None]
-        for g, v in pairs:
-            if not isinstance(v, Variable):
-                raise TypeError(f"{self.name}.apply_gradients expects td.Variables, got {v!r}")
-        self._ensure_iterations()
-        for g, v in pairs:
-            for slot_name in self._slot_names():
-                self._slot(v, slot_name)
-        step = math_ops.cast(self._iterations.read_value() + 1, dtypes.float32)
-        for g, v in pairs:
-            g = convert_to_tensor(g, dtype=v.dtype)
-            if g.shape.rank is not None and v.shape.rank is not None and g.shape != v.shape \
-                    and g.shape.is_fully_defined() and v.shape.is_fully_defined():
-                raise ValueError(f"gradient of shape {g.shape} does not match variable {v.name} of shape {v.shape}")
-            self._update(g, v, step)
-        return self._iterations.assign_add(1)
+    # ---------------------------------------------------------- applying
+    def apply_gradients(self, grads_and_vars, name=None):
+        """Applies one update step to each variable with a gradient (pairs with a
+        None gradient are skipped, as in TensorFlow), then counts the step."""
+        pairs = []
+        for grad, var in grads_and_vars:
+            if not isinstance(var, Variable):
+                raise TypeError(f"{self.name}.apply_gradients expects td.Variables, got {var!r}")
+            if grad is None:
+                continue
+            grad = convert_to_tensor(grad)
+            if grad.dtype != var.dtype:
+                raise TypeError(f"gradient of dtype {grad.dtype.name} for variable {var.name} of dtype "
+                                f"{var.dtype.name}")
+            pairs.append((grad, var))
+        iterations = self.iterations
+        for _, var in pairs:
+            if var._unique_id not in self._built_for:
+                self._build_slots(var)
+                self._built_for.add(var._unique_id)
+        for grad, var in pairs:
+            self._update(grad, var)
+        iterations.assign_add(_constant(1, dtypes.int64))
+        return iterations
 
-    def minimize(self, loss, var_list, tape):
-        grads = tape.gradient(loss, var_list)
+    def minimize(self, loss, var_list, tape=None):
+        """Computes the gradients of `loss` (a tensor recorded by `tape`, or a
+        callable) with respect to `var_list` and applies them."""
+        from treadle.autodiff.tape import GradientTape
+        if callable(loss):
+            with GradientTape() as tape:
+                loss_value = loss()
+        else:
+            if tape is None:
+                raise ValueError("`tape` is required when a `Tensor` loss is passed.")
+            loss_value = loss
+        var_list = list(var_list() if callable(var_list) else var_list)
+        grads = tape.gradient(loss_value, var_list)
         return self.apply_gradients(zip(grads, var_list))
 
-    def _slot_names(self):
-        return ()
+    def _build_slots(self, var):
+        pass
+
+    def _update(self, grad, var):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<td.optimizers.{type(self).__name__} learning_rate={self._learning_rate!r}>"
 
 
 class SGD(Optimizer):
-    """w -= lr * g; with momentum m: v = m * v - lr * g; w += v (Nesterov: w += m * v - lr * g)."""
+    """Gradient descent, with momentum if momentum > 0:
+    velocity = momentum * velocity - learning_rate * grad; var += velocity
+    (nesterov: var += momentum * velocity - learning_rate * grad)."""
 
     def __init__(self, learning_rate=0.01, momentum=0.0, nesterov=False, name="SGD"):
         super().__init__(learning_rate, name)
-        if momentum < 0:
-            raise ValueError(f"momentum must be >= 0, got {momentum}")
+        if not 0.0 <= float(momentum) <= 1.0:
+            raise ValueError("`momentum` must be a float between [0, 1].")
         self.momentum = float(momentum)
         self.nesterov = bool(nesterov)
 
-    def _slot_names(self):
-        return ("momentum",) if self.momentum else ()
+    def _build_slots(self, var):
+        if self.momentum > 0:
+            self.add_slot(var, "momentum")
 
-    def _update(self, g, v, step):
-        lr = self._lr(v)
-        if not self.momentum:
-            v.assign_sub(lr * g)
+    def _update(self, grad, var):
+        lr = self._current_learning_rate(var.dtype)
+        if self.momentum == 0:
+            var.assign_sub(_run("Mul", [grad, lr]))
             return
-        velocity = self.get_slot(v, "momentum")
-        new_velocity = self.momentum * velocity.read_value() - lr * g
-        velocity.assign(new_velocity)
-        v.assign_add(self.momentum * new_velocity - lr * g if self.nesterov else new_velocity)
+        m = self.get_slot(var, "momentum")
+        momentum = _constant(self.momentum, var.dtype)
+        step = _run("Mul", [grad, lr])
+        velocity = _run("Sub", [_run("Mul", [m.read_value(), momentum]), step])
+        m.assign(velocity)
+        if self.nesterov:
+            var.assign_add(_run("Sub", [_run("Mul", [velocity, momentum]), step]))
+        else:
+            var.assign_add(velocity)
 
 
 class Adam(Optimizer):
-    """Adam with bias correction folded into the step size, as Keras does:
-    lr_t = lr * sqrt(1 - b2^t) / (1 - b1^t); w -= lr_t * m / (sqrt(v) + eps)."""
+    """Adam (Kingma and Ba), with TensorFlow's bias correction folded into the
+    step size: with t = iterations + 1,
+    m += (grad - m) * (1 - beta_1); v += (grad**2 - v) * (1 - beta_2);
+    var -= learning_rate * sqrt(1 - beta_2**t) / (1 - beta_1**t) * m / (sqrt(v) + epsilon)."""
 
-    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, name="Adam"):
+    def __init__(self, learning_rate=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, amsgrad=False, name="Adam"):
         super().__init__(learning_rate, name)
+        if amsgrad:
+            raise NotImplementedError("Adam(amsgrad=True) is not supported")
         self.beta_1, self.beta_2, self.epsilon = float(beta_1), float(beta_2), float(epsilon)
 
-    def _slot_names(self):
-        return ("m", "v")
+    def _build_slots(self, var):
+        self.add_slot(var, "m")
+        self.add_slot(var, "v")
 
-    def _update(self, g, v, step):
-        lr = self._lr(v)
-        t = math_ops.cast(step, v.dtype)
-        b1, b2 = self.beta_1, self.beta_2
-        m = self.get_slot(v, "m")
-        s = self.get_slot(v, "v")
-        new_m = m.read_value() * b1 + g * (1.0 - b1)
-        new_s = s.read_value() * b2 + (g * g) * (1.0 - b2)
-        m.assign(new_m)
-        s.assign(new_s)
-        one = convert_to_tensor(1.0, dtype=v.dtype)
-        lr_t = lr * math_ops.OPERATOR_FUNCTIONS["pow"](one - b2 ** t, 0.5) / (one - b1 ** t)
-        v.assign_sub(lr_t * new_m / (math_ops.OPERATOR_FUNCTIONS["pow"](new_s, 0.5) + self.epsilon))
+    def _update(self, grad, var):
+        dt = var.dtype
+        lr = self._current_learning_rate(dt)
+        step = _run("Cast", [_run("AddV2", [self.iterations.read_value(), _constant(1, dtypes.int64)])],
+                    {"DstT": dt})
+        one = _constant(1.0, dt)
+        beta_1, beta_2 = _constant(self.beta_1, dt), _constant(self.beta_2, dt)
+        bias_1 = _run("Sub", [one, _run("Pow", [beta_1, step])])
+        bias_2 = _run("Sub", [one, _run("Pow", [beta_2, step])])
+        alpha = _run("RealDiv", [_run("Mul", [lr, _run("Sqrt", [bias_2])]), bias_1])
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        m_old, v_old = m.read_value(), v.read_value()
+        m_new = _run("AddV2", [m_old, _run("Mul", [_run("Sub", [grad, m_old]),
+                                                  _constant(1 - self.beta_1, dt)])])
+        v_new = _run("AddV2", [v_old, _run("Mul", [_run("Sub", [_run("Square", [grad]), v_old]),
+                                                  _constant(1 - self.beta_2, dt)])])
+        m.assign(m_new)
+        v.assign(v_new)
+        denom = _run("AddV2", [_run("Sqrt", [v_new]), _constant(self.epsilon, dt)])
+        var.assign_sub(_run("RealDiv", [_run("Mul", [m_new, alpha]), denom]))
+
+
+def _takes_argument(fn):
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return True
+    return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
 
 
 __all__ = ["Optimizer", "SGD", "Adam"]

@@ -307,15 +307,32 @@ OpDef MakeListAddN() {
   };
   op.shape_fn = ScalarShape();
   op.kernel = [](KernelContext& ctx) {
-    auto first = GetHandle<TensorList>(ctx.input(0), DType::kVariant, "TensorListAddN");
+    // An empty variant (an unwritten item of a list of lists read as zeros)
+    // is a zero list: it adds nothing.
+    std::vector<int> present;
+    for (int k = 0; k < ctx.num_inputs(); ++k) {
+      const Tensor& t = ctx.input(k);
+      if (t.dtype() != DType::kVariant || t.num_elements() != 1 || *t.data<Handle>()) present.push_back(k);
+    }
+    if (present.empty()) {
+      ctx.set_output(0, ctx.input(0));
+      return;
+    }
+    auto first = GetHandle<TensorList>(ctx.input(present[0]), DType::kVariant, "TensorListAddN");
     auto out = std::make_shared<TensorList>(*first);
-    for (int k = 1; k < ctx.num_inputs(); ++k) {
-      auto list = GetHandle<TensorList>(ctx.input(k), DType::kVariant, "TensorListAddN");
+    for (size_t p = 1; p < present.size(); ++p) {
+      auto list = GetHandle<TensorList>(ctx.input(present[p]), DType::kVariant, "TensorListAddN");
       if (list->element_dtype != out->element_dtype) {
         ThrowInvalidArgument("TensorListAddN: lists of ", DTypeName(out->element_dtype), " and ",
                              DTypeName(list->element_dtype), " elements cannot be added");
       }
-      out->element_shape = MergeShapes(out->element_shape, list->element_shape, "TensorListAddN");
+      // Lists of gradients may hold items of different shapes (a While that
+      // collects a branch's outputs): the sum then has an unknown element shape.
+      try {
+        out->element_shape = MergeShapes(out->element_shape, list->element_shape, "TensorListAddN");
+      } catch (const Error&) {
+        out->element_shape = PartialShape::Unknown();
+      }
       if (list->items.size() > out->items.size()) out->items.resize(list->items.size());
       for (size_t i = 0; i < list->items.size(); ++i) {
         const Tensor& item = list->items[i];
@@ -329,7 +346,29 @@ OpDef MakeListAddN() {
   return op;
 }
 
+// The zero gradient of a list: as long as `input_handle`, with its element
+// dtype and shape, and nothing written.
+OpDef MakeZerosLike() {
+  OpDef op;
+  op.name = "TensorListZerosLike";
+  op.inputs = {{"input_handle", false, "", kVariantType}};
+  op.outputs = {"output_handle"};
+  op.dtype_fn = FixedDType(DType::kVariant);
+  op.shape_fn = ScalarShape();
+  op.kernel = [](KernelContext& ctx) {
+    auto list = GetHandle<TensorList>(ctx.input(0), DType::kVariant, "TensorListZerosLike");
+    auto out = std::make_shared<TensorList>();
+    out->element_dtype = list->element_dtype;
+    out->element_shape = list->element_shape;
+    out->items.resize(list->items.size());
+    ctx.set_output(0, NewList(std::move(out)));
+  };
+  op.doc = "A list as long as input_handle, of its element dtype and shape, with no element written (zeros).";
+  return op;
+}
+
 OpRegistrar reserve_op(MakeReserve());
+OpRegistrar zeros_like_op(MakeZerosLike());
 OpRegistrar list_add_n_op(MakeListAddN());
 OpRegistrar from_tensor_op(MakeFromTensor());
 OpRegistrar get_item_op(MakeGetItem());

@@ -52,6 +52,8 @@ def fully_known(shape):
 
 def shape(t):
     """t's shape as an int32 vector: a constant when it is statically known."""
+    if t.dtype == dtypes.variant:
+        return ints(())  # tensor lists are scalars
     s = static_shape(t)
     if fully_known(s):
         return ints(s)
@@ -114,7 +116,7 @@ def reduce_sum(x, axes, keepdims=False):
 
 def zeros_like(t):
     if t.dtype == dtypes.variant:
-        raise TypeError("zeros_like of a tensor list: use list_grad.zeros_list")
+        return run("TensorListZerosLike", [t])  # a list of as many unwritten (zero) items
     return run("ZerosLike", [t])
 
 

@@ -166,8 +166,7 @@ def _gather_grad(op, dz):
         return run("UnsortedSegmentSum", [dz, indices, _dim(params, 0)]), None, None
     ps, ids = _ops.static_shape(params), _ops.static_shape(indices)
     if ps is None or ids is None:
-        raise NotImplementedError("the gradient of GatherV2 with a non-zero axis or batch_dims needs the ranks "
-                                  "of params and indices")
+        return _gather_grad_unknown_rank(params, indices, dz, axis, batch_dims), None, None
     pr, ir = len(ps), len(ids)
     b = batch_dims + ir if batch_dims < 0 else batch_dims
     a = axis + pr if axis < 0 else axis
@@ -195,6 +194,44 @@ def _gather_grad(op, dz):
                                  _dims(params, a + 1)], ints(0)))  # [B, P, O, R]
     back = list(range(b)) + list(range(b + 1, b + 1 + n_o)) + [b] + list(range(b + 1 + n_o, pr))
     return run("Transpose", [g, ints(back)]), None, None
+
+
+def _gather_grad_unknown_rank(params, indices, dz, axis, batch_dims):
+    """_gather_grad's general case with the ranks known only at run time: the
+    same permutations and reshapes, computed by ops."""
+    i32 = dtypes.int32
+
+    def const(v):
+        return scalar(v, i32)
+
+    def vec(t):
+        return _ops.reshape(t, ints([1]))
+
+    def span(lo, hi):
+        return run("Range", [lo, hi, const(1)])
+
+    def dims(begin, end):
+        return run("StridedSlice", [_ops.shape(params), vec(begin), vec(end), ints([1])])
+
+    pr, ir = _ops.rank(params), _ops.rank(indices)
+    b = _ops.add(const(batch_dims), ir) if batch_dims < 0 else const(batch_dims)
+    a = _ops.add(const(axis), pr) if axis < 0 else const(axis)
+    n_o, n_i = _ops.sub(a, b), _ops.sub(ir, b)
+    b_o, b_o_i = _ops.add(b, n_o), _ops.add(_ops.add(b, n_o), n_i)
+    perm = _concat([span(const(0), b), span(b_o, b_o_i), span(b, b_o), span(b_o_i, run("Rank", [dz]))], ints(0))
+    dzt = run("Transpose", [dz, perm])
+    p = run("GatherV2", [_ops.shape(params), a, const(0)])
+    ids_t = indices if indices.dtype == dtypes.int64 else _ops.cast(indices, i32)
+    batch_shape = dims(const(0), b)
+    nb = run("Prod", [batch_shape, ints([0])], {"keep_dims": False})
+    ones = run("Fill", [vec(n_i), const(1)])
+    offsets = _ops.reshape(span(const(0), nb), _concat([batch_shape, ones], ints(0)))
+    ids_t = _ops.add(ids_t, _ops.cast(_ops.mul(offsets, p), ids_t.dtype))
+    g = run("UnsortedSegmentSum", [dzt, ids_t, _ops.mul(nb, p)])
+    g = _ops.reshape(g, _concat([batch_shape, vec(p), dims(b, a), dims(_ops.add(a, const(1)), pr)], ints(0)))
+    b1 = _ops.add(b, const(1))
+    back = _concat([span(const(0), b), span(b1, _ops.add(b1, n_o)), vec(b), span(_ops.add(b1, n_o), pr)], ints(0))
+    return run("Transpose", [g, back])
 
 
 @RegisterGradient("UnsortedSegmentSum")

@@ -50,23 +50,25 @@ def backward(ops, targets, target_grads, sources):
     its inputs (the order they were made in)."""
     source_ids = {id(s) for s in sources if s.dtype in DIFFERENTIABLE_DTYPES}
     path, connected = _connected_ops(ops, source_ids)
-    grads = {}
+    grads = {}  # id(tensor) -> gradients still to be added up
     for t, g in zip(targets, target_grads):
         if g is not None and id(t) in connected:
             grads.setdefault(id(t), []).append(g)
+    add_n = _ops.add_n
     for op in reversed(path):
         out_grads = []
         found = False
         for o in op.outputs:
-            pending = grads.get(id(o))
+            key = id(o)
+            pending = grads.get(key)
             if pending is None:
                 out_grads.append(None)
                 continue
-            g = _ops.add_n(pending) if len(pending) > 1 else pending[0]
-            if id(o) in source_ids:
-                grads[id(o)] = [g]
+            g = pending[0] if len(pending) == 1 else add_n(pending)
+            if key in source_ids:
+                grads[key] = [g]
             else:
-                del grads[id(o)]
+                del grads[key]
             out_grads.append(g)
             found = True
         if not found:
@@ -74,19 +76,27 @@ def backward(ops, targets, target_grads, sources):
         rule = get_gradient_function(op.type)
         if rule is None:
             continue
-        set_wanted(tuple(id(t) in connected for t in op.inputs))
+        inputs = op.inputs
+        set_wanted([id(t) in connected for t in inputs])
         try:
             in_grads = rule(op, *out_grads)
         finally:
             set_wanted(None)
-        if len(in_grads) != len(op.inputs):
+        inputs = op.inputs  # a rule may have rewritten the op (control flow exposes intermediates)
+        if len(in_grads) != len(inputs):
             raise ValueError(f"the gradient rule of {op.type} returned {len(in_grads)} gradients for "
-                             f"{len(op.inputs)} inputs")
-        for t, g in zip(op.inputs, in_grads):
-            if g is not None and id(t) in connected:
-                grads.setdefault(id(t), []).append(g)
+                             f"{len(inputs)} inputs")
+        for t, g in zip(inputs, in_grads):
+            if g is not None:
+                key = id(t)
+                if key in connected:
+                    pending = grads.get(key)
+                    if pending is None:
+                        grads[key] = [g]
+                    else:
+                        pending.append(g)
     out = []
     for s in sources:
         pending = grads.get(id(s))
-        out.append(None if pending is None else _ops.add_n(pending))
+        out.append(None if pending is None else add_n(pending))
     return out

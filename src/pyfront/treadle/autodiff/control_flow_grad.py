@@ -1,1 +1,367 @@
-"""Gradients of If and While (to be written)."""
+"""Gradients of If and While.
+
+If: the forward If is rewritten to also output the intermediates each
+branch's backward function reads (the other branch outputs placeholders
+values of the same dtypes), and the gradient is an If over the two branches'
+backward functions.
+
+While: the forward While is rewritten to carry an iteration counter and, for
+each tensor the body's backward function reads (a loop variable at the start
+of an iteration, or an intermediate of the body), a tensor list that
+collects its value of every iteration. The gradient is a While that runs the
+iterations backwards, reading those lists at index i and applying the body's
+backward function to the loop variables' gradients. Loop variables the body
+passes through unchanged (captured values) are read once, not collected.
+
+Both rewrites happen in place, on graphs that have not run yet (a function
+being traced, or a finished function graph being differentiated into its
+backward function; finished graphs keep their serialized inference
+function). A second-order gradient differentiates the rewritten op again,
+which rewrites it once more."""
+
+import weakref
+
+from treadle.autodiff import _ops
+from treadle.autodiff.function_gradients import (
+    GraphBackward, function_gradient, list_element_dtype, reopened, zeros_for)
+from treadle.autodiff.registry import RegisterGradient
+from treadle.framework import context, dtypes
+from treadle.framework.func_graph import FuncGraph, unique_function_name
+from treadle.framework.graph_tensor import SymbolicTensor
+from treadle.framework.tensor_shape import TensorShape
+
+
+class _Here:
+    """Maps tensors of the graph `op` lives in to the graph the gradient is
+    built in (the same graph, or the backward graph of op's graph)."""
+
+    def __init__(self):
+        self.graph = context.current_graph()
+
+    def __call__(self, t):
+        if self.graph is None or t.graph is self.graph:
+            return t
+        return self.graph._graph_input(t)
+
+
+class _LazyValues:
+    """values[i] mapped with `here` on first use."""
+
+    def __init__(self, values, here):
+        self._values, self._here = values, here
+
+    def __getitem__(self, i):
+        return self._here(self._values[i])
+
+    def __len__(self):
+        return len(self._values)
+
+
+def _concrete(graph, name, outputs):
+    from treadle.function.concrete_function import ConcreteFunction
+    fn = ConcreteFunction(graph, unique_function_name(name), ((), {}), list(outputs))
+    fn.function_def()
+    return fn
+
+
+def _placeholder_value(graph, like):
+    """A value of like's dtype added to (finished) `graph`: what a branch
+    outputs in place of an intermediate `like` that only the other branch has."""
+    dtype = like.dtype
+    with reopened(graph):
+        if dtype == dtypes.variant:
+            try:
+                element_dtype = list_element_dtype(like)
+            except TypeError:
+                element_dtype = dtypes.float32
+            return _ops.run("TensorListReserve", [_ops.scalar(-1, dtypes.int32), _ops.scalar(0, dtypes.int32)],
+                            {"element_dtype": element_dtype})
+        if dtype == dtypes.resource:
+            raise NotImplementedError("a branch intermediate that is a resource cannot be passed to the gradient")
+        return _ops.scalar(False if dtype == dtypes.bool else 0, dtype)
+
+
+# ---------------------------------------------------------------- If
+
+_IF_STATES = weakref.WeakKeyDictionary()  # If op -> _IfState
+
+
+class _IfState:
+    """The gradients of an If's branches, and the layout of its outputs: the
+    original n, then for each rewrite level a block of the then branch's
+    extra outputs followed by the else branch's."""
+
+    def __init__(self, op):
+        graph = op.graph
+        self.then_fn = graph.functions[op.attrs["then_branch"]]
+        self.else_fn = graph.functions[op.attrs["else_branch"]]
+        self.then_info, self.else_info = function_gradient(self.then_fn), function_gradient(self.else_fn)
+        self.n = len(op.outputs)
+        self.blocks = []  # per level: (then output indices, else output indices)
+
+    def output_map(self, branch, k):
+        """If-output indices of the branch's level-k forward outputs."""
+        indices = list(range(self.n))
+        for level in range(k + 1):
+            indices += self.blocks[level][branch]
+        return indices
+
+    def rewrite(self, op):
+        """Makes the If output one more level of intermediates."""
+        graph = op.graph
+        k = len(self.blocks)
+        then_new = self.then_info.level(k).outputs[len(self.then_info.level(k).differentiated):]
+        else_new = self.else_info.level(k).outputs[len(self.else_info.level(k).differentiated):]
+        first = len(op.outputs)
+        self.blocks.append((list(range(first, first + len(then_new))),
+                            list(range(first + len(then_new), first + len(then_new) + len(else_new)))))
+        then_outputs, else_outputs = list(self.then_fn._flat_outputs), list(self.else_fn._flat_outputs)
+        for level in range(k + 1):
+            tl, el = self.then_info.level(level), self.else_info.level(level)
+            t_extra, e_extra = tl.outputs[len(tl.differentiated):], el.outputs[len(el.differentiated):]
+            then_outputs += t_extra + [_placeholder_value(self.then_fn.graph, t) for t in e_extra]
+            else_outputs += [_placeholder_value(self.else_fn.graph, t) for t in t_extra] + e_extra
+        then2 = _concrete(self.then_fn.graph, "cond_true_fwd", then_outputs)
+        else2 = _concrete(self.else_fn.graph, "cond_false_fwd", else_outputs)
+        graph.add_function(then2)
+        graph.add_function(else2)
+        added = list(zip(then_outputs[first:], else_outputs[first:]))
+        shapes = [a.shape.most_specific_compatible_shape(b.shape) for a, b in added]
+        attrs = dict(op.attrs)
+        attrs["then_branch"], attrs["else_branch"] = then2.name, else2.name
+        attrs["Tout"] = list(attrs["Tout"]) + [a.dtype for a, _ in added]
+        attrs["output_shapes"] = list(attrs["output_shapes"]) + [sh.dims for sh in shapes]
+        op.attrs = attrs
+        op.outputs.extend(SymbolicTensor(op, first + i, a.dtype, sh)
+                          for i, ((a, _), sh) in enumerate(zip(added, shapes)))
+
+
+@RegisterGradient("If")
+def _if_grad(op, *dys):
+    state = _IF_STATES.get(op)
+    if state is None:
+        state = _IF_STATES[op] = _IfState(op)
+    here = _Here()
+    dys = list(dys) + [None] * (len(op.outputs) - len(dys))
+    current = len(state.blocks) - 1
+    infos = (state.then_info, state.else_info)
+    levels = []
+    for b, info in enumerate(infos):
+        mapping = state.output_map(b, current) if current >= 0 else list(range(state.n))
+        levels.append(info.level_for([dys[i] for i in mapping]))
+    while len(state.blocks) <= max(levels):
+        state.rewrite(op)
+    dys += [None] * (len(op.outputs) - len(dys))
+    inputs = _LazyValues(op.inputs[1:], here)
+    plans = []
+    for b, info in enumerate(infos):
+        mapping = state.output_map(b, levels[b])
+        lvl = info.level(levels[b])
+        plans.append((info, levels[b], [dys[i] for i in mapping], _LazyValues([op.outputs[i] for i in mapping], here),
+                      lvl.bwd))
+    wanted = sorted({j for *_, bwd in plans for j, k in enumerate(bwd.grad_index) if k is not None})
+    if not wanted:
+        return [None] * len(op.inputs)
+    then_graph = state.then_info.graph
+
+    def grad_dtype(j):
+        for *_, bwd in plans:
+            k = bwd.grad_index[j]
+            if k is not None:
+                return bwd.function._flat_outputs[k].dtype
+        return None
+
+    def branch(info, level, branch_dys, values, _):
+        def fn():
+            grads = info.call_level(level, branch_dys, inputs, values)
+            return [grads[j] if grads[j] is not None else zeros_for(inputs[j], then_graph.inputs[j], grad_dtype(j))
+                    for j in wanted]
+        return fn
+
+    from treadle.ops.control_flow_ops import cond
+    results = cond(here(op.inputs[0]), branch(*plans[0]), branch(*plans[1]))
+    grads = [None] * len(op.inputs)
+    for j, g in zip(wanted, results):
+        grads[1 + j] = g
+    return grads
+
+
+# ---------------------------------------------------------------- While
+
+_WHILE_STATES = weakref.WeakKeyDictionary()  # While op -> [_WhileState per rewrite, oldest first]
+
+
+class _WhileState:
+    """One rewrite of a While op: its loop variables before the rewrite (n),
+    the body's backward function, the counter's output index, and for each
+    tensor that function reads: ("list", output index) for the tensors
+    collected per iteration, ("invariant", j) for unchanged loop variables."""
+
+    def __init__(self, n, body_graph, bwd, counter, sources):
+        self.n, self.body_graph, self.bwd, self.counter, self.sources = n, body_graph, bwd, counter, sources
+
+
+def _insert_before(graph, op, new_ops):
+    """Moves `new_ops` (just appended to graph.operations) in front of `op`, so
+    that the list stays in an order where producers come first."""
+    for o in new_ops:
+        graph.operations.remove(o)
+    at = graph.operations.index(op)
+    graph.operations[at:at] = new_ops
+
+
+def _rewrite_while(op):
+    graph = op.graph
+    body_fn = graph.functions[op.attrs["body"]]
+    cond_fn = graph.functions[op.attrs["cond"]]
+    body_graph = body_fn.graph
+    n = len(op.inputs)
+    body_outputs = body_fn._flat_outputs
+    bwd = GraphBackward(body_graph, body_outputs, body_fn.name)
+    # What the backward function reads: collect per iteration, except
+    # loop variables the body passes through unchanged.
+    collected, sources = [], []
+    for kind, ref in bwd.needed_kinds:
+        if kind == "input" and body_outputs[ref] is body_graph.inputs[ref]:
+            sources.append(("invariant", ref))
+        else:
+            tensor = body_graph.inputs[ref] if kind == "input" else ref
+            sources.append(("list", len(collected)))
+            collected.append((kind, ref, tensor))
+    intermediates = [t for kind, _, t in collected if kind == "intermediate"]
+    fwd_body = _concrete(body_graph, "while_body_fwd", list(body_outputs) + intermediates)
+    specs = [(t.dtype, t.shape) for t in body_graph.inputs]
+
+    new_body = FuncGraph("while_body_grad_fwd", outer_graph=graph)
+    with new_body:
+        phs = [new_body.add_placeholder(d, s, f"arg{i}") for i, (d, s) in enumerate(specs)]
+        k = new_body.add_placeholder(dtypes.int32, [], "iteration")
+        lists = [new_body.add_placeholder(dtypes.variant, [], "collected") for _ in collected]
+        outs = fwd_body._call_in_graph(new_body, phs)
+        values = iter(outs[n:])
+        new_lists = []
+        for (kind, ref, t), lst in zip(collected, lists):
+            value = phs[ref] if kind == "input" else next(values)
+            new_lists.append(_ops.run("TensorListSetItem", [lst, k, value],
+                                      {"element_dtype": t.dtype, "resize_if_index_out_of_bounds": True}))
+        next_k = _ops.add(k, _ops.scalar(1, dtypes.int32))
+        body_out = list(outs[:n]) + [next_k] + new_lists
+    new_cond = FuncGraph("while_cond_grad_fwd", outer_graph=graph)
+    with new_cond:
+        cphs = [new_cond.add_placeholder(d, s, f"arg{i}") for i, (d, s) in enumerate(specs)]
+        new_cond.add_placeholder(dtypes.int32, [], "iteration")
+        for _ in collected:
+            new_cond.add_placeholder(dtypes.variant, [], "collected")
+        cond_out = cond_fn._call_in_graph(new_cond, cphs)
+    from treadle.ops.control_flow_ops import _body_function
+    body2 = _body_function(new_body, "while_body_grad_fwd", body_out)
+    cond2 = _body_function(new_cond, "while_cond_grad_fwd", cond_out)
+    graph.add_function(body2)
+    graph.add_function(cond2)
+
+    before = len(graph.operations)
+    with reopened(graph):
+        k0 = _ops.scalar(0, dtypes.int32)
+        minus_one, zero = _ops.scalar(-1, dtypes.int32), _ops.scalar(0, dtypes.int32)
+        starts = [_ops.run("TensorListReserve", [minus_one, zero], {"element_dtype": t.dtype})
+                  for _, _, t in collected]
+    _insert_before(graph, op, graph.operations[before:])
+    attrs = dict(op.attrs)
+    attrs["T"] = list(attrs["T"]) + [dtypes.int32] + [dtypes.variant] * len(collected)
+    attrs["body"], attrs["cond"] = body2.name, cond2.name
+    shapes = list(attrs.get("output_shapes") or [t.shape.dims for t in op.outputs])
+    attrs["output_shapes"] = shapes + [[]] * (1 + len(collected))
+    op.attrs = attrs
+    op.inputs.extend([k0] + starts)
+    op.outputs.append(SymbolicTensor(op, n, dtypes.int32, []))
+    op.outputs.extend(SymbolicTensor(op, n + 1 + i, dtypes.variant, []) for i in range(len(collected)))
+    resolved = [("list", n + 1 + ref) if kind == "list" else (kind, ref) for kind, ref in sources]
+    return _WhileState(n, body_graph, bwd, n, resolved)
+
+
+def _while_state(op, dys):
+    """The rewrite whose backward function covers the outputs that have gradients."""
+    last = max((i for i, g in enumerate(dys) if g is not None), default=-1)
+    states = _WHILE_STATES.setdefault(op, [])
+    for state in states:
+        if state.n > last:
+            return state
+    state = _rewrite_while(op)
+    states.append(state)
+    return state
+
+
+def _grad_shape_invariant(t):
+    if t.dtype == dtypes.variant:
+        return TensorShape([])
+    if t.dtype == dtypes.resource:
+        return TensorShape(None)
+    return t.shape
+
+
+@RegisterGradient("While")
+def _while_grad(op, *dys):
+    dys = list(dys) + [None] * (len(op.outputs) - len(dys))
+    state = _while_state(op, dys)
+    here = _Here()
+    bwd, body_graph, n = state.bwd, state.body_graph, state.n
+    diff = [j for j in range(n) if bwd.dy_dtypes[j] is not None]
+    if not diff:
+        return [None] * len(op.inputs)
+    initial = []
+    for j in diff:
+        g = dys[j]
+        initial.append(g if g is not None else
+                       zeros_for(here(op.outputs[j]), body_graph.inputs[j], bwd.dy_dtypes[j]))
+    count = here(op.outputs[state.counter])
+
+    def read_sources(i):
+        """The values the body's backward function reads, for iteration i."""
+        values = []
+        needed = iter(bwd.needed_kinds)
+        for source in state.sources:
+            kind, ref = next(needed)
+            dtype = (body_graph.inputs[ref] if kind == "input" else ref).dtype
+            if source[0] == "invariant":
+                values.append(here(op.inputs[source[1]]))
+            else:
+                values.append(_ops.run("TensorListGetItem", [here(op.outputs[source[1]]), i,
+                                                             _ops.scalar(-1, dtypes.int32)],
+                                       {"element_dtype": dtype}))
+        return values
+
+    def body(i, *dv):
+        i = _ops.sub(i, _ops.scalar(1, dtypes.int32))
+        values = read_sources(i)
+        position = {}
+        for p, (kind, ref) in enumerate(bwd.needed_kinds):
+            position[("input", ref) if kind == "input" else ("t", id(ref))] = p
+        forward_inputs = _Indexed(lambda j: values[position[("input", j)]])
+        dys_full = [None] * n
+        for j, g in zip(diff, dv):
+            dys_full[j] = g
+        grads = bwd.call(dys_full, forward_inputs, [None] * n, lambda t: values[position[("t", id(t))]])
+        out = []
+        for j, g in zip(diff, dv):
+            if grads[j] is not None:
+                out.append(grads[j])
+            else:
+                out.append(_ops.zeros_like(g))
+        return [i] + out
+
+    from treadle.ops.control_flow_ops import while_loop
+    invariants = [TensorShape([])] + [_grad_shape_invariant(body_graph.inputs[j]) for j in diff]
+    results = while_loop(lambda i, *dv: _ops.run("Greater", [i, _ops.scalar(0, dtypes.int32)]), body,
+                         [count] + initial, shape_invariants=invariants)
+    grads = [None] * len(op.inputs)
+    for j, g in zip(diff, results[1:]):
+        grads[j] = g
+    return grads
+
+
+class _Indexed:
+    def __init__(self, fn):
+        self._fn = fn
+
+    def __getitem__(self, j):
+        return self._fn(j)

@@ -29,7 +29,6 @@ from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES, RegisterGradient
 from treadle.framework import context, dtypes
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.graph_tensor import SymbolicTensor
-from treadle.framework.tensor_shape import TensorShape
 
 _lock = threading.RLock()
 
@@ -69,13 +68,24 @@ def gradient_dtype(t):
 
 
 def _variable_read(handle):
-    """A ReadVariableOp of `handle` in its graph (for the variable's dtype and shape), or None."""
+    """A ReadVariableOp output reading `handle` (for the variable's dtype and
+    shape), in its graph or in the functions it is passed to; None if none."""
     graph = getattr(handle, "graph", None)
     if graph is None:
         return None
     for op in graph.operations:
-        if op.type == "ReadVariableOp" and any(t is handle for t in op.inputs):
-            return op.outputs[0]
+        for k, t in enumerate(op.inputs):
+            if t is not handle:
+                continue
+            if op.type == "ReadVariableOp":
+                return op.outputs[0]
+            for attr, offset in (("then_branch", 1), ("else_branch", 1), ("body", 0), ("cond", 0), ("f", 0)):
+                name = op.attrs.get(attr) if op.attrs else None
+                fn = graph.functions.get(name) if isinstance(name, str) else None
+                if fn is not None and 0 <= k - offset < len(fn.graph.inputs):
+                    read = _variable_read(fn.graph.inputs[k - offset])
+                    if read is not None:
+                        return read
     return None
 
 
@@ -143,9 +153,6 @@ class GraphBackward:
 def zeros_for(value, like, grad_dtype):
     """A zero gradient for `value`, whose forward-graph counterpart is `like`
     (used to tell a list's element dtype) and whose gradient has `grad_dtype`."""
-    from treadle.autodiff import list_grad
-    if value.dtype == dtypes.variant:
-        return list_grad.zeros_list(value, list_element_dtype(like))
     if value.dtype == dtypes.resource:
         return _ops.zeros_like(_ops.run("ReadVariableOp", [value], {"dtype": grad_dtype}))
     return _ops.zeros_like(value)
@@ -189,81 +196,113 @@ def list_element_dtype(t):
     raise TypeError("cannot tell the element dtype of a tensor list whose gradient is needed")
 
 
+class _Level:
+    """One level of a function's gradient: the backward function with respect
+    to `differentiated` outputs, and the forward function whose outputs
+    (`outputs`) add the intermediates that backward function reads."""
+
+    def __init__(self, differentiated, bwd, forward, outputs):
+        self.differentiated, self.bwd, self.forward, self.outputs = differentiated, bwd, forward, outputs
+        self.position = {}
+        for i, t in enumerate(outputs):
+            self.position.setdefault(id(t), i)
+
+
 class FunctionGradient:
-    """The gradient of one function graph with respect to its outputs: the
-    backward functions and the forward function with intermediates."""
+    """The gradient of one function graph with respect to its outputs.
+
+    Level 0 differentiates the function's own outputs; its forward function
+    appends the intermediates that needs (the "hidden" outputs). Level k+1
+    differentiates every output of level k's forward function (a second
+    derivative reaches the hidden outputs through the first derivative's
+    backward function) and appends what that needs. Levels are made when
+    first asked for."""
 
     def __init__(self, graph, outputs, name):
         self.graph = graph
         self.outputs = list(outputs)
         self.name = name
-        self.first_order = GraphBackward(graph, self.outputs, name)
-        self.hidden = []
-        self._add_hidden(self.first_order.intermediates())
-        self._full = None
-        self._close()
-        from treadle.function.concrete_function import ConcreteFunction
-        self.forward = ConcreteFunction(graph, unique_function_name(name + "_forward"), ((), {}),
-                                        self.outputs + self.hidden)
-        self.forward.function_def()
-        self.forward._gradient_info = self
+        self.levels = []
+        self._add_level(self.outputs)
 
-    def _add_hidden(self, tensors):
-        known = {id(t) for t in self.outputs + self.hidden}
-        added = False
-        for t in tensors:
+    def _add_level(self, differentiated):
+        bwd = GraphBackward(self.graph, differentiated, self.name)
+        outputs = list(differentiated)
+        known = {id(t) for t in outputs}
+        for t in bwd.intermediates():
             if id(t) not in known:
                 known.add(id(t))
-                self.hidden.append(t)
-                added = True
-        return added
+                outputs.append(t)
+        from treadle.function.concrete_function import ConcreteFunction
+        forward = ConcreteFunction(self.graph, unique_function_name(f"{self.name}_forward{len(self.levels)}"),
+                                   ((), {}), outputs)
+        forward.function_def()
+        forward._gradient_info = self
+        self.levels.append(_Level(differentiated, bwd, forward, outputs))
 
-    def _close(self):
-        """Extends the hidden outputs until differentiating with respect to all
-        outputs reads nothing else (so that second derivatives work)."""
-        if not self.hidden:
-            self._full = self.first_order
-            return
-        try:
-            while True:
-                full = GraphBackward(self.graph, self.outputs + self.hidden, self.name)
-                if not self._add_hidden(full.intermediates()):
-                    self._full = full
-                    return
-        except (NotImplementedError, LookupError, TypeError):
-            self._full = None  # first-order gradients still work; higher orders fail when asked
+    def level(self, k):
+        with _lock:
+            while len(self.levels) <= k:
+                self._add_level(self.levels[-1].outputs)
+        return self.levels[k]
 
-    def backward_for(self, hidden_dys):
-        """The GraphBackward to use given the gradients of the hidden outputs."""
-        if all(g is None for g in hidden_dys):
-            return self.first_order, False
-        if self._full is None:
-            raise NotImplementedError(f"higher-order gradients of {self.name} are not supported")
-        return self._full, True
+    @property
+    def forward(self):
+        return self.levels[0].forward
 
-    def apply(self, dys, forward_inputs, output_values):
-        """Input gradients of a call from `dys` (one per output and hidden
-        output; None stands for zeros), the call's inputs and the values of
-        its outputs (hidden ones included)."""
-        n = len(self.outputs)
-        dys = list(dys) + [None] * (n + len(self.hidden) - len(dys))
-        bwd, full = self.backward_for(dys[n:])
-        position = {}
-        for i, t in enumerate(self.outputs + self.hidden):
-            position.setdefault(id(t), i)
-        given = dys if full else dys[:n]
-        return bwd.call(given, forward_inputs, output_values, lambda t: output_values[position[id(t)]])
+    @property
+    def hidden(self):
+        return self.levels[0].outputs[len(self.outputs):]
+
+    def level_of(self, fn):
+        """The level whose forward function is fn; -1 for the function itself."""
+        for k, lvl in enumerate(self.levels):
+            if lvl.forward is fn:
+                return k
+        return -1
+
+    def level_for(self, dys):
+        """The lowest level differentiating every output that has a gradient in `dys`."""
+        last = max((i for i, g in enumerate(dys) if g is not None), default=-1)
+        k = 0
+        while len(self.level(k).differentiated) <= last:
+            if len(self.level(k).outputs) == len(self.level(k).differentiated):
+                raise ValueError(f"{self.name}: a gradient was given for output {last}, which it does not have")
+            k += 1
+        return k
+
+    def call_level(self, k, dys, forward_inputs, values):
+        """Input gradients from level k's backward function: `dys` for (a prefix
+        of) its differentiated outputs, None for zeros; `values` the values of
+        level k's forward outputs (list-like)."""
+        lvl = self.level(k)
+        n = len(lvl.differentiated)
+        dys = list(dys[:n]) + [None] * (n - min(len(dys), n))
+        return lvl.bwd.call(dys, forward_inputs, values, lambda t: values[lvl.position[id(t)]])
+
+
+# What building a function's gradient raises when the function cannot be
+# differentiated (an op without a rule, a rule's unsupported case).
+GRADIENT_ERRORS = (LookupError, NotImplementedError, TypeError, ValueError)
 
 
 def function_gradient(fn):
-    """The FunctionGradient of ConcreteFunction `fn` (cached on it). A forward
-    function made by a FunctionGradient gives that FunctionGradient."""
+    """The FunctionGradient of ConcreteFunction `fn` (cached on it, as is a
+    failure to build one). A forward function made by a FunctionGradient
+    gives that FunctionGradient."""
     info = getattr(fn, "_gradient_info", None)
     if info is None:
         with _lock:
             info = getattr(fn, "_gradient_info", None)
             if info is None:
-                info = FunctionGradient(fn.graph, fn._flat_outputs, fn.name)
+                error = getattr(fn, "_gradient_error", None)
+                if error is not None:
+                    raise error
+                try:
+                    info = FunctionGradient(fn.graph, fn._flat_outputs, fn.name)
+                except GRADIENT_ERRORS as e:
+                    fn._gradient_error = e
+                    raise
                 fn._gradient_info = info
     return info
 
@@ -276,36 +315,47 @@ def _called_function(op):
     return op.graph.functions[op.attrs["f"]]
 
 
-def expose_call_intermediates(op, info):
-    """Makes the call op `op` (in a graph not yet run) call the forward
-    function with intermediates, appending the hidden outputs to op.outputs."""
-    if op.attrs["f"] == info.forward.name:
-        return
+def _retarget_call(op, forward):
+    """Makes the call op `op` (in a graph not yet run) call `forward`, a
+    forward function whose outputs extend the ones op has."""
     graph = op.graph
-    graph.add_function(info.forward)
+    graph.add_function(forward)
     attrs = dict(op.attrs)
-    attrs["f"] = info.forward.name
-    attrs["Tout"] = list(attrs["Tout"]) + [t.dtype for t in info.hidden]
-    attrs["output_shapes"] = list(attrs.get("output_shapes") or [t.shape.dims for t in info.outputs]) + \
-        [t.shape.dims for t in info.hidden]
-    op.attrs = attrs
+    outputs = forward._flat_outputs
     n = len(op.outputs)
-    op.outputs.extend(SymbolicTensor(op, n + i, t.dtype, t.shape) for i, t in enumerate(info.hidden))
+    attrs["f"] = forward.name
+    attrs["Tout"] = [t.dtype for t in outputs]
+    attrs["output_shapes"] = list(attrs.get("output_shapes") or [t.shape.dims for t in outputs[:n]]) + \
+        [t.shape.dims for t in outputs[n:]]
+    op.attrs = attrs
+    op.outputs.extend(SymbolicTensor(op, i, t.dtype, t.shape) for i, t in enumerate(outputs[n:], n))
 
 
 @RegisterGradient("PartitionedCall", "StatefulPartitionedCall")
 def _call_grad(op, *dys):
-    info = function_gradient(_called_function(op))
-    if op.graph is not None:
-        expose_call_intermediates(op, info)
-    return info.apply(dys, op.inputs, op.outputs)
+    fn = _called_function(op)
+    info = function_gradient(fn)
+    dys = list(dys) + [None] * (len(op.outputs) - len(dys))
+    k = info.level_for(dys)
+    lvl = info.level(k)
+    if info.level_of(fn) >= k:
+        values = op.outputs
+    elif op.graph is not None:
+        _retarget_call(op, lvl.forward)
+        values = op.outputs
+    else:
+        # An eager call ran an earlier level's forward function: run this
+        # level's to get the values its backward function reads (a higher
+        # derivative through a function call recomputes the function).
+        values = lvl.forward._get_executable().run(list(op.inputs))
+    return info.call_level(k, dys, op.inputs, values)
 
 
 def run_forward(fn, args):
-    """Runs fn's forward function with intermediates on eager `args`
-    (arguments then captured values): (FunctionGradient, all outputs)."""
+    """Runs fn's level-0 forward function on eager `args` (arguments, then
+    captured values): (that forward function, all its outputs)."""
     info = function_gradient(fn)
-    return info, info.forward._get_executable().run(list(args))
+    return info.forward, info.forward._get_executable().run(list(args))
 
 
 # ---------------------------------------------------------------- for other callers
@@ -342,7 +392,7 @@ def backward_function(concrete_fn):
             dy_phs[i] = graph.add_placeholder(gradient_dtype(y), y.shape, "dy")
         outs = info.forward._call_in_graph(graph, xs)
         dys = [dy_phs.get(i) for i in range(len(info.outputs))]
-        grads = info.apply(dys, xs, outs)
+        grads = info.call_level(0, dys, xs, outs)
         input_idx = [i for i, g in enumerate(grads) if g is not None]
         results = [graph._graph_input(grads[i]) for i in input_idx]
     graph.inputs = xs + [dy_phs[i] for i in out_idx] + [ph for _, ph in graph.captures.values()]
@@ -380,5 +430,4 @@ class _Reopened:
         return False
 
 
-__all__ = ["backward_function", "function_gradient", "FunctionGradient", "GraphBackward", "BackwardGraph",
-           "TensorShape"]
+__all__ = ["backward_function", "function_gradient", "FunctionGradient", "GraphBackward", "BackwardGraph"]

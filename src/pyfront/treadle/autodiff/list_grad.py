@@ -6,17 +6,8 @@ from treadle.autodiff import _ops
 from treadle.autodiff._ops import run
 from treadle.autodiff.array_grad import _dims
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
-from treadle.framework import dtypes
 
-NotDifferentiable("TensorListReserve", "TensorListLength")
-
-
-def zeros_list(like, element_dtype, element_shape=None):
-    """A list as long as `like` with no item written: the zero gradient of a list."""
-    if element_shape is None:
-        element_shape = _ops.scalar(-1, dtypes.int32)
-    length = run("TensorListLength", [like])
-    return run("TensorListReserve", [element_shape, length], {"element_dtype": element_dtype})
+NotDifferentiable("TensorListReserve", "TensorListLength", "TensorListZerosLike")
 
 
 @RegisterGradient("TensorListFromTensor")
@@ -36,8 +27,7 @@ def _stack_grad(op, dz):
 @RegisterGradient("TensorListGetItem")
 def _get_item_grad(op, dz):
     lst, index, _ = op.inputs
-    zeros = zeros_list(lst, dz.dtype, _ops.shape(op.outputs[0]))
-    return run("TensorListSetItem", [zeros, index, dz], {"element_dtype": dz.dtype}), None, None
+    return run("TensorListSetItem", [_ops.zeros_like(lst), index, dz], {"element_dtype": dz.dtype}), None, None
 
 
 @RegisterGradient("TensorListSetItem")

@@ -1,6 +1,6 @@
 """Gradient rules of the arithmetic, elementwise math, matmul and reduction ops."""
 
-import numpy as np
+import math
 
 from treadle.autodiff import _ops
 from treadle.autodiff._ops import mul, neg, run, scalar, unbroadcast
@@ -219,7 +219,7 @@ def _batch_matmul_grad(op, dz):
 
 def _broadcast_back(g, x, axes, keep_dims):
     """g (the gradient of a reduction of x over axes) broadcast to x's shape."""
-    if not keep_dims:
+    if not keep_dims and _ops.static_shape(g) != ():  # a scalar broadcasts as it is
         g = _ops.reshape(g, _ops.kept_dims_shape(x, axes))
     return run("BroadcastTo", [g, _ops.shape(x)])
 
@@ -234,7 +234,7 @@ def _reduced_count(x, y):
     """How many elements of x went into each element of its reduction y, in x's dtype."""
     xs, ys = _ops.static_shape(x), _ops.static_shape(y)
     if _ops.fully_known(xs) and _ops.fully_known(ys):
-        n = int(np.prod(xs, dtype=np.int64)) // max(int(np.prod(ys, dtype=np.int64)), 1)
+        n = math.prod(xs) // max(math.prod(ys), 1)
         return scalar(max(n, 1), x.dtype)
     size_x = run("Size", [x], {"out_type": dtypes.int32})
     size_y = run("Size", [y], {"out_type": dtypes.int32})

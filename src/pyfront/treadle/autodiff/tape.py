@@ -64,12 +64,15 @@ def _record_op(op_name, inputs, attrs, outputs, graph):
 
 
 def _variable_read(variable):
-    """A read of a trainable variable while recording watches it (watch_accessed_variables)."""
+    """A read of a trainable variable while recording watches it
+    (watch_accessed_variables), also when the read is in a branch or loop
+    body traced inside the tape's graph."""
     if not variable.trainable:
         return
     graph = context.current_graph()
     for tape in _tapes.recording:
-        if tape._watch_accessed and tape._graph is graph:
+        if tape._watch_accessed and (tape._graph is graph or
+                                     (tape._graph is not None and tape._graph.is_ancestor_of(graph))):
             tape._watch_variable(variable)
 
 
@@ -89,12 +92,17 @@ def _record_call(fn, args):
     tapes = [t for t in _tapes.recording if t._graph is None and t._watches_any(full_args)]
     if not tapes:
         return None
-    info, outputs = function_gradients.run_forward(fn, full_args)
     op_type = "StatefulPartitionedCall" if fn.graph.stateful_ops else "PartitionedCall"
-    record = backprop.EagerOp(op_type, full_args, {"f": fn.name}, outputs, function=fn)
+    try:
+        forward, outputs = function_gradients.run_forward(fn, full_args)
+    except function_gradients.GRADIENT_ERRORS:
+        # The function cannot be differentiated (an op without a gradient
+        # rule): run it as it is; asking for the gradient raises the error.
+        forward, outputs = fn, fn._get_executable().run(full_args)
+    record = backprop.EagerOp(op_type, full_args, {"f": forward.name}, outputs, function=forward)
     for tape in tapes:
         tape._add(record)
-    return outputs[:len(info.outputs)]
+    return outputs[:len(fn._flat_outputs)]
 
 
 class GradientTape:
@@ -107,6 +115,7 @@ class GradientTape:
         self._ops = []
         self._watched = {}  # id(tensor) -> tensor (kept alive so ids stay unique)
         self._variables = []
+        self._variable_ids = set()
         self._used = False
         self._depth = 0
 
@@ -163,6 +172,7 @@ class GradientTape:
         self._ops = []
         self._watched = {}
         self._variables = []
+        self._variable_ids = set()
 
     # ---------------------------------------------------------- recording
     def _tape_tensor(self, t):
@@ -181,8 +191,9 @@ class GradientTape:
         return t
 
     def _watch_variable(self, var):
-        if any(v is var for v in self._variables):
+        if var._unique_id in self._variable_ids:
             return
+        self._variable_ids.add(var._unique_id)
         self._variables.append(var)
         self._watch_tensor(var.handle)
 

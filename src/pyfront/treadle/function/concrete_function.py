@@ -141,7 +141,7 @@ class ConcreteFunction:
 
     def _call_flat_eager(self, tensors):
         """_call_flat for arguments known to be eager tensors (the dispatch fast path)."""
-        if context.current_graph() is not None:
+        if call_recorders or context.current_graph() is not None:
             return self._call_flat(tensors)
         run = self._run
         if run is None:
