@@ -218,7 +218,9 @@ def markdown(report):
     modes = report["modes"]
     lines.append(f"TreeLSTM on {report['trees']} SST-like trees, trees per second (higher is better); "
                  f"machine: {report['machine']['cpu_model']}, {report['machine']['cores']} cores; "
-                 f"measured sgemm peak {report['sgemm_gflops']:.0f} GFLOP/s.")
+                 f"measured sgemm peak {report['sgemm_gflops']:.0f} GFLOP/s; load average "
+                 f"{report['load_average_start'][0]:.1f} at the start, {report['load_average_end'][0]:.1f} at the end "
+                 f"(other work on the machine slows every figure).")
     lines.append("")
     header = "| implementation | " + " | ".join(f"{m} b={b}" for m in modes for b in batches) + " | peak RSS MB |"
     lines += [header, "|---|" + "---:|" * (len(modes) * len(batches) + 1)]
@@ -322,10 +324,16 @@ def main():
     parser.add_argument("--limit", type=int, default=None, help="use only the first N trees")
     parser.add_argument("--train-epochs", type=int, default=0, help="also run the training run (0: skip)")
     parser.add_argument("--out-dir", default=str(common.RESULTS_DIR))
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS/OpenMP threads for every implementation (default: the libraries' own)")
     parser.add_argument("--worker")
     parser.add_argument("--batches")
     parser.add_argument("--modes", default="inference,training")
     args = parser.parse_args()
+    if args.threads:
+        os.environ["TREELSTM_THREADS"] = str(args.threads)
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(args.threads)
     if args.worker:
         out = worker(args.worker, [int(b) for b in args.batches.split(",")], args.modes.split(","),
                      args.seconds, args.limit)
@@ -343,7 +351,8 @@ def main():
     if args.short:
         impls = [i for i in impls if i != "treadle loom (schedule file)"]
     report = {"benchmark": "treelstm", "machine": common.machine_info(), "batches": batches, "modes": modes,
-              "trees": limit, "implementations": {}}
+              "trees": limit, "implementations": {}, "threads": args.threads,
+              "load_average_start": os.getloadavg()}
     from bench.treelstm import data, model
     trees = data.load_trees(limit=limit)
     report["flops_per_tree"] = sum(model.flops_per_tree(t) for t in trees) / len(trees)
@@ -353,6 +362,7 @@ def main():
             ([32] if impl == "torch recursive" else [])
         print(f"measuring {impl} ...", flush=True)
         report["implementations"][impl] = run_worker(impl, b, modes, seconds, limit)
+    report["load_average_end"] = os.getloadavg()
     if args.train_epochs:
         report["training"] = training_run(args.train_epochs, 64, 0.01, None)
     md = markdown(report)
