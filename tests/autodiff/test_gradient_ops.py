@@ -181,3 +181,29 @@ def test_tensor_list_add_n_errors():
         R.TensorListAddN(inputs=[a, td.constant(1.0)])
     with pytest.raises(td.errors.InvalidArgumentError, match="TensorListZerosLike"):
         R.TensorListZerosLike(input_handle=td.constant(1.0))
+
+
+def test_appends_share_storage_but_lists_stay_values():
+    """Appending (what a While's gradient collects) shares the items' storage;
+    every list still sees only its own items."""
+    def stack(lst):
+        return R.TensorListStack(input_handle=lst, element_shape=[], element_dtype=td.float32).numpy().tolist()
+
+    def append(lst, value):
+        n = int(R.TensorListLength(input_handle=lst))
+        return R.TensorListSetItem(input_handle=lst, index=n, item=td.constant(value), element_dtype=td.float32,
+                                   resize_if_index_out_of_bounds=True)
+
+    empty = R.TensorListReserve(element_shape=-1, num_elements=0, element_dtype=td.float32)
+    a = append(append(empty, 1.0), 2.0)
+    b = append(a, 3.0)       # shares a's storage
+    c = append(a, 30.0)      # a's storage already has a third item: c copies
+    d = append(b, 4.0)
+    e = R.TensorListSetItem(input_handle=b, index=0, item=td.constant(-1.0), element_dtype=td.float32)
+    assert stack(a) == [1.0, 2.0]
+    assert stack(b) == [1.0, 2.0, 3.0]
+    assert stack(c) == [1.0, 2.0, 30.0]
+    assert stack(d) == [1.0, 2.0, 3.0, 4.0]
+    assert stack(e) == [-1.0, 2.0, 3.0]
+    assert int(R.TensorListLength(input_handle=empty)) == 0
+

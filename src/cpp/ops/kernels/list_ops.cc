@@ -3,6 +3,7 @@
 // setting an item returns a new list sharing the other items' buffers, so a
 // list can flow through While loops and branches like any other value.
 #include <cstring>
+#include <mutex>
 
 #include "ops/dispatch.h"
 #include "ops/op_helpers.h"
@@ -11,12 +12,73 @@
 namespace treadle {
 namespace {
 
+// The items of a list. A list made from another gets its own copy of the
+// items, except one that appends an item to a list whose items end their
+// storage (a loop collecting a value per iteration, as gradients of While
+// loops do): it shares the storage, so the append costs O(1) amortized
+// instead of a copy of every item. Each list sees only its own prefix of a
+// shared storage, which a mutex guards. Set/resize/push_back are only for a
+// list no one else sees yet (just made or copied).
+class ListItems {
+ public:
+  ListItems() : storage_(std::make_shared<Storage>()) {}
+  ListItems(const ListItems& other) : storage_(std::make_shared<Storage>()), size_(other.size_) {
+    std::lock_guard<std::mutex> lock(other.storage_->mu);
+    storage_->items.assign(other.storage_->items.begin(), other.storage_->items.begin() + other.size_);
+  }
+  ListItems(ListItems&&) = default;
+  ListItems& operator=(ListItems&&) = default;
+  ListItems& operator=(const ListItems&) = delete;
+
+  size_t size() const { return size_; }
+  Tensor operator[](size_t i) const {
+    std::lock_guard<std::mutex> lock(storage_->mu);
+    return storage_->items[i];
+  }
+  void Set(size_t i, Tensor t) {
+    std::lock_guard<std::mutex> lock(storage_->mu);
+    storage_->items[i] = std::move(t);
+  }
+  void resize(size_t n) {
+    std::lock_guard<std::mutex> lock(storage_->mu);
+    storage_->items.resize(n);
+    size_ = n;
+  }
+  void push_back(Tensor t) {
+    std::lock_guard<std::mutex> lock(storage_->mu);
+    storage_->items.push_back(std::move(t));
+    ++size_;
+  }
+  // These items followed by `t`.
+  ListItems Appended(Tensor t) const {
+    {
+      std::lock_guard<std::mutex> lock(storage_->mu);
+      if (storage_->items.size() == size_) {
+        storage_->items.push_back(std::move(t));
+        return ListItems(storage_, size_ + 1);
+      }
+    }
+    ListItems copy(*this);
+    copy.push_back(std::move(t));
+    return copy;
+  }
+
+ private:
+  struct Storage {
+    std::mutex mu;
+    std::vector<Tensor> items;
+  };
+  ListItems(std::shared_ptr<Storage> storage, size_t size) : storage_(std::move(storage)), size_(size) {}
+  std::shared_ptr<Storage> storage_;
+  size_t size_ = 0;
+};
+
 class TensorList : public HandleBase {
  public:
   std::string TypeName() const override { return "TensorList"; }
   DType element_dtype = DType::kInvalid;
   PartialShape element_shape;
-  std::vector<Tensor> items;  // undefined where nothing was written yet
+  ListItems items;  // undefined where nothing was written yet
 };
 
 const std::vector<DType> kVariantType = {DType::kVariant};
@@ -89,7 +151,8 @@ Tensor Zeros(DType dtype, const Dims& dims) {
 
 // Item i, or zeros of the fully known element shape where nothing was written.
 Tensor ItemOrZeros(const TensorList& list, int64_t i, const PartialShape& shape, const std::string& where) {
-  if (list.items[i].defined()) return list.items[i];
+  Tensor item = list.items[i];
+  if (item.defined()) return item;
   PartialShape s = MergeShapes(list.element_shape, shape, where);
   if (!s.fully_defined()) {
     ThrowInvalidArgument(where, ": element ", i, " was never written and the element shape ", s.ToString(),
@@ -151,7 +214,6 @@ OpDef MakeFromTensor() {
     list->element_shape = MergeShapes(PartialShape(elem), ShapeFromKernelInput(ctx, 1), "TensorListFromTensor");
     int64_t n = t.dim(0);
     int64_t per = NumElements(elem);
-    list->items.reserve(n);
     for (int64_t i = 0; i < n; ++i) {
       Tensor item(t.dtype(), elem);
       VisitAll(t.dtype(), "TensorListFromTensor", [&](auto tag) {
@@ -212,9 +274,17 @@ OpDef MakeSetItem() {
       ThrowInvalidArgument("TensorListSetItem: item of shape ", DimsToString(item.shape()),
                            " is incompatible with the list's element shape ", list->element_shape.ToString());
     }
-    auto out = std::make_shared<TensorList>(*list);  // shares every item's buffer
-    if (i >= n) out->items.resize(i + 1);
-    out->items[i] = item;
+    std::shared_ptr<TensorList> out;
+    if (i == n) {  // an append: shares the items' storage when it can
+      out = std::make_shared<TensorList>();
+      out->element_dtype = list->element_dtype;
+      out->element_shape = list->element_shape;
+      out->items = list->items.Appended(item);
+    } else {
+      out = std::make_shared<TensorList>(*list);  // copies the items, sharing their buffers
+      if (i >= n) out->items.resize(i + 1);
+      out->items.Set(i, item);
+    }
     ctx.set_output(0, NewList(std::move(out)));
   };
   op.doc = "A new list with element index set to item.";
@@ -237,7 +307,8 @@ OpDef MakeStack() {
     auto list = ListOf(ctx, 0);
     int64_t n = static_cast<int64_t>(list->items.size());
     PartialShape shape = MergeShapes(list->element_shape, ShapeFromKernelInput(ctx, 1), "TensorListStack");
-    for (const Tensor& t : list->items) {
+    for (int64_t i = 0; i < n; ++i) {
+      Tensor t = list->items[i];
       if (t.defined()) shape = MergeShapes(shape, PartialShape(t.shape()), "TensorListStack");
     }
     if (!shape.fully_defined()) {
@@ -335,9 +406,10 @@ OpDef MakeListAddN() {
       }
       if (list->items.size() > out->items.size()) out->items.resize(list->items.size());
       for (size_t i = 0; i < list->items.size(); ++i) {
-        const Tensor& item = list->items[i];
+        Tensor item = list->items[i];
         if (!item.defined()) continue;
-        out->items[i] = out->items[i].defined() ? AddItems(out->items[i], item) : item;
+        Tensor mine = out->items[i];
+        out->items.Set(i, mine.defined() ? AddItems(mine, item) : item);
       }
     }
     ctx.set_output(0, NewList(std::move(out)));
