@@ -2,6 +2,7 @@
 JSON + Markdown reports. Peers (NumPy, PyTorch, ...) are measured in the same
 process as treadle, so ratios are meaningful on a noisy machine."""
 
+import argparse
 import datetime
 import importlib
 import json
@@ -131,3 +132,22 @@ def write_report(name, payload, markdown, out_dir=RESULTS_DIR):
     json_path.write_text(json.dumps(payload, indent=2) + "\n")
     md_path.write_text(markdown)
     return json_path, md_path
+
+
+def parse_benchmark_args(description, result_name, argv=None):
+    """The options every timing benchmark takes (--repeat, --threads,
+    --out-dir), checked; thread limits are applied before the libraries start."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--repeat", type=int, default=15, help="interleaved timing runs (default 15)")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="BLAS/OpenMP threads for every library (default: each library's own default)")
+    parser.add_argument("--out-dir", type=pathlib.Path, default=RESULTS_DIR,
+                        help=f"where {result_name}.json/.md go (default bench/results)")
+    args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error("--threads must be at least 1")
+        limit_threads(args.threads)
+    return args

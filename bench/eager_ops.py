@@ -8,7 +8,6 @@ eager_ops.md (the table), and prints the table. Targets (shared BENCHMARKS.md):
 eager a + b <= 1.5 us; matmul within 10% of NumPy.
 """
 
-import argparse
 import os
 import pathlib
 import sys
@@ -101,19 +100,7 @@ def markdown(results, machine, torch):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=15, help="interleaved timing runs per measurement (default 15)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="BLAS/OpenMP threads for every library (default: each library's own default)")
-    parser.add_argument("--out-dir", type=pathlib.Path, default=common.RESULTS_DIR,
-                        help="where eager_ops.json/.md go (default bench/results)")
-    args = parser.parse_args(argv)
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    if args.threads is not None:
-        if args.threads < 1:
-            parser.error("--threads must be at least 1")
-        common.limit_threads(args.threads)
+    args = common.parse_benchmark_args(__doc__.split("\n\n")[0], "eager_ops", argv)
     machine = common.machine_info()
     machine["threads"] = args.threads or "library defaults"
     torch, results = run(args.repeat)

@@ -10,7 +10,6 @@ Writes bench/results/graph_exec.json and graph_exec.md and prints the table.
 Target (shared BENCHMARKS.md, section 1): <= 40 us per call of the 300-op graph.
 """
 
-import argparse
 import os
 import pathlib
 import sys
@@ -138,19 +137,7 @@ def markdown(result, machine):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=15, help="interleaved timing runs (default 15)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="BLAS/OpenMP threads for every library (default: each library's own default)")
-    parser.add_argument("--out-dir", type=pathlib.Path, default=common.RESULTS_DIR,
-                        help="where graph_exec.json/.md go (default bench/results)")
-    args = parser.parse_args(argv)
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    if args.threads is not None:
-        if args.threads < 1:
-            parser.error("--threads must be at least 1")
-        common.limit_threads(args.threads)
+    args = common.parse_benchmark_args(__doc__.split("\n\n")[0], "graph_exec", argv)
     torch = common.optional_import("torch")
     machine = common.machine_info()
     machine["threads"] = args.threads or "library defaults"

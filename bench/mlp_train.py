@@ -11,7 +11,6 @@ Before timing, each variant trains 5 steps from the same start and their
 losses are checked against each other.
 """
 
-import argparse
 import os
 import pathlib
 import sys
@@ -126,19 +125,7 @@ def markdown(result, machine):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--repeat", type=int, default=15, help="interleaved timing runs (default 15)")
-    parser.add_argument("--threads", type=int, default=None,
-                        help="BLAS/OpenMP threads for every library (default: each library's own default)")
-    parser.add_argument("--out-dir", type=pathlib.Path, default=common.RESULTS_DIR,
-                        help="where mlp_train.json/.md go (default bench/results)")
-    args = parser.parse_args(argv)
-    if args.repeat < 1:
-        parser.error("--repeat must be at least 1")
-    if args.threads is not None:
-        if args.threads < 1:
-            parser.error("--threads must be at least 1")
-        common.limit_threads(args.threads)
+    args = common.parse_benchmark_args(__doc__.split("\n\n")[0], "mlp_train", argv)
     torch = common.optional_import("torch")
     if torch is None:
         print("note: PyTorch is not installed; reporting treadle only", file=sys.stderr)
