@@ -227,7 +227,7 @@ def markdown(report):
     for impl, r in report["implementations"].items():
         if r is None:
             continue
-        cells = [f"{r['results'].get(f'{m}/{b}', {}).get('trees_per_s', float('nan')):.0f}" for m in modes for b in batches]
+        cells = [_cell(r["results"].get(f"{m}/{b}")) for m in modes for b in batches]
         lines.append(f"| {impl} | " + " | ".join(cells) + f" | {r['extra'].get('peak_rss_mb', 0):.0f} |")
     lines.append("")
     loom = report["implementations"].get("treadle loom")
@@ -279,6 +279,10 @@ def markdown(report):
         for row in tr["curve"]:
             lines.append(f"| {row['epoch']} | {row['loss']:.4f} | {row['accuracy'] * 100:.1f}% | {row['seconds']:.1f} |")
     return "\n".join(lines) + "\n"
+
+
+def _cell(result):
+    return "—" if result is None else f"{result['trees_per_s']:.0f}"
 
 
 def plot(report, path):
