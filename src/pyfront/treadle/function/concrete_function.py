@@ -134,15 +134,16 @@ class ConcreteFunction:
         if graph is not None or any(type(t) is not EagerTensor for t in tensors):
             captured = [external for external, _ in self.graph.captures.values()]
             return self._pack_outputs(self._call_in_graph(graph, tensors + captured))
-        run = self._run
-        if run is None:
-            run = self._prepare_run()
-        return self._pack(run(tensors + self._capture_values))
+        return self._run_eager(tensors)
 
     def _call_flat_eager(self, tensors):
         """_call_flat for arguments known to be eager tensors (the dispatch fast path)."""
         if call_recorders or context.current_graph() is not None:
             return self._call_flat(tensors)
+        return self._run_eager(tensors)
+
+    def _run_eager(self, tensors):
+        """Runs the executable on eager arguments plus the captures' values."""
         run = self._run
         if run is None:
             run = self._prepare_run()

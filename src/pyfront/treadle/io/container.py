@@ -42,3 +42,15 @@ def read_container(path, supported_version):
     if zlib.crc32(payload) & 0xFFFFFFFF != crc:
         raise errors.DataLossError(None, None, f"{path}: checksum mismatch: the file is corrupt")
     return payload
+
+
+def file_kind(path):
+    """The kind of a treadle file (the high bits of its version field: 1 a
+    saved function, 2 a saved loom); DataLossError when it is not one."""
+    with open(path, "rb") as f:
+        head = f.read(8)
+    if head[:4] != MAGIC[:len(head)] or len(head) < 4:
+        raise errors.DataLossError(None, None, f"{path}: not a treadle file")
+    if len(head) < 8:
+        raise errors.DataLossError(None, None, f"{path}: file is truncated (no complete header)")
+    return struct.unpack("<I", head[4:8])[0] >> 8

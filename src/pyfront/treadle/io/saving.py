@@ -5,10 +5,11 @@ graph library, the captured constants and variables, and the signatures."""
 
 from treadle import _core, errors, saved_pb2
 from treadle.framework import graph_serialization
-from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
+from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.io import structure
-from treadle.io.container import read_container, write_container
+from treadle.io.container import file_kind, read_container, write_container
+from treadle.io.saved_values import SavedValueWriter, read_value, restore_variables
 from treadle.util import nest
 
 FORMAT_VERSION = 1
@@ -44,7 +45,7 @@ def save(obj, path):
     saved.graph.versions.producer = graph_serialization.GRAPH_VERSION
     saved.graph.versions.min_consumer = graph_serialization.MIN_CONSUMER
     seen_functions = set()
-    variable_index = {}
+    writer = SavedValueWriter(saved.variables)
     for fn in _concrete_functions(obj):
         for fdef in fn.library_graph_def().library.function:
             if fdef.signature.name not in seen_functions:
@@ -52,19 +53,8 @@ def save(obj, path):
                 saved.graph.library.function.append(fdef)
         sf = saved.functions.add(function_name=fn.name)
         for external, _ in fn.graph.captures.values():
-            cap = sf.captures.add()
             var = variable_for_handle(external)
-            if var is not None:
-                if id(var) not in variable_index:
-                    variable_index[id(var)] = len(saved.variables)
-                    sv = saved.variables.add(name=var._name, trainable=var.trainable)
-                    graph_serialization.tensor_to_proto(var.read_value(), sv.value)
-                    graph_serialization.shape_to_proto(var.shape.dims, sv.shape)
-                cap.variable = variable_index[id(var)]
-            elif type(external) is EagerTensor:
-                graph_serialization.tensor_to_proto(external, cap.constant)
-            else:
-                raise TypeError(f"td.save: cannot save a capture of {external!r}")
+            writer.write(external if var is None else var, sf.captures.add(), "a capture of")
         sf.input_signature.CopyFrom(structure.encode(fn.structured_input_signature))
         sf.output_structure.CopyFrom(structure.encode(_output_spec(fn.structured_outputs)))
         if fn.function_type is not None:
@@ -80,17 +70,8 @@ class LoadedFunction:
         self._executable = _core.Executable.from_function(library_bytes, proto.function_name)
         self.structured_input_signature = structure.decode(proto.input_signature)
         self.structured_outputs = structure.decode(proto.output_structure)
-        self._captures = []
-        for cap in proto.captures:
-            if cap.WhichOneof("kind") == "variable":
-                if not 0 <= cap.variable < len(variables):
-                    raise errors.DataLossError(None, None, f"saved function {self.name} refers to variable "
-                                                           f"{cap.variable} of {len(variables)}")
-                self._captures.append(variables[cap.variable])
-            elif cap.WhichOneof("kind") == "constant":
-                self._captures.append(_core.tensor_from_proto_bytes(cap.constant.SerializeToString()))
-            else:
-                raise errors.DataLossError(None, None, f"saved function {self.name} has an empty capture")
+        self._captures = [read_value(cap, variables, f"saved function {self.name}: capture {i}")
+                          for i, cap in enumerate(proto.captures)]
         self.parameter_names = list(proto.parameter_names)
 
     def _flat_args(self, args, kwargs):
@@ -155,10 +136,7 @@ class LoadedObject:
 
 def load(path):
     """Loads a file written by td.save."""
-    from treadle.framework.variables import Variable
-    with open(path, "rb") as f:
-        head = f.read(8)
-    if len(head) == 8 and head[:4] == b"TRDL" and int.from_bytes(head[4:8], "little") >> 8 != 1:
+    if file_kind(path) != _KIND_FUNCTION >> 8:
         from treadle.loom.saving import load_loom
         return load_loom(path)
     payload = read_container(path, _KIND_FUNCTION | FORMAT_VERSION)
@@ -167,10 +145,7 @@ def load(path):
         saved.ParseFromString(payload)
     except Exception as e:  # protobuf's DecodeError
         raise errors.DataLossError(None, None, f"{path}: the saved function is not a valid SavedFile: {e}") from None
-    variables = []
-    for sv in saved.variables:
-        value = _core.tensor_from_proto_bytes(sv.value.SerializeToString())
-        variables.append(Variable(value, trainable=sv.trainable, name=sv.name or None))
+    variables = restore_variables(saved.variables)
     library = saved.graph.SerializeToString()
     functions = [LoadedFunction(library, f, variables) for f in saved.functions]
     if not functions:

@@ -2,13 +2,9 @@
 the loom's metadata, its ops' batched functions and the values it reads
 (variables saved as variables), so a saved loom runs without its Python code."""
 
-import struct
-
-from treadle import _core, errors, loom_pb2
-from treadle.framework import graph_serialization
-from treadle.framework.tensor import EagerTensor
-from treadle.framework.variables import Variable
-from treadle.io.container import MAGIC, read_container, write_container
+from treadle import errors, loom_pb2
+from treadle.io.container import file_kind, read_container, write_container
+from treadle.io.saved_values import SavedValueWriter, read_value, restore_variables
 
 KIND_LOOM = 2
 FORMAT_VERSION = 1
@@ -19,21 +15,10 @@ def save_loom(loom, path):
         raise ValueError("td.save: a loom built with dry_run=True has no functions to save")
     saved = loom_pb2.SavedLoom()
     saved.loom.ParseFromString(loom._loom_def)
-    variable_index = {}
+    writer = SavedValueWriter(saved.variables)
 
     def add(value, field):
-        cap = field.add()
-        if isinstance(value, Variable):
-            if id(value) not in variable_index:
-                variable_index[id(value)] = len(saved.variables)
-                sv = saved.variables.add(name=value._name, trainable=value.trainable)
-                graph_serialization.tensor_to_proto(value.read_value(), sv.value)
-                graph_serialization.shape_to_proto(value.shape.dims, sv.shape)
-            cap.variable = variable_index[id(value)]
-        elif type(value) is EagerTensor:
-            graph_serialization.tensor_to_proto(value, cap.constant)
-        else:
-            raise TypeError(f"td.save: cannot save the loom input {value!r}")
+        writer.write(value, field.add(), "the loom input")
 
     for _, value, _ in loom._named:
         add(value, saved.named_tensors)
@@ -44,18 +29,10 @@ def save_loom(loom, path):
     write_container(path, (KIND_LOOM << 8) | FORMAT_VERSION, saved.SerializeToString())
 
 
-def _file_kind(path):
-    with open(path, "rb") as f:
-        head = f.read(8)
-    if len(head) < 8 or head[:4] != MAGIC:
-        raise errors.DataLossError(None, None, f"{path}: not a treadle file")
-    return struct.unpack("<I", head[4:8])[0] >> 8
-
-
 def load_loom(path):
     """A td.loom.Loom from a file written by td.save(loom, path)."""
     from treadle.loom.loom import Loom
-    kind = _file_kind(path)
+    kind = file_kind(path)
     if kind != KIND_LOOM:
         raise errors.DataLossError(None, None, f"{path}: not a saved loom (file kind {kind})")
     payload = read_container(path, (KIND_LOOM << 8) | FORMAT_VERSION)
@@ -64,19 +41,10 @@ def load_loom(path):
         saved.ParseFromString(payload)
     except Exception as e:  # protobuf's DecodeError
         raise errors.DataLossError(None, None, f"{path}: not a valid SavedLoom: {e}") from None
-    variables = [Variable(_core.tensor_from_proto_bytes(sv.value.SerializeToString()), trainable=sv.trainable,
-                          name=sv.name or None) for sv in saved.variables]
+    variables = restore_variables(saved.variables)
 
     def value(cap, what):
-        kind = cap.WhichOneof("kind")
-        if kind == "variable":
-            if not 0 <= cap.variable < len(variables):
-                raise errors.DataLossError(None, None, f"{path}: {what} refers to variable {cap.variable} of "
-                                                       f"{len(variables)}")
-            return variables[cap.variable]
-        if kind == "constant":
-            return _core.tensor_from_proto_bytes(cap.constant.SerializeToString())
-        raise errors.DataLossError(None, None, f"{path}: {what} has no value")
+        return read_value(cap, variables, f"{path}: {what}")
 
     md = saved.loom.metadata
     if len(saved.named_tensors) != len(md.named_tensors) or \
