@@ -16,6 +16,15 @@ def _as_list(out):
     return list(out) if isinstance(out, (list, tuple)) else [out]
 
 
+def _dense(g):
+    """A gradient as a tensor: td.IndexedSlices (a gather's gradient) densified."""
+    return td.convert_to_tensor(g) if isinstance(g, td.IndexedSlices) else g
+
+
+def _array(g):
+    return np.asarray(_dense(g))
+
+
 class GradCheck:
     def __init__(self, fn, inputs, seed=0, eps=1e-6, rtol=1e-5, atol=1e-7):
         self.fn = fn
@@ -55,7 +64,7 @@ class GradCheck:
             for g, v in zip(grads, self.direction):
                 if g is None:
                     continue
-                term = td.reduce_sum(g * td.constant(v))
+                term = td.reduce_sum(_dense(g) * td.constant(v))
                 total = term if total is None else total + term
         if total is None:
             return [None] * len(sources)
@@ -91,7 +100,7 @@ class GradCheck:
 
     def _first_projection(self, arrays):
         grads = self._run(1, arrays, in_function=False)
-        return sum(float(np.sum(np.asarray(g) * v)) for g, v in zip(grads, self.direction) if g is not None)
+        return sum(float(np.sum(_array(g) * v)) for g, v in zip(grads, self.direction) if g is not None)
 
     # ---------------------------------------------------------- checks
     def _compare(self, got, want, what):
@@ -100,7 +109,7 @@ class GradCheck:
                 assert np.allclose(w, 0, atol=self.atol * 10 + 1e-6), f"{what}: input {self.diff[k]} got None, " \
                                                                        f"numeric {w}"
                 continue
-            g = np.asarray(g)
+            g = _array(g)
             assert g.shape == w.shape, f"{what}: input {self.diff[k]}: shape {g.shape} vs {w.shape}"
             np.testing.assert_allclose(g, w, rtol=self.rtol, atol=self.atol,
                                        err_msg=f"{what}: input {self.diff[k]}")

@@ -97,6 +97,11 @@ def weave_tree(weaver, w, tree):
     return weaver.leaf(weaver.batch_input(w.embed_ts, tree))
 
 
+def dense(x):
+    """The value of a tensor or td.IndexedSlices (a batch input's gradient), as NumPy."""
+    return td.convert_to_tensor(x).numpy()
+
+
 def tree_lstm_reference(w, tree):
     """(c, h) of a tree's root, computed recursively, one tree at a time."""
     if isinstance(tree, tuple):

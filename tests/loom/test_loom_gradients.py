@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 import treadle as td
-from loom_testlib import (VEC3, BinaryLoomOp, TreeLSTMWeights, random_tree, tree_lstm_loom, tree_lstm_reference,
-                          vector_loom, weave_tree)
+from loom_testlib import (VEC3, BinaryLoomOp, TreeLSTMWeights, dense, random_tree, tree_lstm_loom,
+                          tree_lstm_reference, vector_loom, weave_tree)
 
 
 def numeric_gradient(f, variable, eps=1e-6):
@@ -85,12 +85,16 @@ def test_batch_input_gradient_is_a_scatter_add():
     w.add_output(w.batch_input(VEC3, 1))
     with td.GradientTape() as tape:
         loss = td.reduce_sum(loom.output_tensor(VEC3, w))
-    g = tape.gradient(loss, table).numpy()
+    g = tape.gradient(loss, table)
+    # Sparse, as a gather's gradient: the rows the schedule read.
+    assert isinstance(g, td.IndexedSlices)
+    assert g.dense_shape.numpy().tolist() == [4, 3] and g.indices.dtype == td.int64
+    assert sorted(g.indices.numpy().tolist()) == [1, 1, 3]  # row 1 is read twice
     t = table.numpy()
     want = np.zeros((4, 3))
     want[1] += t[3] + 1.0
     want[3] += t[1]
-    np.testing.assert_allclose(g, want)
+    np.testing.assert_allclose(td.convert_to_tensor(g).numpy(), want)
 
 
 def tree_loss(w, h, labels):
@@ -122,7 +126,7 @@ def test_tree_lstm_gradients_equal_per_tree_computation(graph):
     got = td.function(loom_grads)(td.constant(weaver.serialize())) if graph else loom_grads(weaver)
     for name, a, b in zip(["loss", "embedding", "w_leaf", "b_leaf", "w_node", "b_node", "w_out", "b_out"],
                           got, ref):
-        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12, err_msg=name)
+        np.testing.assert_allclose(dense(a), dense(b), rtol=1e-10, atol=1e-12, err_msg=name)
 
 
 def test_tree_lstm_gradient_by_finite_differences():
@@ -139,7 +143,8 @@ def test_tree_lstm_gradient_by_finite_differences():
         value = loss()
     grads = tape.gradient(value, [w.w_node, w.embedding])
     np.testing.assert_allclose(grads[0].numpy(), numeric_gradient(loss, w.w_node), rtol=1e-5, atol=1e-8)
-    np.testing.assert_allclose(grads[1].numpy(), numeric_gradient(loss, w.embedding), rtol=1e-5, atol=1e-8)
+    assert isinstance(grads[1], td.IndexedSlices)
+    np.testing.assert_allclose(dense(grads[1]), numeric_gradient(loss, w.embedding), rtol=1e-5, atol=1e-8)
 
 
 # ------------------------------------------------------------------ the two runtime modes
@@ -168,7 +173,7 @@ def test_unrolled_mode_equals_the_loop_outputs_and_gradients(graph):
             return [outs[w.h_ts], outs[w.c_ts], loss] + tape.gradient(loss, w.variables())
         results.append(td.function(step)(td.constant(msg)) if graph else step(msg))
     for a, b in zip(*results):
-        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(dense(a), dense(b), rtol=1e-12, atol=1e-14)
 
 
 def test_unrolled_mode_rejects_deeper_schedules():

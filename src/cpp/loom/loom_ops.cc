@@ -174,42 +174,84 @@ OpDef LoomRunOp() {
 
 void LoomRunGradKernel(KernelContext& ctx) {
   auto record = GetHandle<ForwardRecord>(ctx.input(0), DType::kVariant, "LoomRunGrad");
+  const LoomSpec& sp = *record->runtime->spec();
+  if (static_cast<int64_t>(sp.named_tensor_names.size()) != ctx.attrs.GetInt("num_named_tensors") ||
+      static_cast<int64_t>(sp.batch_input_type_shapes.size()) != ctx.attrs.GetInt("num_batch_inputs")) {
+    ThrowInvalidArgument("LoomRunGrad: the record is of a loom with ", sp.named_tensor_names.size(),
+                         " named tensors and ", sp.batch_input_type_shapes.size(), " batch inputs, but the attrs say ",
+                         ctx.attrs.GetInt("num_named_tensors"), " and ", ctx.attrs.GetInt("num_batch_inputs"));
+  }
   std::vector<Tensor> grads(ctx.inputs.begin() + 1, ctx.inputs.end());
   std::vector<Tensor> out = RunBackward(*record, grads);
   if (out.size() != ctx.out_dtypes.size()) {
-    ThrowInvalidArgument("LoomRunGrad: the record is of a loom with ", out.size(), " inputs, but Tinputs lists ",
-                         ctx.out_dtypes.size());
+    ThrowInvalidArgument("LoomRunGrad: the record is of a loom with ", out.size(), " gradient outputs, but Tinputs ",
+                         "makes ", ctx.out_dtypes.size());
   }
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i].dtype() != ctx.out_dtypes[i]) {
-      ThrowInvalidArgument("LoomRunGrad: input ", i, " of the loom is ", DTypeName(out[i].dtype()),
+      ThrowInvalidArgument("LoomRunGrad: gradient output ", i, " is ", DTypeName(out[i].dtype()),
                            " but Tinputs says ", DTypeName(ctx.out_dtypes[i]));
     }
     ctx.set_output(static_cast<int>(i), std::move(out[i]));
   }
 }
 
+// The first input after the named tensors and the first after the batch inputs, checked against Tinputs.
+std::pair<size_t, size_t> BatchInputRange(const InferContext& c) {
+  const int64_t named = c.attrs.GetInt("num_named_tensors"), batch = c.attrs.GetInt("num_batch_inputs");
+  const size_t n = c.attrs.GetTypeList("Tinputs").size();
+  if (named < 0 || batch < 0 || static_cast<size_t>(named + batch) > n) {
+    ThrowValueError("LoomRunGrad: num_named_tensors (", named, ") and num_batch_inputs (", batch,
+                    ") must be >= 0 and add up to at most the ", n, " inputs in Tinputs");
+  }
+  return {static_cast<size_t>(named), static_cast<size_t>(named + batch)};
+}
+
 OpDef LoomRunGradOp() {
   OpDef op;
   op.name = "LoomRunGrad";
   op.inputs = {{"record", false, "", {DType::kVariant}}, {"output_grads", true, "", {}}};
+  // One gradient per loom input, except that a batch input's is an
+  // IndexedSlices: two outputs, values (rows) and int64 indices.
   op.outputs = {"input_grads"};
   op.attrs = {{"Tgrads", AttrType::kTypeList, std::nullopt},
               {"Tinputs", AttrType::kTypeList, std::nullopt},
-              {"input_shapes", AttrType::kShapeList, std::nullopt}};
+              {"input_shapes", AttrType::kShapeList, std::nullopt},
+              {"num_named_tensors", AttrType::kInt, std::nullopt},
+              {"num_batch_inputs", AttrType::kInt, std::nullopt}};
   op.dtype_fn = [](const InferContext& c) {
     CheckTypeList(c, "Tgrads", 1);
-    return c.attrs.GetTypeList("Tinputs");
+    const auto [first, last] = BatchInputRange(c);
+    std::vector<DType> out;
+    const std::vector<DType>& types = c.attrs.GetTypeList("Tinputs");
+    for (size_t i = 0; i < types.size(); ++i) {
+      out.push_back(types[i]);
+      if (i >= first && i < last) out.push_back(DType::kInt64);
+    }
+    return out;
   };
   op.shape_fn = [](const InferContext& c) {
-    std::vector<PartialShape> out = c.attrs.GetShapeList("input_shapes");
-    if (out.size() != c.attrs.GetTypeList("Tinputs").size()) {
+    std::vector<PartialShape> shapes = c.attrs.GetShapeList("input_shapes");
+    if (shapes.size() != c.attrs.GetTypeList("Tinputs").size()) {
       ThrowValueError("LoomRunGrad: input_shapes and Tinputs differ in length");
+    }
+    const auto [first, last] = BatchInputRange(c);
+    std::vector<PartialShape> out;
+    for (size_t i = 0; i < shapes.size(); ++i) {
+      if (i < first || i >= last) {
+        out.push_back(shapes[i]);
+        continue;
+      }
+      PartialShape rows = shapes[i];
+      if (rows.known_rank && rows.rank() > 0) rows.dims[0] = kUnknownDim;
+      out.push_back(rows);
+      out.push_back(PartialShape(Dims{kUnknownDim}));
     }
     return out;
   };
   op.kernel = LoomRunGradKernel;
-  op.doc = "The backward pass of LoomRun: gradients of its inputs from the gradients of its outputs.";
+  op.doc = "The backward pass of LoomRun: gradients of its inputs from the gradients of its outputs (a batch "
+           "input's as the values and indices of IndexedSlices).";
   return op;
 }
 

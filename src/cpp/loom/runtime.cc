@@ -414,13 +414,19 @@ void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const 
 }
 
 // Depth 0's gradient, to the named tensors and batch inputs its rows came
-// from: named tensors first, then batch inputs (zeros where nothing flows).
+// from: named tensors first (zeros where nothing flows), then per batch input
+// its dense gradient, or with `sparse_batch` two tensors, the parts of an
+// IndexedSlices: the rows of depth 0's gradient that came from it (values,
+// in depth-0 order) and the batch rows they came from (int64 indices; a row
+// read several times appears several times).
 std::vector<Tensor> SourceGrads(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in,
-                                const std::vector<Tensor>& grads0) {
+                                const std::vector<Tensor>& grads0, bool sparse_batch = false) {
   std::vector<Tensor> result;
   for (const Tensor& v : in.named) result.push_back(Zeros(v.dtype(), v.shape()));
   const size_t first_batch = result.size();
-  for (const Tensor& b : in.batch) result.push_back(Zeros(b.dtype(), b.shape()));
+  if (!sparse_batch) {
+    for (const Tensor& b : in.batch) result.push_back(Zeros(b.dtype(), b.shape()));
+  }
   for (int t = 0; t < sp.num_type_shapes(); ++t) {
     const Tensor& g = grads0[t];
     const TypeShape& ts = sp.type_shapes[t];
@@ -430,8 +436,35 @@ std::vector<Tensor> SourceGrads(const LoomSpec& sp, const Schedule& sc, const Lo
       const int8_t kind = sc.source_kind[t][i];
       const int64_t index = sc.source_index[t][i];
       if (kind == kNamedTensorSource) AddRow(g, i, &result[index], 0, ts.row_elements);
-      else if (kind == kBatchInputSource) AddRow(g, i, &result[first_batch + slot], index, ts.row_elements);
+      else if (kind == kBatchInputSource && !sparse_batch) {
+        AddRow(g, i, &result[first_batch + slot], index, ts.row_elements);
+      }
     }
+  }
+  if (!sparse_batch) return result;
+  for (size_t slot = 0; slot < in.batch.size(); ++slot) {
+    const int t = sp.batch_input_type_shapes[slot];
+    const TypeShape& ts = sp.type_shapes[t];
+    const Tensor& g = grads0[t];
+    std::vector<int64_t> rows, indices;  // depth-0 rows from this batch input, and their batch rows
+    if (g.defined() && IsFloating(ts.dtype)) {
+      for (int64_t i = 0; i < sc.rows[0][t]; ++i) {
+        if (sc.source_kind[t][i] != kBatchInputSource) continue;
+        rows.push_back(i);
+        indices.push_back(sc.source_index[t][i]);
+      }
+    }
+    const int64_t n = static_cast<int64_t>(rows.size());
+    Tensor values(ts.dtype, ts.BatchDims(n));
+    char* dst = static_cast<char*>(values.raw_data());
+    for (int64_t r : rows) {
+      std::memcpy(dst, static_cast<const char*>(g.raw_data()) + r * ts.row_bytes, ts.row_bytes);
+      dst += ts.row_bytes;
+    }
+    Tensor index_tensor(DType::kInt64, Dims{n});
+    if (n) std::memcpy(index_tensor.raw_data(), indices.data(), static_cast<size_t>(n) * sizeof(int64_t));
+    result.push_back(std::move(values));
+    result.push_back(std::move(index_tensor));
   }
   return result;
 }
@@ -537,7 +570,7 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
     }
     grads[d].clear();  // this depth's gradients are spent
   }
-  std::vector<Tensor> result = SourceGrads(sp, sc, record.inputs, grads[0]);
+  std::vector<Tensor> result = SourceGrads(sp, sc, record.inputs, grads[0], /*sparse_batch=*/true);
   for (int c = 0; c < rt.num_captures(); ++c) {
     const Tensor& v = record.inputs.captures[c];
     result.push_back(capture_grads[c].defined() ? capture_grads[c] : Zeros(v.dtype(), v.shape()));

@@ -66,9 +66,11 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
                                const std::shared_ptr<const Schedule>& schedule, const LoomInputs& inputs,
                                ForwardRecord* record);
 
-// Gradients of every input (named tensors, batch inputs, captures, in that
-// order) given the gradient of each output tensor (undefined: zero). Inputs
-// that are not floating point get zeros.
+// Gradients of every input given the gradient of each output tensor
+// (undefined: zero): the named tensors' (dense), then for each batch input
+// the parts of an IndexedSlices (values: a batch of rows; indices: int64
+// rows of the batch input), then the captures' (dense). Inputs that are not
+// floating point get zeros (no rows for a batch input).
 std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<Tensor>& output_grads);
 
 // ---- The unrolled mode: one graph node per depth. States are contiguous

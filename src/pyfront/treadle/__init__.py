@@ -29,6 +29,7 @@ from treadle.framework.dtypes import (  # noqa: E402
 from treadle.framework.tensor import (  # noqa: E402
     Tensor, constant, convert_to_tensor, register_tensor_conversion_function)
 from treadle.framework.tensor_shape import TensorShape  # noqa: E402
+from treadle.framework.indexed_slices import IndexedSlices  # noqa: E402
 from treadle.framework.tensor_util import make_ndarray, make_tensor_proto  # noqa: E402
 from treadle.framework import op_def_library as _op_def_library  # noqa: E402
 from treadle.framework.op_def_library import raw_ops  # noqa: E402

@@ -5,11 +5,20 @@ optimizers compute them.
 it runs eagerly or inside a td.function (a whole training step as one
 graph). Slot variables (momentum, Adam's moments) are made once, at the
 first apply for each variable; inside a td.function that is the first trace,
-where td.function allows creating variables."""
+where td.function allows creating variables.
+
+A td.IndexedSlices gradient (a gather's, a loom batch input's) is applied as
+Keras applies one: the rows it names are updated with ResourceScatterAdd/Sub
+(duplicate indices add up), and the decays of momentum and Adam's moments
+stay dense. For SGD (with or without momentum) that equals the dense update
+with `convert_to_tensor(grad)`; for Adam it does when the indices are unique
+(with duplicates, v gets the sum of the squares of the slices rather than
+the square of their sum, as in TensorFlow)."""
 
 import inspect
 
 from treadle.framework import context, dtypes
+from treadle.framework.indexed_slices import IndexedSlices, densify
 from treadle.framework.ops import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.variables import Variable
@@ -105,7 +114,8 @@ class Optimizer:
                 raise TypeError(f"{self.name}.apply_gradients expects td.Variables, got {var!r}")
             if grad is None:
                 continue
-            grad = convert_to_tensor(grad)
+            if not isinstance(grad, IndexedSlices):
+                grad = convert_to_tensor(grad)
             if grad.dtype != var.dtype:
                 raise TypeError(f"gradient of dtype {grad.dtype.name} for variable {var.name} of dtype "
                                 f"{var.dtype.name}")
@@ -116,7 +126,10 @@ class Optimizer:
                 self._build_slots(var)
                 self._built_for.add(var._unique_id)
         for grad, var in pairs:
-            self._update(grad, var)
+            if isinstance(grad, IndexedSlices):
+                self._update_sparse(grad, var)
+            else:
+                self._update(grad, var)
         iterations.assign_add(_constant(1, dtypes.int64))
         return iterations
 
@@ -140,6 +153,10 @@ class Optimizer:
 
     def _update(self, grad, var):
         raise NotImplementedError
+
+    def _update_sparse(self, grad, var):
+        """The update for an IndexedSlices gradient (by default: densified)."""
+        self._update(densify(grad), var)
 
     def __repr__(self):
         return f"<td.optimizers.{type(self).__name__} learning_rate={self._learning_rate!r}>"
@@ -176,6 +193,23 @@ class SGD(Optimizer):
         else:
             var.assign_add(velocity)
 
+    def _update_sparse(self, grad, var):
+        # step = lr * grad as slices; momentum decays densely, then takes the step.
+        lr = self._current_learning_rate(var.dtype)
+        step = IndexedSlices(_run("Mul", [grad.values, lr]), grad.indices, grad.dense_shape)
+        if self.momentum == 0:
+            var.scatter_sub(step)
+            return
+        m = self.get_slot(var, "momentum")
+        momentum = _constant(self.momentum, var.dtype)
+        m.assign(_run("Mul", [m.read_value(), momentum]))
+        m.scatter_sub(step)
+        if self.nesterov:
+            var.scatter_sub(step)
+            var.assign_add(_run("Mul", [m.read_value(), momentum]))
+        else:
+            var.assign_add(m.read_value())
+
 
 class Adam(Optimizer):
     """Adam (Kingma and Ba), with TensorFlow's bias correction folded into the
@@ -193,8 +227,8 @@ class Adam(Optimizer):
         self.add_slot(var, "m")
         self.add_slot(var, "v")
 
-    def _update(self, grad, var):
-        dt = var.dtype
+    def _step_size(self, dt):
+        """learning_rate * sqrt(1 - beta_2**t) / (1 - beta_1**t), t = iterations + 1."""
         lr = self._current_learning_rate(dt)
         step = _run("Cast", [_run("AddV2", [self.iterations.read_value(), _constant(1, dtypes.int64)])],
                     {"DstT": dt})
@@ -202,7 +236,15 @@ class Adam(Optimizer):
         beta_1, beta_2 = _constant(self.beta_1, dt), _constant(self.beta_2, dt)
         bias_1 = _run("Sub", [one, _run("Pow", [beta_1, step])])
         bias_2 = _run("Sub", [one, _run("Pow", [beta_2, step])])
-        alpha = _run("RealDiv", [_run("Mul", [lr, _run("Sqrt", [bias_2])]), bias_1])
+        return _run("RealDiv", [_run("Mul", [lr, _run("Sqrt", [bias_2])]), bias_1])
+
+    def _apply_moments(self, var, m_new, v_new, alpha):
+        denom = _run("AddV2", [_run("Sqrt", [v_new]), _constant(self.epsilon, var.dtype)])
+        var.assign_sub(_run("RealDiv", [_run("Mul", [m_new, alpha]), denom]))
+
+    def _update(self, grad, var):
+        dt = var.dtype
+        alpha = self._step_size(dt)
         m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
         m_old, v_old = m.read_value(), v.read_value()
         m_new = _run("AddV2", [m_old, _run("Mul", [_run("Sub", [grad, m_old]),
@@ -211,8 +253,19 @@ class Adam(Optimizer):
                                                   _constant(1 - self.beta_2, dt)])])
         m.assign(m_new)
         v.assign(v_new)
-        denom = _run("AddV2", [_run("Sqrt", [v_new]), _constant(self.epsilon, dt)])
-        var.assign_sub(_run("RealDiv", [_run("Mul", [m_new, alpha]), denom]))
+        self._apply_moments(var, m_new, v_new, alpha)
+
+    def _update_sparse(self, grad, var):
+        # Keras' sparse Adam: m -= m * (1 - beta_1), then m[indices] += values * (1 - beta_1);
+        # v likewise with values**2; the variable's update is dense.
+        dt = var.dtype
+        alpha = self._step_size(dt)
+        m, v = self.get_slot(var, "m"), self.get_slot(var, "v")
+        for slot, beta, values in ((m, self.beta_1, grad.values), (v, self.beta_2, _run("Square", [grad.values]))):
+            rate = _constant(1 - beta, dt)
+            slot.assign_sub(_run("Mul", [slot.read_value(), rate]))
+            slot.scatter_add(IndexedSlices(_run("Mul", [values, rate]), grad.indices, grad.dense_shape))
+        self._apply_moments(var, m.read_value(), v.read_value(), alpha)
 
 
 def _takes_argument(fn):

@@ -2,8 +2,12 @@
 // AssignVariableOp / AssignAdd/SubVariableOp use it. A variable holds an
 // immutable tensor; assignment swaps in a new one under a mutex, so a reader
 // always sees a whole value and a value it read never changes under it.
+// ResourceScatterAdd/Sub update rows in place when no one else holds the
+// value (copying it first otherwise), so a sparse update costs its rows.
 #include <mutex>
 
+#include "ops/dispatch.h"
+#include "ops/kernels/array_util.h"
 #include "ops/op_helpers.h"
 #include "tensor/handle.h"
 
@@ -43,7 +47,22 @@ class Variable : public HandleBase {
     }
     value_ = f(value_, delta);
   }
+  // check(value) validates (throwing before any write); then apply(value)
+  // writes into a value nobody else can see: the held tensor when the
+  // variable is its only owner, else a private copy that replaces it.
+  template <typename C, typename A>
+  void ModifyInPlace(const char* where, C check, A apply) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!value_.defined()) {
+      throw Error(Code::kFailedPrecondition,
+                  StrCat(where, ": variable '", name_, "' is updated before it was initialized"));
+    }
+    check(value_);
+    if (value_.buffer().use_count() > 1 || value_.buffer()->is_external()) value_ = value_.Clone();
+    apply(value_);
+  }
   DType dtype() const { return dtype_; }
+  const std::string& name() const { return name_; }
 
  private:
   void Check(const Tensor& value, const char* where) const {
@@ -157,6 +176,114 @@ OpRegistrar assign_sub_op(WithKernel(MakeAssign("AssignSubVariableOp", "Subtract
                                                                  return RunBinary("Sub", v, d);
                                                                });
                                      }));
+
+// ---------------------------------------------------------------- sparse updates
+
+// ref[indices[i], ...] += sign * updates[i, ...]; updates is a scalar (added
+// to every selected row) or of shape indices.shape + ref.shape[1:].
+template <typename T, typename Index>
+void ScatterRows(T* ref, const Index* indices, int64_t n, const T* updates, bool scalar, int64_t inner, T sign) {
+  for (int64_t i = 0; i < n; ++i) {
+    T* dst = ref + static_cast<int64_t>(indices[i]) * inner;
+    if (scalar) {
+      const T u = sign * updates[0];
+      for (int64_t e = 0; e < inner; ++e) dst[e] += u;
+    } else {
+      const T* src = updates + i * inner;
+      if (sign > T(0)) {
+        for (int64_t e = 0; e < inner; ++e) dst[e] += src[e];
+      } else {
+        for (int64_t e = 0; e < inner; ++e) dst[e] -= src[e];
+      }
+    }
+  }
+}
+
+void CheckScatterOperands(const OpDef& op, const std::string& var_name, const Tensor& value, const Tensor& indices,
+                          const Tensor& updates) {
+  if (updates.dtype() != value.dtype()) {
+    ThrowInvalidArgument(op.name, ": updates has dtype ", DTypeName(updates.dtype()), " but variable '", var_name,
+                         "' has dtype ", DTypeName(value.dtype()));
+  }
+  if (value.rank() < 1) {
+    ThrowInvalidArgument(op.name, ": variable '", var_name, "' must be at least 1-D to scatter into, got ",
+                         value.DebugString());
+  }
+  if (updates.rank() != 0) {
+    Dims want = indices.shape();
+    want.insert(want.end(), value.shape().begin() + 1, value.shape().end());
+    if (updates.shape() != want) {
+      ThrowInvalidArgument(op.name, ": updates must be a scalar or of shape indices.shape + variable.shape[1:] = ",
+                           DimsToString(want), ", got ", DimsToString(updates.shape()));
+    }
+  }
+  const int64_t rows = value.dim(0);
+  VisitInt(indices.dtype(), op.name.c_str(), [&](auto itag) {
+    using Index = typename decltype(itag)::type;
+    const Index* ix = indices.data<Index>();
+    for (int64_t i = 0; i < indices.num_elements(); ++i) {
+      if (ix[i] < 0 || ix[i] >= rows) {
+        ThrowInvalidArgument(op.name, ": indices[", i, "] = ", ix[i], " is not in [0, ", rows, ") (variable '",
+                             var_name, "' has shape ", DimsToString(value.shape()), ")");
+      }
+    }
+  });
+}
+
+void ScatterKernel(KernelContext& ctx, bool add) {
+  auto var = VariableOf(ctx);
+  const Tensor& indices = ctx.input(1);
+  const Tensor& updates = ctx.input(2);
+  const char* where = ctx.op.name.c_str();
+  var->ModifyInPlace(
+      where, [&](const Tensor& value) { CheckScatterOperands(ctx.op, var->name(), value, indices, updates); },
+      [&](Tensor& value) {
+        const int64_t inner = DimProduct(value.shape(), 1, value.rank());
+        VisitInt(indices.dtype(), where, [&](auto itag) {
+          using Index = typename decltype(itag)::type;
+          VisitNumeric(value.dtype(), where, [&](auto tag) {
+            using T = typename decltype(tag)::type;
+            ScatterRows<T, Index>(value.data<T>(), indices.data<Index>(), indices.num_elements(), updates.data<T>(),
+                                  updates.rank() == 0, inner, add ? T(1) : T(-1));
+          });
+        });
+      });
+}
+
+OpDef MakeScatter(const char* name, bool add) {
+  OpDef op;
+  op.name = name;
+  op.inputs = {{"resource", false, "", kResourceType},
+               {"indices", false, "Tindices", kIndexTypes},
+               {"updates", false, "dtype", kNumericTypes}};
+  op.stateful = true;
+  op.dtype_fn = [](const InferContext&) { return std::vector<DType>{}; };
+  op.shape_fn = [](const InferContext& c) {
+    // The variable's shape is known only when running: check what the
+    // indices and updates alone tell (updates starts with indices' shape).
+    const PartialShape& ids = c.shapes[1];
+    const PartialShape& upd = c.shapes[2];
+    if (ids.known_rank && upd.known_rank && upd.rank() != 0) {
+      bool ok = upd.rank() >= ids.rank();
+      for (int d = 0; ok && d < ids.rank(); ++d) {
+        ok = ids.dims[d] < 0 || upd.dims[d] < 0 || ids.dims[d] == upd.dims[d];
+      }
+      if (!ok) {
+        ThrowValueError(c.op.name, ": updates must be a scalar or of shape indices.shape + variable.shape[1:]; got "
+                        "indices of shape ", ids.ToString(), " and updates of shape ", upd.ToString());
+      }
+    }
+    return std::vector<PartialShape>{};
+  };
+  op.kernel = [add](KernelContext& ctx) { ScatterKernel(ctx, add); };
+  op.doc = add ? "Adds updates to rows of a variable: ref[indices[i], ...] += updates[i, ...] (duplicates add up)."
+               : "Subtracts updates from rows of a variable: ref[indices[i], ...] -= updates[i, ...] (duplicates "
+                 "add up).";
+  return op;
+}
+
+OpRegistrar resource_scatter_add_op(MakeScatter("ResourceScatterAdd", true));
+OpRegistrar resource_scatter_sub_op(MakeScatter("ResourceScatterSub", false));
 
 }  // namespace
 }  // namespace treadle

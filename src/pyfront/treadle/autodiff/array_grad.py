@@ -5,6 +5,7 @@ from treadle.autodiff import _ops
 from treadle.autodiff._ops import ints, run, run_all, scalar
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
+from treadle.framework.indexed_slices import IndexedSlices
 
 NotDifferentiable(
     "Shape", "Size", "Rank", "OnesLike", "ZerosLike", "Const", "Placeholder", "NoOp", "Where", "OneHot", "Range",
@@ -162,8 +163,11 @@ def _gather_grad(op, dz):
     axis = _axis_value(axis_t, "GatherV2")
     batch_dims = get_attr(op, "batch_dims")
     if axis == 0 and batch_dims == 0:
-        # dz has shape indices.shape + params.shape[1:]: scatter-add its rows.
-        return run("UnsortedSegmentSum", [dz, indices, _dim(params, 0)]), None, None
+        # As TensorFlow: the rows of dz (shape indices.shape + params.shape[1:])
+        # as IndexedSlices of params' shape, densified only where needed.
+        values = _ops.reshape(dz, _concat([ints([-1]), _dims(params, 1)], ints(0)))
+        flat_indices = _ops.reshape(indices, ints([-1]))
+        return IndexedSlices(values, flat_indices, _ops.shape(params)), None, None
     ps, ids = _ops.static_shape(params), _ops.static_shape(indices)
     if ps is None or ids is None:
         return _gather_grad_unknown_rank(params, indices, dz, axis, batch_dims), None, None

@@ -3,10 +3,22 @@ GradientTape.gradient (ops a tape recorded, eager or symbolic) and the
 symbolic differentiation of a traced graph (its operations).
 
 Tensors are identified by object identity; the caller keeps every tensor of
-`ops` alive while this runs."""
+`ops` alive while this runs.
+
+A gradient is a tensor or a td.IndexedSlices (a gather's gradient with
+respect to its params). Gradients of one tensor add up: slices by
+concatenation, anything mixed densified first. Rules are handed dense
+gradients, except the rules in SPARSE_PASS_THROUGH, which hand their
+gradient on unchanged, so that a variable read only through gathers gets
+IndexedSlices, as in TensorFlow."""
 
 from treadle.autodiff import _ops
 from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES, get_gradient_function, set_wanted
+from treadle.framework import dtypes
+from treadle.framework.indexed_slices import IndexedSlices, densify
+
+# Op types whose rule passes the gradient of the output to the input as it is.
+SPARSE_PASS_THROUGH = frozenset(["ReadVariableOp", "Identity"])
 
 
 class EagerOp:
@@ -42,6 +54,35 @@ def _connected_ops(ops, source_ids):
     return path, connected
 
 
+def dense(g):
+    """g as a tensor (IndexedSlices densified)."""
+    return densify(g) if isinstance(g, IndexedSlices) else g
+
+
+def aggregate(grads):
+    """The sum of several gradients of one tensor (None when there are none)."""
+    grads = [g for g in grads if g is not None]
+    if not grads:
+        return None
+    if len(grads) == 1:
+        return grads[0]
+    if all(isinstance(g, IndexedSlices) for g in grads):
+        return _concat_slices(grads)
+    return _ops.add_n([dense(g) for g in grads])
+
+
+def _concat_slices(slices):
+    """IndexedSlices that add up to the sum of `slices`: their rows one after
+    another (int64 indices when the parts disagree)."""
+    index_dtypes = {s.indices.dtype for s in slices}
+    index_dtype = index_dtypes.pop() if len(index_dtypes) == 1 else dtypes.int64
+    axis = _ops.scalar(0, dtypes.int32)
+    values = _ops.run("ConcatV2", [s.values for s in slices] + [axis])
+    indices = _ops.run("ConcatV2", [_ops.cast(s.indices, index_dtype) for s in slices] + [axis])
+    dense_shape = next((s.dense_shape for s in slices if s.dense_shape is not None), None)
+    return IndexedSlices(values, indices, dense_shape)
+
+
 def backward(ops, targets, target_grads, sources):
     """Gradients of `targets` (weighted by `target_grads`) with respect to each
     of `sources`; None where a source is not connected.
@@ -54,7 +95,6 @@ def backward(ops, targets, target_grads, sources):
     for t, g in zip(targets, target_grads):
         if g is not None and id(t) in connected:
             grads.setdefault(id(t), []).append(g)
-    add_n = _ops.add_n
     for op in reversed(path):
         out_grads = []
         found = False
@@ -64,7 +104,7 @@ def backward(ops, targets, target_grads, sources):
             if pending is None:
                 out_grads.append(None)
                 continue
-            g = pending[0] if len(pending) == 1 else add_n(pending)
+            g = pending[0] if len(pending) == 1 else aggregate(pending)
             if key in source_ids:
                 grads[key] = [g]
             else:
@@ -76,6 +116,8 @@ def backward(ops, targets, target_grads, sources):
         rule = get_gradient_function(op.type)
         if rule is None:
             continue
+        if op.type not in SPARSE_PASS_THROUGH:
+            out_grads = [dense(g) for g in out_grads]
         inputs = op.inputs
         set_wanted([id(t) in connected for t in inputs])
         try:
@@ -98,5 +140,5 @@ def backward(ops, targets, target_grads, sources):
     out = []
     for s in sources:
         pending = grads.get(id(s))
-        out.append(None if pending is None else add_n(pending))
+        out.append(None if pending is None else aggregate(pending))
     return out

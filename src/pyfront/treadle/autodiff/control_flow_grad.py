@@ -22,6 +22,7 @@ which rewrites it once more."""
 import weakref
 
 from treadle.autodiff import _ops
+from treadle.autodiff.backprop import dense
 from treadle.autodiff.function_gradients import (
     GraphBackward, function_gradient, list_element_dtype, reopened, zeros_for)
 from treadle.autodiff.registry import RegisterGradient
@@ -173,7 +174,8 @@ def _if_grad(op, *dys):
 
     def branch(info, level, branch_dys, values, _):
         def fn():
-            grads = info.call_level(level, branch_dys, inputs, values)
+            # Branch results are tensors: sparse gradients are densified.
+            grads = [dense(g) for g in info.call_level(level, branch_dys, inputs, values)]
             return [grads[j] if grads[j] is not None else zeros_for(inputs[j], then_graph.inputs[j], grad_dtype(j))
                     for j in wanted]
         return fn
@@ -341,6 +343,7 @@ def _while_grad(op, *dys):
         for j, g in zip(diff, dv):
             dys_full[j] = g
         grads = bwd.call(dys_full, forward_inputs, [None] * n, lambda t: values[position[("t", id(t))]])
+        grads = [dense(g) for g in grads]  # loop variables are tensors
         out = []
         for j, g in zip(diff, dv):
             if grads[j] is not None:

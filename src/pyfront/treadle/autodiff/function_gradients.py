@@ -12,6 +12,10 @@ For a function graph G with outputs Y, `FunctionGradient` builds:
   recorded by a GradientTape, or a call op in a graph being differentiated,
   runs this forward function and hands its extra outputs to the backward one.
 
+An input whose gradient is a td.IndexedSlices (a variable read through
+gathers) gets three results (values, indices, dense_shape), which the caller
+rebuilds into IndexedSlices, so sparsity survives nested function calls.
+
 The set of intermediates is closed: differentiating the forward function
 with respect to its extra outputs too (second derivatives, where an outer
 tape differentiates the backward function) reads no tensor it does not
@@ -24,9 +28,9 @@ run's intermediates (the Loom)."""
 import threading
 
 from treadle.autodiff import _ops
-from treadle.autodiff.backprop import backward
+from treadle.autodiff.backprop import backward, dense
 from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES, RegisterGradient
-from treadle.framework import context, dtypes
+from treadle.framework import context, dtypes, indexed_slices
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.graph_tensor import SymbolicTensor
 
@@ -108,13 +112,16 @@ class GraphBackward:
                 dys.append(bwd.add_placeholder(dt, shape, "dy"))
             targets = [y for y, dt in zip(self.outputs, self.dy_dtypes) if dt is not None]
             grads = backward(graph.operations, targets, dys, graph.inputs)
-            results, self.grad_index = [], []
+            # Each gradient as results [grad_index[i], ...): one tensor, or an
+            # IndexedSlices' parts (values, indices, dense_shape), rebuilt by call().
+            results, self.grad_index, self.grad_like = [], [], []
             for g in grads:
+                self.grad_like.append(g)
                 if g is None:
                     self.grad_index.append(None)
                 else:
                     self.grad_index.append(len(results))
-                    results.append(bwd._graph_input(g))
+                    results.extend(bwd._graph_input(t) for t in indexed_slices.flatten(g))
         fwd_entries = list(bwd.forward_captures.values())
         self.needed = [fwd for fwd, ph in fwd_entries if ph.op.type == "Placeholder"]
         needed_phs = [ph for fwd, ph in fwd_entries if ph.op.type == "Placeholder"]
@@ -147,7 +154,8 @@ class GraphBackward:
         for kind, v in self.needed_kinds:
             args.append(forward_inputs[v] if kind == "input" else intermediate_value(v))
         results = self.function._call_flat(args)
-        return [None if i is None else results[i] for i in self.grad_index]
+        return [None if i is None else indexed_slices.rebuild(like, results[i:i + indexed_slices.num_components(like)])
+                for i, like in zip(self.grad_index, self.grad_like)]
 
 
 def zeros_for(value, like, grad_dtype):
@@ -394,7 +402,7 @@ def backward_function(concrete_fn):
         dys = [dy_phs.get(i) for i in range(len(info.outputs))]
         grads = info.call_level(0, dys, xs, outs)
         input_idx = [i for i, g in enumerate(grads) if g is not None]
-        results = [graph._graph_input(grads[i]) for i in input_idx]
+        results = [graph._graph_input(dense(grads[i])) for i in input_idx]
     graph.inputs = xs + [dy_phs[i] for i in out_idx] + [ph for _, ph in graph.captures.values()]
     graph.structured_outputs = list(results)
     graph.outputs = list(results)

@@ -3,7 +3,8 @@ is the gradient of its handle: reads pass it through, writes stop it."""
 
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient
 
-NotDifferentiable("VarHandleOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
+NotDifferentiable("VarHandleOp", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+                  "ResourceScatterAdd", "ResourceScatterSub")
 
 # Ops that run Python or random number generators: no gradient, as in TensorFlow.
 NotDifferentiable("Print", "PyFunc", "RandomStandardNormal", "RandomUniform", "RandomUniformInt")
@@ -11,4 +12,4 @@ NotDifferentiable("Print", "PyFunc", "RandomStandardNormal", "RandomUniform", "R
 
 @RegisterGradient("ReadVariableOp")
 def _read_variable_grad(op, dz):
-    return [dz]
+    return [dz]  # dense or IndexedSlices alike (backprop.SPARSE_PASS_THROUGH)

@@ -115,6 +115,22 @@ class Variable:
     def assign_sub(self, delta, use_locking=False, name=None, read_value=True):
         return self._update("AssignSubVariableOp", delta, read_value)
 
+    def _scatter(self, op_name, sparse_delta):
+        from treadle.framework.indexed_slices import IndexedSlices
+        if not isinstance(sparse_delta, IndexedSlices):
+            raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta!r}")
+        updates = convert_to_tensor(sparse_delta.values, dtype=self._dtype)
+        execute(op_name, [self._handle, sparse_delta.indices, updates])
+        return self
+
+    def scatter_add(self, sparse_delta, use_locking=False, name=None):
+        """Adds the IndexedSlices `sparse_delta` to the rows it names (ResourceScatterAdd)."""
+        return self._scatter("ResourceScatterAdd", sparse_delta)
+
+    def scatter_sub(self, sparse_delta, use_locking=False, name=None):
+        """Subtracts the IndexedSlices `sparse_delta` from the rows it names (ResourceScatterSub)."""
+        return self._scatter("ResourceScatterSub", sparse_delta)
+
     # ---------------------------------------------------------- misc
     def ref(self):
         return _TensorRef(self)

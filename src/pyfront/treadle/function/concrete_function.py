@@ -4,7 +4,7 @@ import inspect
 import threading
 
 from treadle import _core
-from treadle.framework import context, graph_serialization
+from treadle.framework import context, graph_serialization, indexed_slices
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.function import trace_type
@@ -180,7 +180,15 @@ class ConcreteFunction:
 
     def _pack_outputs(self, flat_out):
         it = iter(flat_out)
-        leaves = [next(it) if isinstance(leaf, Tensor) else leaf for leaf in nest.flatten(self.structured_outputs)]
+        leaves = []
+        for leaf in nest.flatten(self.structured_outputs):
+            if isinstance(leaf, Tensor):
+                leaves.append(next(it))
+            elif isinstance(leaf, indexed_slices.IndexedSlices):
+                parts = [next(it) for _ in range(indexed_slices.num_components(leaf))]
+                leaves.append(indexed_slices.rebuild(leaf, parts))
+            else:
+                leaves.append(leaf)
         return nest.pack_sequence_as(self.structured_outputs, leaves)
 
     # ---------------------------------------------------------- printing

@@ -9,7 +9,7 @@ import warnings
 import weakref
 
 from treadle import _core
-from treadle.framework import context
+from treadle.framework import context, indexed_slices
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import Tensor
 from treadle.framework.tensor_spec import TensorSpec
@@ -223,6 +223,10 @@ class Function:
                         t = graph._graph_input(leaf)
                         flat_out.append(t)
                         packed.append(t)
+                    elif isinstance(leaf, indexed_slices.IndexedSlices):  # returned as its parts
+                        parts = [graph._graph_input(t) for t in indexed_slices.flatten(leaf)]
+                        flat_out.extend(parts)
+                        packed.append(indexed_slices.rebuild(leaf, parts))
                     elif hasattr(leaf, "read_value") and hasattr(leaf, "assign"):  # a Variable: return its value
                         t = graph._graph_input(leaf.read_value())
                         flat_out.append(t)

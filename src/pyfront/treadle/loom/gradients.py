@@ -2,11 +2,17 @@
 of its batched function) goes into the loom's library; LoomRun's gradient
 rule runs LoomRunGrad, the C++ backward loop over the depths in reverse, so
 GradientTape and graph gradients both reach named tensors, batch inputs and
-the variables the ops read."""
+the variables the ops read. A batch input's gradient is a td.IndexedSlices of
+the rows the schedule read (the unrolled mode's stays dense)."""
 
+import base64
+import functools
+
+from treadle import loom_pb2
 from treadle.autodiff import _ops
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
+from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.ops import execute
 
 
@@ -43,6 +49,13 @@ def _shape_dims(t):
     return shape.dims if hasattr(shape, "dims") else list(shape)
 
 
+@functools.lru_cache(maxsize=64)
+def _input_counts(loom_def_text):
+    """(named tensors, batch inputs) of the loom a LoomRun's loom_def attr describes."""
+    metadata = loom_pb2.LoomDef.FromString(base64.b64decode(loom_def_text)).metadata
+    return len(metadata.named_tensors), len(metadata.batch_input_type_shapes)
+
+
 @RegisterGradient("LoomRun")
 def _loom_run_grad(op, *grads):
     output_types = get_attr(op, "output_types")
@@ -50,10 +63,20 @@ def _loom_run_grad(op, *grads):
     output_grads = [g if g is not None else _ops.zeros_like(y) for g, y in zip(grads, outputs)]
     inputs = op.inputs[1:]
     input_types = list(get_attr(op, "Tinputs"))
-    results = execute("LoomRunGrad", [op.outputs[-1]] + output_grads,
-                      {"Tgrads": list(output_types), "Tinputs": input_types,
-                       "input_shapes": [_shape_dims(t) for t in inputs]})
-    return [None] + [g if dtypes.as_dtype(t).is_floating else None for g, t in zip(results, input_types)]
+    num_named, num_batch = _input_counts(get_attr(op, "loom_def"))
+    results = iter(execute("LoomRunGrad", [op.outputs[-1]] + output_grads,
+                           {"Tgrads": list(output_types), "Tinputs": input_types,
+                            "input_shapes": [_shape_dims(t) for t in inputs],
+                            "num_named_tensors": num_named, "num_batch_inputs": num_batch}))
+    # A batch input's gradient is sparse (the rows the schedule read), as a
+    # gather's is; named tensors and captures get dense gradients.
+    in_grads = [None]
+    for i, (t, x) in enumerate(zip(input_types, inputs)):
+        g = next(results)
+        if num_named <= i < num_named + num_batch:
+            g = IndexedSlices(g, next(results), _ops.shape(x))
+        in_grads.append(g if dtypes.as_dtype(t).is_floating else None)
+    return in_grads
 
 
 def _zeros_for_none(grads, outputs):
