@@ -12,7 +12,8 @@ import threading
 from treadle import _core
 from treadle.autodiff import _ops, backprop, function_gradients
 from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES
-from treadle.framework import context, ops, variables
+from treadle.framework import context, dtypes, ops, variables
+from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.function import concrete_function
 from treadle.util import nest
@@ -272,13 +273,24 @@ class GradientTape:
         if self._depth and not self._persistent:
             self._pop()  # as TensorFlow: a non-persistent tape stops recording here
         flat_sources = nest.flatten(sources)
-        flat_targets = [t if isinstance(t, Tensor) else convert_to_tensor(t) for t in nest.flatten(target)]
+        flat_targets = nest.flatten(target)
         if output_gradients is None:
             target_grads = [None] * len(flat_targets)
         else:
             target_grads = nest.flatten(output_gradients)
             if len(target_grads) != len(flat_targets):
                 raise ValueError("output_gradients must have the structure of target")
+        for i, t in enumerate(flat_targets):
+            if isinstance(t, IndexedSlices):
+                # The dense tensor's rows are the values': differentiate those,
+                # weighted by the rows of the output gradient they land on.
+                g = target_grads[i]
+                if g is not None:
+                    target_grads[i] = _ops.run("GatherV2", [convert_to_tensor(g, dtype=t.dtype), t.indices,
+                                                            _ops.scalar(0, dtypes.int32)])
+                flat_targets[i] = t.values
+            elif not isinstance(t, Tensor):
+                flat_targets[i] = convert_to_tensor(t)
         recording = bool(self._depth)
         if recording:
             self._pop()  # the gradient computation is not recorded on this tape

@@ -75,22 +75,28 @@ class IndexedSlices:
 
     @property
     def shape(self):
-        """The static shape of the dense tensor (dimensions not known now are None)."""
+        """The static shape of the dense tensor: unknown without dense_shape; the
+        dimensions not known now are None (past the first, values' tell them)."""
+        if self._dense_shape is None:
+            return TensorShape(None)
         value = _known_value(self._dense_shape)
         if value is not None:
             return TensorShape([int(d) for d in value])
-        rows = TensorShape(None)
-        if self._dense_shape is not None:
-            n = self._dense_shape.shape.as_tuple() if self._dense_shape.shape.rank == 1 else None
-            if n is not None and n[0] is not None:
-                rows = TensorShape([None] * n[0])
-        inner = self._values.shape
-        if inner.rank is None:
-            return rows
-        return TensorShape([None] + list(inner.as_tuple()[1:]))
+        rank = self._dense_shape.shape.as_tuple()
+        inner = self._values.shape.as_tuple()
+        if inner is not None:
+            return TensorShape((None,) + inner[1:])
+        if rank is not None and len(rank) == 1 and rank[0] is not None:
+            return TensorShape([None] * rank[0])
+        return TensorShape(None)
 
     def get_shape(self):
         return self.shape
+
+    def __tf_tracing_type__(self, context):
+        """As a td.function argument: its tensors by dtype and shape."""
+        from treadle.function.trace_type import IndexedSlicesType, from_value
+        return IndexedSlicesType([from_value(t, context) for t in flatten(self)])
 
     def __neg__(self):
         return IndexedSlices(execute("Neg", [self._values])[0], self._indices, self._dense_shape)

@@ -14,6 +14,9 @@ def _describe_leaf(value):
         return repr(value)
     if isinstance(value, Tensor):
         return repr(TensorSpec(value.shape, value.dtype))
+    from treadle.framework.indexed_slices import IndexedSlices, flatten
+    if isinstance(value, IndexedSlices):
+        return f"IndexedSlices[{', '.join(_describe_leaf(t) for t in flatten(value))}]"
     return f"Literal[{value!r}]"
 
 

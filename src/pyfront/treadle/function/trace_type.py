@@ -322,6 +322,34 @@ class AttrsType(NamedTupleType):
     __hash__ = NamedTupleType.__hash__
 
 
+class IndexedSlicesType(_Sequence):
+    """A td.IndexedSlices: the types of its values, indices and (when it has
+    one) dense_shape; its tensors go in that order."""
+
+    def _make(self, values):
+        from treadle.framework.indexed_slices import IndexedSlices
+        return IndexedSlices(*values)
+
+    def placeholder_value(self, placeholder_context=None):
+        names = ("values", "indices", "dense_shape")
+        return self._make([c.placeholder_value(placeholder_context.with_name(f"{placeholder_context.name}_{n}"))
+                           for c, n in zip(self.components, names)])
+
+    def to_tensors(self, value):
+        from treadle.framework.indexed_slices import flatten
+        return flatten(value)
+
+    def cast(self, value, casting_context=None):
+        from treadle.framework.indexed_slices import IndexedSlices, flatten
+        parts = flatten(value) if isinstance(value, IndexedSlices) else None
+        if parts is None or len(parts) != len(self.components):
+            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        return self._make([c.cast(v) for c, v in zip(self.components, parts)])
+
+    def __repr__(self):
+        return f"IndexedSlices[{', '.join(map(repr, self.components))}]"
+
+
 class DictType(TraceType):
     """A mapping: matched key by key, in no particular order."""
 
