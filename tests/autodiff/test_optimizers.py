@@ -145,3 +145,123 @@ def test_learning_rate_callable_without_argument():
     opt = td.optimizers.SGD(learning_rate=lambda: 0.5)
     opt.apply_gradients([(td.constant([1.0]), a)])
     np.testing.assert_allclose(a.numpy(), [-0.5])
+
+
+# ---------------------------------------------------------------- IndexedSlices gradients
+
+def _slices(rows, indices, width, dtype=np.float64):
+    values = rng.normal(size=(len(indices), width)).astype(dtype)
+    return values, td.IndexedSlices(td.constant(values), td.constant(np.array(indices, np.int64)),
+                                    td.constant([rows, width]))
+
+
+def _apply_steps(opt, var, grads, in_function):
+    def step(g):
+        opt.apply_gradients([(g, var)])
+
+    if in_function:
+        step = td.function(step)
+    for g in grads:
+        step(g)
+
+
+SPARSE_CONFIGS = [
+    ("SGD", dict(learning_rate=0.1)),
+    ("SGD", dict(learning_rate=0.05, momentum=0.9)),
+    ("SGD", dict(learning_rate=0.05, momentum=0.5, nesterov=True)),
+    ("Adam", dict(learning_rate=0.01)),
+    ("Adam", dict(learning_rate=0.1, beta_1=0.5, beta_2=0.9, epsilon=1e-3)),
+]
+SPARSE_IDS = [f"{k}-{kw}" for k, kw in SPARSE_CONFIGS]
+
+
+@pytest.mark.parametrize("kind,kwargs", SPARSE_CONFIGS, ids=SPARSE_IDS)
+@pytest.mark.parametrize("in_function", [False, True], ids=["eager", "function"])
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_sparse_update_equals_dense_update_with_unique_indices(kind, kwargs, in_function, dtype):
+    start = rng.normal(size=(6, 2)).astype(dtype)
+    index_sets = [[4, 0, 2], [1], [5, 4, 3, 2], [0, 5]]
+    sparse = [_slices(6, ids, 2, dtype)[1] for ids in index_sets]
+    dense = [td.convert_to_tensor(g) for g in sparse]
+    results = []
+    for grads in (sparse, dense):
+        var = td.Variable(start)
+        _apply_steps(make_optimizer(kind, **kwargs), var, grads, in_function)
+        results.append(var.numpy())
+    tol = dict(rtol=1e-12, atol=1e-14) if dtype == np.float64 else dict(rtol=2e-6, atol=1e-6)
+    np.testing.assert_allclose(results[0], results[1], **tol)
+    if kind == "SGD" and not kwargs.get("nesterov"):
+        np.testing.assert_array_equal(results[0], results[1])  # the same operations, rounded the same way
+
+
+@pytest.mark.parametrize("kwargs", [c[1] for c in SPARSE_CONFIGS if c[0] == "SGD"])
+@pytest.mark.parametrize("in_function", [False, True], ids=["eager", "function"])
+def test_sparse_sgd_with_duplicates_equals_dense_of_the_summed_gradient(kwargs, in_function):
+    start = rng.normal(size=(5, 3))
+    grads = [_slices(5, ids, 3)[1] for ids in ([1, 1, 4, 1], [0, 4, 4], [2, 2])]
+    var = td.Variable(start)
+    _apply_steps(td.optimizers.SGD(**kwargs), var, grads, in_function)
+    want = numpy_sgd(start, [td.convert_to_tensor(g).numpy() for g in grads], kwargs["learning_rate"],
+                     kwargs.get("momentum", 0.0), kwargs.get("nesterov", False))
+    np.testing.assert_allclose(var.numpy(), want, rtol=1e-12, atol=1e-14)
+
+
+def numpy_sparse_adam(var, grads, lr, beta_1=0.9, beta_2=0.999, eps=1e-7):
+    """TensorFlow's (Keras') Adam for IndexedSlices, (values, indices) pairs:
+    m -= m * (1 - beta_1); m[indices] += values * (1 - beta_1) (duplicates
+    add); v likewise with values**2; var -= alpha * m / (sqrt(v) + eps)."""
+    var = var.copy()
+    m = np.zeros_like(var)
+    v = np.zeros_like(var)
+    for t, (values, indices) in enumerate(grads, start=1):
+        m -= m * (1 - beta_1)
+        np.add.at(m, indices, values * (1 - beta_1))
+        v -= v * (1 - beta_2)
+        np.add.at(v, indices, values * values * (1 - beta_2))
+        alpha = lr * np.sqrt(1 - beta_2 ** t) / (1 - beta_1 ** t)
+        var = var - alpha * m / (np.sqrt(v) + eps)
+    return var
+
+
+@pytest.mark.parametrize("in_function", [False, True], ids=["eager", "function"])
+def test_sparse_adam_with_duplicates_follows_tensorflow(in_function):
+    start = rng.normal(size=(5, 2))
+    parts = [_slices(5, ids, 2) for ids in ([3, 3, 0], [1, 3, 1, 1], [4])]
+    var = td.Variable(start)
+    opt = td.optimizers.Adam(learning_rate=0.05, beta_1=0.8, beta_2=0.9)
+    _apply_steps(opt, var, [g for _, g in parts], in_function)
+    want = numpy_sparse_adam(start, [(values, np.array(ids)) for (values, _), ids in
+                                     zip(parts, ([3, 3, 0], [1, 3, 1, 1], [4]))], 0.05, 0.8, 0.9)
+    np.testing.assert_allclose(var.numpy(), want, rtol=1e-12, atol=1e-14)
+    # With duplicates this is not the dense update of the summed gradient (v sums squares).
+    dense_var = td.Variable(start)
+    _apply_steps(td.optimizers.Adam(learning_rate=0.05, beta_1=0.8, beta_2=0.9), dense_var,
+                 [td.convert_to_tensor(g) for _, g in parts], in_function)
+    assert not np.allclose(dense_var.numpy(), var.numpy())
+    assert int(opt.iterations.numpy()) == 3
+
+
+def test_sparse_gradient_of_the_wrong_dtype_is_rejected():
+    var = td.Variable(np.zeros((3, 2), np.float32))
+    _, g = _slices(3, [0], 2, np.float64)
+    with pytest.raises(TypeError, match="gradient of dtype float64"):
+        td.optimizers.SGD(0.1).apply_gradients([(g, var)])
+
+
+@pytest.mark.parametrize("kind", ["SGD", "Adam"])
+def test_minimize_an_embedding_loss(kind):
+    table = td.Variable(rng.normal(size=(8, 3)))
+    ids = td.constant([7, 2, 7])
+    opt = make_optimizer(kind, learning_rate=0.1)
+    before = table.numpy()
+    opt.minimize(lambda: td.reduce_sum(td.gather(table, ids) ** 2), [table])
+    after = table.numpy()
+    changed = np.any(after != before, axis=1)
+    if kind == "SGD":
+        assert changed.tolist() == [False, False, True, False, False, False, False, True]
+        want = before.copy()
+        want[2] -= 0.1 * 2 * before[2]
+        want[7] -= 0.1 * 4 * before[7]
+        np.testing.assert_allclose(after, want, rtol=1e-12)
+    else:
+        assert changed[[2, 7]].all()

@@ -97,6 +97,114 @@ def test_batch_input_gradient_is_a_scatter_add():
     np.testing.assert_allclose(td.convert_to_tensor(g).numpy(), want)
 
 
+def _table_loom():
+    """A loom over a batch input (a 4-row table) and a named tensor x."""
+    table = td.Variable(np.arange(12.0).reshape(4, 3))
+    x = td.Variable(np.array([0.5, -1.0, 2.0]))
+    loom = td.loom.Loom(named_ops={"mul": BinaryLoomOp(VEC3, td.multiply)}, named_tensors={"x": x},
+                        batch_inputs={VEC3: table})
+    return loom, table, x
+
+
+def _table_weaver(loom, rows=(2, 0, 2)):
+    w = loom.make_weaver()
+    for r in rows:
+        w.add_output(w.mul(w.batch_input(VEC3, r), w.x))
+    return w
+
+
+def _table_gradients(loom, table, x, schedule):
+    with td.GradientTape() as tape:
+        loss = td.reduce_sum(loom.output_tensor(VEC3, schedule) ** 2)
+    return tape.gradient(loss, [table, x])
+
+
+def _table_reference(table, x, rows):
+    t, xv = table.numpy(), x.numpy()
+    g_table, g_x = np.zeros_like(t), np.zeros_like(xv)
+    for r in rows:
+        g_table[r] += 2 * t[r] * xv * xv
+        g_x += 2 * t[r] * t[r] * xv
+    return g_table, g_x
+
+
+@pytest.mark.parametrize("in_function", [False, True], ids=["eager", "function"])
+def test_batch_input_gradient_is_indexed_slices_named_tensors_stay_dense(in_function):
+    loom, table, x = _table_loom()
+    weaver = _table_weaver(loom)
+    if in_function:
+        g_table, g_x = td.function(lambda s: _table_gradients(loom, table, x, s))(td.constant(weaver.serialize()))
+    else:
+        g_table, g_x = _table_gradients(loom, table, x, weaver)
+    assert isinstance(g_table, td.IndexedSlices) and not isinstance(g_x, td.IndexedSlices)
+    assert g_table.dense_shape.numpy().tolist() == [4, 3]
+    assert sorted(g_table.indices.numpy().tolist()) == [0, 2, 2]  # one per read of a row
+    assert g_table.values.shape.as_list()[1:] == [3]
+    want_table, want_x = _table_reference(table, x, (2, 0, 2))
+    np.testing.assert_allclose(dense(g_table), want_table, rtol=1e-12)
+    np.testing.assert_allclose(g_x.numpy(), want_x, rtol=1e-12)
+
+
+def test_no_batch_rows_read_gives_empty_slices():
+    loom, table, x = _table_loom()
+    w = loom.make_weaver()
+    w.add_output(w.mul(w.x, w.x))
+    g_table, g_x = _table_gradients(loom, table, x, w)
+    assert isinstance(g_table, td.IndexedSlices)
+    assert g_table.values.shape.as_list() == [0, 3] and g_table.indices.shape.as_list() == [0]
+    np.testing.assert_array_equal(dense(g_table), np.zeros((4, 3)))
+    np.testing.assert_allclose(g_x.numpy(), 4 * x.numpy() ** 3)
+
+
+def test_unrolled_mode_batch_input_gradient_stays_dense():
+    table = td.Variable(np.arange(12.0).reshape(4, 3))
+    x = td.Variable(np.array([0.5, -1.0, 2.0]))
+    loom = td.loom.Loom(max_depth=2, named_ops={"mul": BinaryLoomOp(VEC3, td.multiply)}, named_tensors={"x": x},
+                        batch_inputs={VEC3: table})
+    g_table, _ = _table_gradients(loom, table, x, _table_weaver(loom))
+    assert not isinstance(g_table, td.IndexedSlices)
+    np.testing.assert_allclose(g_table.numpy(), _table_reference(table, x, (2, 0, 2))[0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("momentum", [0.0, 0.9])
+def test_sgd_on_a_batch_input_equals_the_dense_update(momentum):
+    results = []
+    for sparse in (True, False):
+        loom, table, x = _table_loom()
+        opt = td.optimizers.SGD(0.01, momentum=momentum)
+        schedule = td.constant(_table_weaver(loom).serialize())
+
+        @td.function
+        def step(s, loom=loom, table=table, x=x, opt=opt):
+            g_table, g_x = _table_gradients(loom, table, x, s)
+            if not sparse:
+                g_table = td.convert_to_tensor(g_table)
+            opt.apply_gradients([(g_table, table), (g_x, x)])
+
+        for _ in range(3):
+            step(schedule)
+        types = [op.type for op in step._concrete_functions[0].graph.operations]
+        assert ("ResourceScatterSub" in types) == sparse
+        results.append((table.numpy(), x.numpy()))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-12)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-12)
+
+
+def test_loom_run_grad_checks_its_input_counts():
+    from treadle.framework.ops import execute
+    loom, table, x = _table_loom()
+    inputs = [v.read_value() if isinstance(v, td.Variable) else v for v in loom._input_sources]
+    outs = execute("LoomRun", [loom._schedule_tensor(_table_weaver(loom))] + inputs, loom._run_attrs)
+    grads = [td.ones_like(o) for o in outs[:-1]]
+    attrs = {"Tgrads": [g.dtype for g in grads], "Tinputs": loom._input_dtypes, "input_shapes": loom._input_shapes}
+    with pytest.raises(td.errors.InvalidArgumentError, match="LoomRunGrad: the record is of a loom with 1 named"):
+        execute("LoomRunGrad", [outs[-1]] + grads, dict(attrs, num_named_tensors=0, num_batch_inputs=2))
+    with pytest.raises(td.errors.InvalidArgumentError, match="LoomRunGrad: num_named_tensors"):
+        execute("LoomRunGrad", [outs[-1]] + grads, dict(attrs, num_named_tensors=2, num_batch_inputs=1))
+    got = execute("LoomRunGrad", [outs[-1]] + grads, dict(attrs, num_named_tensors=1, num_batch_inputs=1))
+    assert [t.dtype for t in got] == [td.float64, td.float64, td.int64]
+
+
 def tree_loss(w, h, labels):
     logits = td.matmul(h, w.w_out) + w.b_out
     logp = logits - td.math.log(td.reduce_sum(td.exp(logits), axis=1, keepdims=True))

@@ -117,7 +117,9 @@ def backward(ops, targets, target_grads, sources):
         if rule is None:
             continue
         if op.type not in SPARSE_PASS_THROUGH:
-            out_grads = [dense(g) for g in out_grads]
+            for k, g in enumerate(out_grads):
+                if type(g) is IndexedSlices:
+                    out_grads[k] = densify(g)
         inputs = op.inputs
         set_wanted([id(t) in connected for t in inputs])
         try:
