@@ -114,6 +114,7 @@ void LoomRuntime::CheckFunctions() {
     const OpSpec& op = sp.ops[k];
     const std::string where = "LoomDef: " + sp.DescribeOp(k);
     forward_.push_back(-1);
+    training_.push_back(-1);
     backward_.push_back(-1);
     if (op.pass_through) {
       capture_offset_.push_back(capture_offset_.back());
@@ -140,37 +141,59 @@ void LoomRuntime::CheckFunctions() {
     for (size_t c = nin; c < sig.inputs.size(); ++c) capture_specs_.push_back(sig.inputs[c]);
     capture_offset_.push_back(capture_offset_.back() + op.num_captures);
     forward_.back() = f;
-    if (op.backward_function_name.empty()) continue;
-    const int b = lib.Find(op.backward_function_name);
-    if (b < 0) {
-      ThrowInvalidArgument(where, " names backward function '", op.backward_function_name,
-                           "', which the library lacks");
-    }
-    const graph::FunctionSignature& bs = lib.signature(b);
-    const size_t nfwd = nin + op.num_captures;
-    const auto& dys = op.backward_output_gradients;
-    const auto& grads = op.backward_input_gradients;
-    bool ok = bs.inputs.size() == nfwd + dys.size() && bs.outputs.size() == grads.size();
-    for (size_t i = 0; ok && i < nfwd; ++i) ok = bs.inputs[i].dtype == sig.inputs[i].dtype;
-    for (size_t j = 0; ok && j < dys.size(); ++j) {
-      ok = bs.inputs[nfwd + j].dtype == sig.outputs[dys[j]].dtype && IsFloating(sig.outputs[dys[j]].dtype);
-    }
-    for (size_t k = 0; ok && k < grads.size(); ++k) ok = bs.outputs[k].dtype == sig.inputs[grads[k]].dtype;
-    if (!ok) {
-      ThrowInvalidArgument(where, ": backward function '", op.backward_function_name,
-                           "' must take the forward arguments and the gradients of the outputs listed in "
-                           "backward_output_gradients, and return the gradients of the arguments listed in "
-                           "backward_input_gradients");
-    }
-    backward_.back() = b;
+    if (!op.backward_function_name.empty()) CheckGradientFunctions(k);
   }
 }
 
-std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures) const {
+// The training function must return what the forward function returns and
+// then intermediates; the backward function must take the listed output
+// gradients and saved values and return the listed argument gradients.
+void LoomRuntime::CheckGradientFunctions(int k) {
   const OpSpec& op = spec_->ops[k];
-  const int64_t calls = args.empty() ? -1 : args[0].dim(0);
-  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
-  std::vector<Tensor> outs = graph_.library->Compiled(forward_[k]).Run(args);
+  const graph::FunctionLibrary& lib = *graph_.library;
+  const std::string where = "LoomDef: " + spec_->DescribeOp(k);
+  const graph::FunctionSignature& sig = lib.signature(forward_[k]);
+  const int t = lib.Find(op.training_function_name);
+  const int b = lib.Find(op.backward_function_name);
+  if (t < 0 || b < 0) {
+    ThrowInvalidArgument(where, " names training function '", op.training_function_name, "' and backward function '",
+                         op.backward_function_name, "'; the library lacks ", t < 0 ? "the first" : "the second");
+  }
+  const graph::FunctionSignature& ts = lib.signature(t);
+  const graph::FunctionSignature& bs = lib.signature(b);
+  const size_t nfwd = sig.inputs.size(), nout = sig.outputs.size();
+  bool ok = ts.inputs.size() == nfwd && ts.outputs.size() >= nout;
+  for (size_t i = 0; ok && i < nfwd; ++i) ok = ts.inputs[i].dtype == sig.inputs[i].dtype;
+  for (size_t j = 0; ok && j < nout; ++j) ok = ts.outputs[j].dtype == sig.outputs[j].dtype;
+  if (!ok) {
+    ThrowInvalidArgument(where, ": training function '", op.training_function_name, "' must take the forward ",
+                         "function's arguments and return its results followed by intermediates");
+  }
+  const size_t nvalues = nfwd + ts.outputs.size();
+  auto value_dtype = [&](size_t v) { return v < nfwd ? sig.inputs[v].dtype : ts.outputs[v - nfwd].dtype; };
+  const auto& dys = op.backward_output_gradients;
+  const auto& saved = op.backward_saved;
+  const auto& grads = op.backward_input_gradients;
+  ok = bs.inputs.size() == dys.size() + saved.size() && bs.outputs.size() == grads.size();
+  for (size_t j = 0; ok && j < dys.size(); ++j) {
+    ok = bs.inputs[j].dtype == sig.outputs[dys[j]].dtype && IsFloating(sig.outputs[dys[j]].dtype);
+  }
+  for (size_t i = 0; ok && i < saved.size(); ++i) {
+    ok = static_cast<size_t>(saved[i]) < nvalues && bs.inputs[dys.size() + i].dtype == value_dtype(saved[i]);
+  }
+  for (size_t g = 0; ok && g < grads.size(); ++g) ok = bs.outputs[g].dtype == sig.inputs[grads[g]].dtype;
+  if (!ok) {
+    ThrowInvalidArgument(where, ": backward function '", op.backward_function_name,
+                         "' must take the gradients of the outputs listed in backward_output_gradients and the ",
+                         "values listed in backward_saved (of ", nvalues, " forward values), and return the ",
+                         "gradients of the arguments listed in backward_input_gradients");
+  }
+  training_[k] = t;
+  backward_[k] = b;
+}
+
+void LoomRuntime::CheckResults(int k, int64_t calls, const std::vector<Tensor>& outs) const {
+  const OpSpec& op = spec_->ops[k];
   for (size_t j = 0; j < op.outputs.size(); ++j) {
     const TypeShape& ts = spec_->type_shapes[op.outputs[j]];
     const int64_t n = calls >= 0 ? calls : (outs[j].rank() > 0 ? outs[j].dim(0) : -1);
@@ -179,17 +202,41 @@ std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const st
                            " for a batch of ", n, " calls; expected a batch of ", ts.ToString());
     }
   }
+}
+
+std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures) const {
+  const int64_t calls = args.empty() ? -1 : args[0].dim(0);
+  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
+  std::vector<Tensor> outs = graph_.library->Compiled(forward_[k]).Run(args);
+  CheckResults(k, calls, outs);
   return outs;
 }
 
-std::vector<Tensor> LoomRuntime::RunOpBackward(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures,
+std::vector<Tensor> LoomRuntime::RunOpForTraining(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures,
+                                                  std::vector<Tensor>* saved) const {
+  const OpSpec& op = spec_->ops[k];
+  const int64_t calls = args.empty() ? -1 : args[0].dim(0);
+  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
+  std::vector<Tensor> outs = graph_.library->Compiled(training_[k]).Run(args);
+  CheckResults(k, calls, outs);
+  const size_t nfwd = args.size(), nout = op.outputs.size();
+  saved->clear();
+  for (int v : op.backward_saved) {
+    saved->push_back(static_cast<size_t>(v) < nfwd ? args[v] : outs[v - nfwd]);
+  }
+  outs.resize(nout);
+  return outs;
+}
+
+std::vector<Tensor> LoomRuntime::RunOpBackward(int k, const std::vector<Tensor>& saved,
                                                std::vector<Tensor> output_grads) const {
   const OpSpec& op = spec_->ops[k];
-  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
-  const size_t nfwd = args.size();
+  std::vector<Tensor> args;
+  args.reserve(op.backward_output_gradients.size() + saved.size());
   for (int j : op.backward_output_gradients) args.push_back(std::move(output_grads[j]));
+  args.insert(args.end(), saved.begin(), saved.end());
   std::vector<Tensor> results = graph_.library->Compiled(backward_[k]).Run(args);
-  std::vector<Tensor> grads(nfwd);  // undefined: no gradient
+  std::vector<Tensor> grads(op.inputs.size() + op.num_captures);  // undefined: no gradient
   for (size_t i = 0; i < results.size(); ++i) grads[op.backward_input_gradients[i]] = std::move(results[i]);
   return grads;
 }
@@ -338,22 +385,26 @@ std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std:
 }
 
 // Runs layer op `lo` on its gathered arguments: a pass-through returns them.
+// With `saved`, an op that has gradient functions runs for training and
+// leaves there what its backward function reads.
 std::vector<Tensor> RunLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& args,
-                               const std::vector<Tensor>& captures) {
+                               const std::vector<Tensor>& captures, std::vector<Tensor>* saved = nullptr) {
   const LoomSpec& sp = *rt.spec();
   if (sp.ops[lo.op].pass_through) return args;
   try {
+    if (saved && rt.differentiable(lo.op)) return rt.RunOpForTraining(lo.op, args, captures, saved);
     return rt.RunOp(lo.op, args, captures);
   } catch (const Error& err) {
     throw Error(err.code(), StrCat(err.what(), "\n\t [[in loom ", sp.DescribeOp(lo.op), " at depth ", d, "]]"));
   }
 }
 
-// The backward pass of layer op `lo` at depth d: reads the gradient of this
-// depth's state (`grads`, per type shape, undefined where zero), adds the
-// arguments' gradients into `below` (the state one depth down, allocated on
-// first use with `rows_below` rows) and the captures' into `capture_grads`.
-void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& args,
+// The backward pass of layer op `lo` at depth d, given what its forward run
+// saved: reads the gradient of this depth's state (`grads`, per type shape,
+// undefined where zero), adds the arguments' gradients into `below` (the
+// state one depth down, allocated on first use with `rows_below` rows) and
+// the captures' into `capture_grads`.
+void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& saved,
                      const std::vector<Tensor>& captures, const std::vector<Tensor>& grads,
                      const std::vector<int64_t>& rows_below, std::vector<Tensor>* below,
                      std::vector<Tensor>* capture_grads) {
@@ -381,7 +432,7 @@ void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const 
                            " (its batched function could not be differentiated)");
     }
     try {
-      arg_grads = rt.RunOpBackward(lo.op, args, captures, out_grads);
+      arg_grads = rt.RunOpBackward(lo.op, saved, std::move(out_grads));
     } catch (const Error& err) {
       throw Error(err.code(), StrCat(err.what(), "\n\t [[in the gradient of loom ", sp.DescribeOp(lo.op),
                                      " at depth ", d, "]]"));
@@ -492,19 +543,19 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
     record->runtime = runtime;
     record->schedule = schedule;
     record->inputs = in;
-    record->args.resize(sc.num_depths);
+    record->saved.resize(sc.num_depths);
   }
   for (int32_t d = 1; d <= sc.num_depths; ++d) {
     std::vector<std::vector<const char*>> next(T);
     for (int t = 0; t < T; ++t) next[t].resize(sc.rows[d][t]);
     std::vector<Tensor> next_held;
     const auto& layer = sc.layers[d - 1];
-    if (record) record->args[d - 1].resize(layer.size());
+    if (record) record->saved[d - 1].resize(layer.size());
     for (size_t e = 0; e < layer.size(); ++e) {
       const LayerOp& lo = layer[e];
       const OpSpec& op = sp.ops[lo.op];
       std::vector<Tensor> args = GatherArgs(sp, lo, rows);
-      std::vector<Tensor> outs = RunLayerOp(rt, lo, d, args, in.captures);
+      std::vector<Tensor> outs = RunLayerOp(rt, lo, d, args, in.captures, record ? &record->saved[d - 1][e] : nullptr);
       for (size_t j = 0; j < op.outputs.size(); ++j) {
         const int t = op.outputs[j];
         const size_t rb = sp.type_shapes[t].row_bytes;
@@ -512,7 +563,6 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
         for (int64_t c = 0; c < lo.calls; ++c) next[t][lo.output_rows[j] + c] = p + c * rb;
         next_held.push_back(std::move(outs[j]));
       }
-      if (record) record->args[d - 1][e] = std::move(args);
     }
     rows = std::move(next);
     held = std::move(next_held);
@@ -532,7 +582,7 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
   for (int32_t d = sc.num_depths; d >= 1; --d) {
     const auto& layer = sc.layers[d - 1];
     for (size_t e = 0; e < layer.size(); ++e) {
-      BackwardLayerOp(rt, layer[e], d, record.args[d - 1][e], record.inputs.captures, grads[d], sc.rows[d - 1],
+      BackwardLayerOp(rt, layer[e], d, record.saved[d - 1][e], record.inputs.captures, grads[d], sc.rows[d - 1],
                       &grads[d - 1], &capture_grads);
     }
     grads[d].clear();  // this depth's gradients are spent
@@ -628,7 +678,10 @@ std::vector<Tensor> RunLayerGrad(const LoomRuntime& rt, const Schedule& sc, int3
     std::vector<std::vector<const char*>> rows(T);
     for (int t = 0; t < T; ++t) rows[t] = RowsOf(below[t], RowsAt(sc, d - 1, t), sp.type_shapes[t].row_bytes);
     for (const LayerOp& lo : sc.layers[d - 1]) {
-      BackwardLayerOp(rt, lo, d, GatherArgs(sp, lo, rows), captures, grads, sc.rows[d - 1], &below_grads,
+      // The unrolled mode keeps nothing between its steps: rerun the layer for training.
+      std::vector<Tensor> saved;
+      RunLayerOp(rt, lo, d, GatherArgs(sp, lo, rows), captures, &saved);
+      BackwardLayerOp(rt, lo, d, saved, captures, grads, sc.rows[d - 1], &below_grads,
                       &capture_grads);
     }
   }
