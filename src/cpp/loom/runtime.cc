@@ -5,6 +5,7 @@
 #include "graph/executable.h"
 #include "graph/library.h"
 #include "util/errors.h"
+#include "util/parallel.h"
 
 namespace treadle::loom {
 
@@ -39,29 +40,29 @@ Tensor Zeros(DType dtype, Dims dims) {
   return t;
 }
 
-void GatherRows(const std::vector<const char*>& rows, const std::vector<int32_t>& index, size_t row_bytes,
+void GatherRows(const std::vector<const char*>& rows, const int32_t* index, int64_t count, size_t row_bytes,
                 char* dst) {
-  for (int32_t r : index) {
-    std::memcpy(dst, rows[r], row_bytes);
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(dst, rows[index[i]], row_bytes);
     dst += row_bytes;
   }
 }
 
-// dst rows index[i] += src row i.
+// dst rows index[i] += src row i, for i < count.
 template <typename T>
-void ScatterAddRows(const T* src, const std::vector<int32_t>& index, int64_t row_elements, T* dst) {
-  for (int32_t r : index) {
-    T* d = dst + static_cast<int64_t>(r) * row_elements;
+void ScatterAddRows(const T* src, const int32_t* index, int64_t count, int64_t row_elements, T* dst) {
+  for (int64_t i = 0; i < count; ++i) {
+    T* d = dst + static_cast<int64_t>(index[i]) * row_elements;
     for (int64_t e = 0; e < row_elements; ++e) d[e] += src[e];
     src += row_elements;
   }
 }
 
-void ScatterAdd(const Tensor& src, const std::vector<int32_t>& index, int64_t row_elements, Tensor* dst) {
+void ScatterAdd(const Tensor& src, const int32_t* index, int64_t count, int64_t row_elements, Tensor* dst) {
   if (src.dtype() == DType::kFloat32) {
-    ScatterAddRows(src.data<float>(), index, row_elements, dst->data<float>());
+    ScatterAddRows(src.data<float>(), index, count, row_elements, dst->data<float>());
   } else {
-    ScatterAddRows(src.data<double>(), index, row_elements, dst->data<double>());
+    ScatterAddRows(src.data<double>(), index, count, row_elements, dst->data<double>());
   }
 }
 
@@ -370,15 +371,18 @@ void CheckCaptures(const LoomRuntime& rt, const std::vector<Tensor>& captures) {
   }
 }
 
-// The arguments of layer op `lo` (at depth d), gathered from the state below.
-std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std::vector<std::vector<const char*>>& rows) {
+
+// The arguments of chunk `c` of layer op `lo`, gathered from the state below.
+std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std::vector<std::vector<const char*>>& rows,
+                               const Chunk& c) {
   const OpSpec& op = sp.ops[lo.op];
   std::vector<Tensor> args;
   args.reserve(op.inputs.size());
   for (size_t a = 0; a < op.inputs.size(); ++a) {
     const TypeShape& ts = sp.type_shapes[op.inputs[a]];
-    Tensor batch(ts.dtype, ts.BatchDims(lo.calls));
-    GatherRows(rows[op.inputs[a]], lo.args[a], ts.row_bytes, static_cast<char*>(batch.raw_data()));
+    Tensor batch(ts.dtype, ts.BatchDims(c.count));
+    GatherRows(rows[op.inputs[a]], lo.args[a].data() + c.first, c.count, ts.row_bytes,
+               static_cast<char*>(batch.raw_data()));
     args.push_back(std::move(batch));
   }
   return args;
@@ -388,7 +392,7 @@ std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std:
 // With `saved`, an op that has gradient functions runs for training and
 // leaves there what its backward function reads.
 std::vector<Tensor> RunLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& args,
-                               const std::vector<Tensor>& captures, std::vector<Tensor>* saved = nullptr) {
+                               const std::vector<Tensor>& captures, std::vector<Tensor>* saved) {
   const LoomSpec& sp = *rt.spec();
   if (sp.ops[lo.op].pass_through) return args;
   try {
@@ -399,15 +403,48 @@ std::vector<Tensor> RunLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t
   }
 }
 
-// The backward pass of layer op `lo` at depth d, given what its forward run
-// saved: reads the gradient of this depth's state (`grads`, per type shape,
-// undefined where zero), adds the arguments' gradients into `below` (the
-// state one depth down, allocated on first use with `rows_below` rows) and
-// the captures' into `capture_grads`.
-void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& saved,
-                     const std::vector<Tensor>& captures, const std::vector<Tensor>& grads,
-                     const std::vector<int64_t>& rows_below, std::vector<Tensor>* below,
-                     std::vector<Tensor>* capture_grads) {
+// A layer op's calls split for the threads: at most one chunk per thread,
+// none smaller than kMinChunkCalls (below that, splitting costs more than
+// it gains). An op without arguments is one chunk: its function decides
+// its batch size.
+constexpr int64_t kMinChunkCalls = 32;
+
+std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo) {
+  int64_t n = sp.ops[lo.op].inputs.empty() ? 1 : std::min<int64_t>(parallel::NumThreads(), lo.calls / kMinChunkCalls);
+  n = std::max<int64_t>(n, 1);
+  std::vector<Chunk> chunks(n);
+  for (int64_t i = 0; i < n; ++i) {
+    chunks[i].first = lo.calls * i / n;
+    chunks[i].count = lo.calls * (i + 1) / n - chunks[i].first;
+  }
+  return chunks;
+}
+
+// Runs layer op `lo` at depth d chunk by chunk, in parallel: per chunk, its
+// outputs. With `record`, it runs for training and records what the
+// backward pass needs.
+std::vector<std::vector<Tensor>> ForwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d,
+                                                const std::vector<std::vector<const char*>>& rows,
+                                                const std::vector<Tensor>& captures, LayerRecord* record) {
+  const std::vector<Chunk> chunks = SplitCalls(*rt.spec(), lo);
+  std::vector<std::vector<Tensor>> outs(chunks.size());
+  if (record) {
+    record->chunks = chunks;
+    record->saved.assign(chunks.size(), {});
+  }
+  parallel::ParallelFor(static_cast<int>(chunks.size()), [&](int i) {
+    outs[i] = RunLayerOp(rt, lo, d, GatherArgs(*rt.spec(), lo, rows, chunks[i]), captures,
+                         record ? &record->saved[i] : nullptr);
+  });
+  return outs;
+}
+
+// The gradients of chunk `c`'s arguments and captures, given what its
+// forward run saved and the gradient of this depth's state (`grads`, per
+// type shape, undefined where zero); empty when no gradient reaches its
+// outputs.
+std::vector<Tensor> ChunkGrads(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const Chunk& c,
+                               const std::vector<Tensor>& saved, const std::vector<Tensor>& grads) {
   const LoomSpec& sp = *rt.spec();
   const OpSpec& op = sp.ops[lo.op];
   std::vector<Tensor> out_grads;
@@ -416,51 +453,73 @@ void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const 
     const int t = op.outputs[j];
     const TypeShape& ts = sp.type_shapes[t];
     if (grads[t].defined() && IsFloating(ts.dtype)) {
-      out_grads.push_back(RowView(grads[t], lo.output_rows[j], lo.calls, ts));
+      out_grads.push_back(RowView(grads[t], lo.output_rows[j] + c.first, c.count, ts));
       any = true;
     } else {
-      out_grads.push_back(Zeros(ts.dtype, ts.BatchDims(lo.calls)));
+      out_grads.push_back(Zeros(ts.dtype, ts.BatchDims(c.count)));
     }
   }
-  if (!any) return;
-  std::vector<Tensor> arg_grads;
-  if (op.pass_through) {
-    arg_grads = out_grads;
-  } else {
-    if (!rt.differentiable(lo.op)) {
-      ThrowInvalidArgument("no gradient is known for loom ", sp.DescribeOp(lo.op),
-                           " (its batched function could not be differentiated)");
+  if (!any) return {};
+  if (op.pass_through) return out_grads;
+  if (!rt.differentiable(lo.op)) {
+    ThrowInvalidArgument("no gradient is known for loom ", sp.DescribeOp(lo.op),
+                         " (its batched function could not be differentiated)");
+  }
+  try {
+    return rt.RunOpBackward(lo.op, saved, std::move(out_grads));
+  } catch (const Error& err) {
+    throw Error(err.code(), StrCat(err.what(), "\n\t [[in the gradient of loom ", sp.DescribeOp(lo.op),
+                                   " at depth ", d, "]]"));
+  }
+}
+
+// Adds chunk `c`'s gradients (ChunkGrads) into `below` (the state one depth
+// down, allocated on first use with `rows_below` rows) and `capture_grads`.
+void AccumulateChunkGrads(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c, const std::vector<Tensor>& grads,
+                          const std::vector<Tensor>& captures, const std::vector<int64_t>& rows_below,
+                          std::vector<Tensor>* below, std::vector<Tensor>* capture_grads) {
+  const LoomSpec& sp = *rt.spec();
+  const OpSpec& op = sp.ops[lo.op];
+  if (grads.empty()) return;
+  for (int k = 0; k < (op.pass_through ? 0 : op.num_captures); ++k) {
+    const Tensor& g = grads[op.inputs.size() + k];
+    if (!g.defined() || !IsFloating(g.dtype())) continue;
+    const Tensor& value = captures[rt.capture_offset(lo.op) + k];
+    if (g.dtype() != value.dtype() || g.shape() != value.shape()) {
+      ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", g.DebugString(),
+                           " for its captured value ", k, ", which is ", value.DebugString());
     }
-    try {
-      arg_grads = rt.RunOpBackward(lo.op, saved, std::move(out_grads));
-    } catch (const Error& err) {
-      throw Error(err.code(), StrCat(err.what(), "\n\t [[in the gradient of loom ", sp.DescribeOp(lo.op),
-                                     " at depth ", d, "]]"));
-    }
-    for (int c = 0; c < op.num_captures; ++c) {
-      const Tensor& g = arg_grads[op.inputs.size() + c];
-      if (!g.defined() || !IsFloating(g.dtype())) continue;
-      const Tensor& value = captures[rt.capture_offset(lo.op) + c];
-      if (g.dtype() != value.dtype() || g.shape() != value.shape()) {
-        ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", g.DebugString(),
-                             " for its captured value ", c, ", which is ", value.DebugString());
-      }
-      Tensor& acc = (*capture_grads)[rt.capture_offset(lo.op) + c];
-      if (!acc.defined()) acc = g.Clone();
-      else AddInto(g, &acc);
-    }
+    Tensor& acc = (*capture_grads)[rt.capture_offset(lo.op) + k];
+    if (!acc.defined()) acc = g.Clone();
+    else AddInto(g, &acc);
   }
   for (size_t a = 0; a < op.inputs.size(); ++a) {
     const int t = op.inputs[a];
     const TypeShape& ts = sp.type_shapes[t];
-    if (!IsFloating(ts.dtype) || !arg_grads[a].defined()) continue;
-    if (!IsBatchOf(arg_grads[a], ts, lo.calls)) {
-      ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", arg_grads[a].DebugString(),
-                           " for argument ", a, "; expected a batch of ", lo.calls, " ", ts.ToString());
+    if (!IsFloating(ts.dtype) || !grads[a].defined()) continue;
+    if (!IsBatchOf(grads[a], ts, c.count)) {
+      ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", grads[a].DebugString(),
+                           " for argument ", a, "; expected a batch of ", c.count, " ", ts.ToString());
     }
     Tensor& g = (*below)[t];
     if (!g.defined()) g = Zeros(ts.dtype, ts.BatchDims(rows_below[t]));
-    ScatterAdd(arg_grads[a], lo.args[a], ts.row_elements, &g);
+    ScatterAdd(grads[a], lo.args[a].data() + c.first, c.count, ts.row_elements, &g);
+  }
+}
+
+// The backward pass of layer op `lo` at depth d from its forward run's
+// record: the chunks' gradients in parallel, then added up in order.
+void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const LayerRecord& record,
+                     const std::vector<Tensor>& captures, const std::vector<Tensor>& grads,
+                     const std::vector<int64_t>& rows_below, std::vector<Tensor>* below,
+                     std::vector<Tensor>* capture_grads) {
+  const size_t n = record.chunks.size();
+  std::vector<std::vector<Tensor>> chunk_grads(n);
+  parallel::ParallelFor(static_cast<int>(n), [&](int i) {
+    chunk_grads[i] = ChunkGrads(rt, lo, d, record.chunks[i], record.saved[i], grads);
+  });
+  for (size_t i = 0; i < n; ++i) {
+    AccumulateChunkGrads(rt, lo, record.chunks[i], chunk_grads[i], captures, rows_below, below, capture_grads);
   }
 }
 
@@ -543,25 +602,30 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
     record->runtime = runtime;
     record->schedule = schedule;
     record->inputs = in;
-    record->saved.resize(sc.num_depths);
+    record->layers.resize(sc.num_depths);
   }
+  parallel::SingleThreadedBlas blas;  // the chunks run in parallel instead
   for (int32_t d = 1; d <= sc.num_depths; ++d) {
     std::vector<std::vector<const char*>> next(T);
     for (int t = 0; t < T; ++t) next[t].resize(sc.rows[d][t]);
     std::vector<Tensor> next_held;
     const auto& layer = sc.layers[d - 1];
-    if (record) record->saved[d - 1].resize(layer.size());
+    if (record) record->layers[d - 1].resize(layer.size());
     for (size_t e = 0; e < layer.size(); ++e) {
       const LayerOp& lo = layer[e];
       const OpSpec& op = sp.ops[lo.op];
-      std::vector<Tensor> args = GatherArgs(sp, lo, rows);
-      std::vector<Tensor> outs = RunLayerOp(rt, lo, d, args, in.captures, record ? &record->saved[d - 1][e] : nullptr);
-      for (size_t j = 0; j < op.outputs.size(); ++j) {
-        const int t = op.outputs[j];
-        const size_t rb = sp.type_shapes[t].row_bytes;
-        const char* p = static_cast<const char*>(outs[j].raw_data());
-        for (int64_t c = 0; c < lo.calls; ++c) next[t][lo.output_rows[j] + c] = p + c * rb;
-        next_held.push_back(std::move(outs[j]));
+      LayerRecord* lr = record ? &record->layers[d - 1][e] : nullptr;
+      std::vector<std::vector<Tensor>> outs = ForwardLayerOp(rt, lo, d, rows, in.captures, lr);
+      const std::vector<Chunk> chunks = SplitCalls(sp, lo);
+      for (size_t i = 0; i < outs.size(); ++i) {
+        for (size_t j = 0; j < op.outputs.size(); ++j) {
+          const int t = op.outputs[j];
+          const size_t rb = sp.type_shapes[t].row_bytes;
+          const char* p = static_cast<const char*>(outs[i][j].raw_data());
+          const int64_t first = lo.output_rows[j] + chunks[i].first;
+          for (int64_t c = 0; c < chunks[i].count; ++c) next[t][first + c] = p + c * rb;
+          next_held.push_back(std::move(outs[i][j]));
+        }
       }
     }
     rows = std::move(next);
@@ -579,10 +643,11 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
   // grads[d][t]: the gradient of the state at depth d (undefined: zero).
   std::vector<std::vector<Tensor>> grads = OutputGrads(sp, sc, sc.num_depths, output_grads);
   std::vector<Tensor> capture_grads(rt.num_captures());
+  parallel::SingleThreadedBlas blas;  // the chunks run in parallel instead
   for (int32_t d = sc.num_depths; d >= 1; --d) {
     const auto& layer = sc.layers[d - 1];
     for (size_t e = 0; e < layer.size(); ++e) {
-      BackwardLayerOp(rt, layer[e], d, record.saved[d - 1][e], record.inputs.captures, grads[d], sc.rows[d - 1],
+      BackwardLayerOp(rt, layer[e], d, record.layers[d - 1][e], record.inputs.captures, grads[d], sc.rows[d - 1],
                       &grads[d - 1], &capture_grads);
     }
     grads[d].clear();  // this depth's gradients are spent
@@ -617,11 +682,15 @@ std::vector<Tensor> RunLayer(const LoomRuntime& rt, const Schedule& sc, int32_t 
   std::vector<std::vector<const char*>> rows(T);
   for (int t = 0; t < T; ++t) rows[t] = RowsOf(below[t], RowsAt(sc, d - 1, t), sp.type_shapes[t].row_bytes);
   for (const LayerOp& lo : sc.layers[d - 1]) {
-    std::vector<Tensor> outs = RunLayerOp(rt, lo, d, GatherArgs(sp, lo, rows), captures);
-    for (size_t j = 0; j < outs.size(); ++j) {
-      const TypeShape& ts = sp.type_shapes[sp.ops[lo.op].outputs[j]];
-      std::memcpy(static_cast<char*>(states[sp.ops[lo.op].outputs[j]].raw_data()) + lo.output_rows[j] * ts.row_bytes,
-                  outs[j].raw_data(), outs[j].nbytes());
+    const std::vector<Chunk> chunks = SplitCalls(sp, lo);
+    std::vector<std::vector<Tensor>> outs = ForwardLayerOp(rt, lo, d, rows, captures, nullptr);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      for (size_t j = 0; j < outs[i].size(); ++j) {
+        const int t = sp.ops[lo.op].outputs[j];
+        const size_t rb = sp.type_shapes[t].row_bytes;
+        std::memcpy(static_cast<char*>(states[t].raw_data()) + (lo.output_rows[j] + chunks[i].first) * rb,
+                    outs[i][j].raw_data(), outs[i][j].nbytes());
+      }
     }
   }
   return states;
@@ -679,10 +748,9 @@ std::vector<Tensor> RunLayerGrad(const LoomRuntime& rt, const Schedule& sc, int3
     for (int t = 0; t < T; ++t) rows[t] = RowsOf(below[t], RowsAt(sc, d - 1, t), sp.type_shapes[t].row_bytes);
     for (const LayerOp& lo : sc.layers[d - 1]) {
       // The unrolled mode keeps nothing between its steps: rerun the layer for training.
-      std::vector<Tensor> saved;
-      RunLayerOp(rt, lo, d, GatherArgs(sp, lo, rows), captures, &saved);
-      BackwardLayerOp(rt, lo, d, saved, captures, grads, sc.rows[d - 1], &below_grads,
-                      &capture_grads);
+      LayerRecord record;
+      ForwardLayerOp(rt, lo, d, rows, captures, &record);
+      BackwardLayerOp(rt, lo, d, record, captures, grads, sc.rows[d - 1], &below_grads, &capture_grads);
     }
   }
   std::vector<Tensor> result;

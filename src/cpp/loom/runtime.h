@@ -56,14 +56,26 @@ struct LoomInputs {
   std::vector<Tensor> captures;  // every op's captures, op by op
 };
 
+// Calls [first, first + count) of a layer op: what one thread runs. A layer
+// op's calls are split into chunks run in parallel (util/parallel.h).
+struct Chunk {
+  int64_t first = 0, count = 0;
+};
+
+// A layer op's forward run, for its backward pass: its chunks, and per
+// chunk the values its backward function reads.
+struct LayerRecord {
+  std::vector<Chunk> chunks;
+  std::vector<std::vector<Tensor>> saved;
+};
+
 // What the backward pass needs of a forward run: held by a variant tensor.
 struct ForwardRecord : public HandleBase {
   std::string TypeName() const override { return "LoomForwardRecord"; }
   std::shared_ptr<const LoomRuntime> runtime;
   std::shared_ptr<const Schedule> schedule;
   LoomInputs inputs;
-  // What each layer op's backward function reads: [depth - 1][layer op][value].
-  std::vector<std::vector<std::vector<Tensor>>> saved;
+  std::vector<std::vector<LayerRecord>> layers;  // [depth - 1][layer op]
 };
 
 // Checks `inputs` against the loom and the schedule (InvalidArgument naming
