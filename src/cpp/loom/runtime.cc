@@ -1,5 +1,6 @@
 #include "loom/runtime.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "graph/executable.h"
@@ -48,24 +49,6 @@ void GatherRows(const std::vector<const char*>& rows, const int32_t* index, int6
   }
 }
 
-// dst rows index[i] += src row i, for i < count.
-template <typename T>
-void ScatterAddRows(const T* src, const int32_t* index, int64_t count, int64_t row_elements, T* dst) {
-  for (int64_t i = 0; i < count; ++i) {
-    T* d = dst + static_cast<int64_t>(index[i]) * row_elements;
-    for (int64_t e = 0; e < row_elements; ++e) d[e] += src[e];
-    src += row_elements;
-  }
-}
-
-void ScatterAdd(const Tensor& src, const int32_t* index, int64_t count, int64_t row_elements, Tensor* dst) {
-  if (src.dtype() == DType::kFloat32) {
-    ScatterAddRows(src.data<float>(), index, count, row_elements, dst->data<float>());
-  } else {
-    ScatterAddRows(src.data<double>(), index, count, row_elements, dst->data<double>());
-  }
-}
-
 // dst row dst_row += src row src_row (rows of row_elements floats or doubles).
 void AddRow(const Tensor& src, int64_t src_row, Tensor* dst, int64_t dst_row, int64_t row_elements) {
   if (src.dtype() == DType::kFloat32) {
@@ -76,19 +59,6 @@ void AddRow(const Tensor& src, int64_t src_row, Tensor* dst, int64_t dst_row, in
     const double* s = src.data<double>() + src_row * row_elements;
     double* d = dst->data<double>() + dst_row * row_elements;
     for (int64_t e = 0; e < row_elements; ++e) d[e] += s[e];
-  }
-}
-
-void AddInto(const Tensor& src, Tensor* dst) {
-  const int64_t n = dst->num_elements();
-  if (dst->dtype() == DType::kFloat32) {
-    const float* s = src.data<float>();
-    float* d = dst->data<float>();
-    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
-  } else {
-    const double* s = src.data<double>();
-    double* d = dst->data<double>();
-    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
   }
 }
 
@@ -473,11 +443,49 @@ std::vector<Tensor> ChunkGrads(const LoomRuntime& rt, const LayerOp& lo, int32_t
   }
 }
 
-// Adds chunk `c`'s gradients (ChunkGrads) into `below` (the state one depth
-// down, allocated on first use with `rows_below` rows) and `capture_grads`.
-void AccumulateChunkGrads(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c, const std::vector<Tensor>& grads,
-                          const std::vector<Tensor>& captures, const std::vector<int64_t>& rows_below,
-                          std::vector<Tensor>* below, std::vector<Tensor>* capture_grads) {
+// dst row index[r] (row r when index is null) += src row r, for r < count:
+// a piece of a layer's gradient accumulation.
+struct RowAdd {
+  const Tensor* src;
+  Tensor* dst;
+  const int32_t* index;
+  int64_t count, row_elements;
+};
+
+template <typename T>
+void AddRowSlice(const RowAdd& a, int64_t e0, int64_t e1) {
+  const T* src = a.src->data<T>();
+  T* dst = a.dst->data<T>();
+  for (int64_t r = 0; r < a.count; ++r) {
+    const T* s = src + r * a.row_elements;
+    T* d = dst + (a.index ? a.index[r] : r) * a.row_elements;
+    for (int64_t e = e0; e < std::min(e1, a.row_elements); ++e) d[e] += s[e];
+  }
+}
+
+// Runs the additions with each thread taking one slice of every row's
+// elements, so that no two threads write one element (rows of different
+// chunks may go to the same row below).
+void RunRowAdds(const std::vector<RowAdd>& adds) {
+  int64_t total = 0;
+  for (const RowAdd& a : adds) total += a.count * a.row_elements;
+  constexpr int64_t kMinParallelElements = 1 << 16, kSliceAlign = 16;  // 64-byte slices of float rows
+  const int n = total < kMinParallelElements ? 1 : parallel::NumThreads();
+  parallel::ParallelFor(n, [&](int i) {
+    for (const RowAdd& a : adds) {
+      const int64_t slice = ((a.row_elements + n - 1) / n + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+      if (a.src->dtype() == DType::kFloat32) AddRowSlice<float>(a, i * slice, (i + 1) * slice);
+      else AddRowSlice<double>(a, i * slice, (i + 1) * slice);
+    }
+  });
+}
+
+// Checks chunk `c`'s gradients (ChunkGrads) and lists their additions into
+// `below` (the state one depth down, allocated on first use with
+// `rows_below` rows) and `capture_grads` (the first chunk's are copied).
+void ListChunkGradAdds(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c, const std::vector<Tensor>& grads,
+                       const std::vector<Tensor>& captures, const std::vector<int64_t>& rows_below,
+                       std::vector<Tensor>* below, std::vector<Tensor>* capture_grads, std::vector<RowAdd>* adds) {
   const LoomSpec& sp = *rt.spec();
   const OpSpec& op = sp.ops[lo.op];
   if (grads.empty()) return;
@@ -491,7 +499,7 @@ void AccumulateChunkGrads(const LoomRuntime& rt, const LayerOp& lo, const Chunk&
     }
     Tensor& acc = (*capture_grads)[rt.capture_offset(lo.op) + k];
     if (!acc.defined()) acc = g.Clone();
-    else AddInto(g, &acc);
+    else adds->push_back({&g, &acc, nullptr, 1, g.num_elements()});
   }
   for (size_t a = 0; a < op.inputs.size(); ++a) {
     const int t = op.inputs[a];
@@ -503,12 +511,12 @@ void AccumulateChunkGrads(const LoomRuntime& rt, const LayerOp& lo, const Chunk&
     }
     Tensor& g = (*below)[t];
     if (!g.defined()) g = Zeros(ts.dtype, ts.BatchDims(rows_below[t]));
-    ScatterAdd(grads[a], lo.args[a].data() + c.first, c.count, ts.row_elements, &g);
+    adds->push_back({&grads[a], &g, lo.args[a].data() + c.first, c.count, ts.row_elements});
   }
 }
 
 // The backward pass of layer op `lo` at depth d from its forward run's
-// record: the chunks' gradients in parallel, then added up in order.
+// record: the chunks' gradients, then their sums, in parallel.
 void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const LayerRecord& record,
                      const std::vector<Tensor>& captures, const std::vector<Tensor>& grads,
                      const std::vector<int64_t>& rows_below, std::vector<Tensor>* below,
@@ -518,9 +526,11 @@ void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const 
   parallel::ParallelFor(static_cast<int>(n), [&](int i) {
     chunk_grads[i] = ChunkGrads(rt, lo, d, record.chunks[i], record.saved[i], grads);
   });
+  std::vector<RowAdd> adds;
   for (size_t i = 0; i < n; ++i) {
-    AccumulateChunkGrads(rt, lo, record.chunks[i], chunk_grads[i], captures, rows_below, below, capture_grads);
+    ListChunkGradAdds(rt, lo, record.chunks[i], chunk_grads[i], captures, rows_below, below, capture_grads, &adds);
   }
+  RunRowAdds(adds);
 }
 
 // Depth 0's gradient, to the named tensors and batch inputs its rows came
