@@ -443,6 +443,48 @@ std::vector<Tensor> ChunkGrads(const LoomRuntime& rt, const LayerOp& lo, int32_t
   }
 }
 
+// Per captured value, the gradients of every chunk at every depth, summed
+// once at the end (SumCaptureGrads): one pass over them all instead of a
+// read-modify-write of an accumulator for each.
+using CaptureGrads = std::vector<std::vector<Tensor>>;
+
+template <typename T>
+void SumParts(const std::vector<Tensor>& parts, int64_t e0, int64_t e1, T* out) {
+  std::copy(parts[0].data<T>() + e0, parts[0].data<T>() + e1, out + e0);
+  for (size_t k = 1; k < parts.size(); ++k) {
+    const T* p = parts[k].data<T>();
+    for (int64_t e = e0; e < e1; ++e) out[e] += p[e];
+  }
+}
+
+// The sum of each captured value's gradients (zeros where none flowed),
+// blocks of elements shared among the threads.
+std::vector<Tensor> SumCaptureGrads(const CaptureGrads& grads, const std::vector<Tensor>& captures) {
+  std::vector<Tensor> sums;
+  for (size_t c = 0; c < grads.size(); ++c) {
+    const Tensor& v = captures[c];
+    if (grads[c].empty()) {
+      sums.push_back(Zeros(v.dtype(), v.shape()));
+    } else if (grads[c].size() == 1) {
+      sums.push_back(grads[c][0]);
+    } else {
+      Tensor sum(v.dtype(), v.shape());
+      constexpr int64_t kBlock = 4096;  // elements: a block of every part stays in cache
+      const int64_t n = sum.num_elements(), blocks = (n + kBlock - 1) / kBlock;
+      parallel::ParallelFor(static_cast<int>(std::min<int64_t>(blocks, parallel::NumThreads())), [&](int i) {
+        const int threads = static_cast<int>(std::min<int64_t>(blocks, parallel::NumThreads()));
+        for (int64_t b = i; b < blocks; b += threads) {
+          const int64_t e0 = b * kBlock, e1 = std::min(n, e0 + kBlock);
+          if (sum.dtype() == DType::kFloat32) SumParts(grads[c], e0, e1, sum.data<float>());
+          else SumParts(grads[c], e0, e1, sum.data<double>());
+        }
+      });
+      sums.push_back(std::move(sum));
+    }
+  }
+  return sums;
+}
+
 // dst row index[r] (row r when index is null) += src row r, for r < count:
 // a piece of a layer's gradient accumulation.
 struct RowAdd {
@@ -480,12 +522,12 @@ void RunRowAdds(const std::vector<RowAdd>& adds) {
   });
 }
 
-// Checks chunk `c`'s gradients (ChunkGrads) and lists their additions into
+// Checks chunk `c`'s gradients (ChunkGrads), lists their additions into
 // `below` (the state one depth down, allocated on first use with
-// `rows_below` rows) and `capture_grads` (the first chunk's are copied).
+// `rows_below` rows), and adds the captures' to `capture_grads`.
 void ListChunkGradAdds(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c, const std::vector<Tensor>& grads,
                        const std::vector<Tensor>& captures, const std::vector<int64_t>& rows_below,
-                       std::vector<Tensor>* below, std::vector<Tensor>* capture_grads, std::vector<RowAdd>* adds) {
+                       std::vector<Tensor>* below, CaptureGrads* capture_grads, std::vector<RowAdd>* adds) {
   const LoomSpec& sp = *rt.spec();
   const OpSpec& op = sp.ops[lo.op];
   if (grads.empty()) return;
@@ -497,9 +539,7 @@ void ListChunkGradAdds(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c,
       ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", g.DebugString(),
                            " for its captured value ", k, ", which is ", value.DebugString());
     }
-    Tensor& acc = (*capture_grads)[rt.capture_offset(lo.op) + k];
-    if (!acc.defined()) acc = g.Clone();
-    else adds->push_back({&g, &acc, nullptr, 1, g.num_elements()});
+    (*capture_grads)[rt.capture_offset(lo.op) + k].push_back(g);
   }
   for (size_t a = 0; a < op.inputs.size(); ++a) {
     const int t = op.inputs[a];
@@ -520,7 +560,7 @@ void ListChunkGradAdds(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c,
 void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const LayerRecord& record,
                      const std::vector<Tensor>& captures, const std::vector<Tensor>& grads,
                      const std::vector<int64_t>& rows_below, std::vector<Tensor>* below,
-                     std::vector<Tensor>* capture_grads) {
+                     CaptureGrads* capture_grads) {
   const size_t n = record.chunks.size();
   std::vector<std::vector<Tensor>> chunk_grads(n);
   parallel::ParallelFor(static_cast<int>(n), [&](int i) {
@@ -652,7 +692,7 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
   const int T = sp.num_type_shapes();
   // grads[d][t]: the gradient of the state at depth d (undefined: zero).
   std::vector<std::vector<Tensor>> grads = OutputGrads(sp, sc, sc.num_depths, output_grads);
-  std::vector<Tensor> capture_grads(rt.num_captures());
+  CaptureGrads capture_grads(rt.num_captures());
   parallel::SingleThreadedBlas blas;  // the chunks run in parallel instead
   for (int32_t d = sc.num_depths; d >= 1; --d) {
     const auto& layer = sc.layers[d - 1];
@@ -663,10 +703,7 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
     grads[d].clear();  // this depth's gradients are spent
   }
   std::vector<Tensor> result = SourceGrads(sp, sc, record.inputs, grads[0]);
-  for (int c = 0; c < rt.num_captures(); ++c) {
-    const Tensor& v = record.inputs.captures[c];
-    result.push_back(capture_grads[c].defined() ? capture_grads[c] : Zeros(v.dtype(), v.shape()));
-  }
+  for (Tensor& g : SumCaptureGrads(capture_grads, record.inputs.captures)) result.push_back(std::move(g));
   (void)T;
   return result;
 }
@@ -752,7 +789,8 @@ std::vector<Tensor> RunLayerGrad(const LoomRuntime& rt, const Schedule& sc, int3
   CheckState(sp, sc, d - 1, below, "LoomLayerGrad");
   CheckState(sp, sc, d, grads, "LoomLayerGrad (gradients)");
   CheckCaptures(rt, captures);
-  std::vector<Tensor> below_grads(T), capture_grads(rt.num_captures());
+  std::vector<Tensor> below_grads(T);
+  CaptureGrads capture_grads(rt.num_captures());
   if (d <= sc.num_depths) {
     std::vector<std::vector<const char*>> rows(T);
     for (int t = 0; t < T; ++t) rows[t] = RowsOf(below[t], RowsAt(sc, d - 1, t), sp.type_shapes[t].row_bytes);
@@ -768,9 +806,7 @@ std::vector<Tensor> RunLayerGrad(const LoomRuntime& rt, const Schedule& sc, int3
     const TypeShape& ts = sp.type_shapes[t];
     result.push_back(below_grads[t].defined() ? below_grads[t] : Zeros(ts.dtype, ts.BatchDims(RowsAt(sc, d - 1, t))));
   }
-  for (int c = 0; c < rt.num_captures(); ++c) {
-    result.push_back(capture_grads[c].defined() ? capture_grads[c] : Zeros(captures[c].dtype(), captures[c].shape()));
-  }
+  for (Tensor& g : SumCaptureGrads(capture_grads, captures)) result.push_back(std::move(g));
   return result;
 }
 
