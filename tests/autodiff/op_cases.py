@@ -152,6 +152,8 @@ case("Softmax", "last axis", lambda x: td.nn.softmax(x), u(3, 4))
 case("Softmax", "axis 0", lambda x: td.nn.softmax(x, axis=0), u(3, 4))
 case("LogSoftmax", "", lambda x: td.nn.log_softmax(x), u(3, 4))
 case("L2Loss", "", lambda x: td.nn.l2_loss(x), u(3, 4))
+case("SigmoidGrad", "", lambda y, dy: R.SigmoidGrad(y=y, dy=dy), u(3, 4, low=0.1, high=0.9), u(3, 4))
+case("TanhGrad", "", lambda y, dy: R.TanhGrad(y=y, dy=dy), u(3, 4, low=-0.9, high=0.9), u(3, 4))
 case("ReluGrad", "", lambda g, f: R.ReluGrad(gradients=g, features=f) * f, u(3, 4), away_from_zero(3, 4))
 case("SparseSoftmaxCrossEntropyWithLogits", "loss",
      lambda x, y: td.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=x), u(4, 3),

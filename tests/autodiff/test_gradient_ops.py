@@ -113,6 +113,27 @@ def test_relu_grad():
         R.ReluGrad(gradients=g, features=f[:, :2])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_activation_grads(dtype):
+    y = rng.uniform(-1, 1, size=(5, 7)).astype(dtype)
+    dy = rng.normal(size=(5, 7)).astype(dtype)
+    tol = 1e-6 if dtype == np.float32 else 1e-14
+    np.testing.assert_allclose(R.SigmoidGrad(y=y, dy=dy).numpy(), dy * y * (1 - y), rtol=tol, atol=tol)
+    np.testing.assert_allclose(R.TanhGrad(y=y, dy=dy).numpy(), dy * (1 - y * y), rtol=tol, atol=tol)
+    # The activations' gradients are these ops, equal to the derivative of the activation.
+    x = td.constant(rng.normal(size=(4, 3)))
+    with td.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        s, t = td.sigmoid(x), td.tanh(x)
+    sv, tv = s.numpy(), t.numpy()
+    np.testing.assert_allclose(tape.gradient(s, x).numpy(), sv * (1 - sv), rtol=1e-14)
+    np.testing.assert_allclose(tape.gradient(t, x).numpy(), 1 - tv * tv, rtol=1e-14)
+    with pytest.raises(td.errors.InvalidArgumentError, match="SigmoidGrad: y and dy must have the same shape"):
+        R.SigmoidGrad(y=y, dy=dy[:, :3])
+    with pytest.raises(td.errors.InvalidArgumentError, match="int32 is not in the list of allowed values"):
+        R.TanhGrad(y=np.ones(3, np.int32), dy=np.ones(3, np.int32))
+
+
 def test_invert_permutation():
     p = rng.permutation(7).astype(np.int32)
     np.testing.assert_array_equal(td.math.invert_permutation(p).numpy(), np.argsort(p))

@@ -211,12 +211,14 @@ def tree_loss(w, h, labels):
     return -td.reduce_sum(logp * td.one_hot(labels, 3, dtype=w.dtype))
 
 
-@pytest.mark.parametrize("graph", [False, True])
-def test_tree_lstm_gradients_equal_per_tree_computation(graph):
+# 90 trees: layers of more than 64 calls, which the runtime splits into
+# chunks run by several threads (where the machine has several cores).
+@pytest.mark.parametrize("graph, n_trees", [(False, 9), (True, 9), (False, 90), (True, 90)])
+def test_tree_lstm_gradients_equal_per_tree_computation(graph, n_trees):
     w = TreeLSTMWeights()
     loom = tree_lstm_loom(w)
     rng = np.random.default_rng(7)
-    trees = [random_tree(rng, int(rng.integers(1, 8)), 50) for _ in range(9)]
+    trees = [random_tree(rng, int(rng.integers(1, 8)), 50) for _ in range(n_trees)]
     labels = rng.integers(0, 3, len(trees))
     weaver = loom.make_weaver()
     for t in trees:

@@ -195,11 +195,13 @@ def reference_outputs(w, trees):
     return np.concatenate([c.numpy() for c in cs]), np.concatenate([h.numpy() for h in hs])
 
 
-@pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_tree_lstm_matches_per_tree_computation(dtype):
+# 100 trees: layers of more than 64 calls, split into chunks that several
+# threads run (where the machine has several cores).
+@pytest.mark.parametrize("dtype, n_trees", [(np.float64, 12), (np.float32, 12), (np.float64, 100), (np.float32, 100)])
+def test_tree_lstm_matches_per_tree_computation(dtype, n_trees):
     w = TreeLSTMWeights(dtype=dtype)
     loom = tree_lstm_loom(w)
-    trees = sample_trees(12)
+    trees = sample_trees(n_trees)
     weaver = loom.make_weaver()
     for t in trees:
         c, h = weave_tree(weaver, w, t)
@@ -280,3 +282,28 @@ def test_list_of_schedules_inside_td_function_and_threads():
         t.join()
     for i, r in enumerate(results):
         np.testing.assert_allclose(r, np.concatenate([want] * (i + 1)))
+
+
+def _run_in_forked_child(loom, h_ts, schedule, queue):
+    queue.put(loom.output_tensor(h_ts, schedule).numpy())
+
+
+def test_a_forked_child_runs_looms_after_its_parent():
+    # The parent's worker threads do not exist in a forked child: the child
+    # must make its own rather than wait for them.
+    import multiprocessing
+    w = TreeLSTMWeights()
+    loom = tree_lstm_loom(w)
+    weaver = loom.make_weaver()
+    for t in sample_trees(100):
+        weaver.add_output(weave_tree(weaver, w, t)[1])
+    schedule = weaver.serialize()
+    want = loom.output_tensor(w.h_ts, schedule).numpy()  # the parent's pool is running now
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_run_in_forked_child, args=(loom, w.h_ts, schedule, queue))
+    child.start()
+    got = queue.get(timeout=60)
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    np.testing.assert_array_equal(got, want)

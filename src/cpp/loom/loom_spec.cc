@@ -146,6 +146,14 @@ std::shared_ptr<const LoomSpec> LoomSpec::FromProto(const proto::LoomMetadata& m
     op.pass_through = p.pass_through();
     op.function_name = p.function_name();
     op.backward_function_name = p.backward_function_name();
+    op.training_function_name = p.training_function_name();
+    if (op.backward_function_name.empty() != op.training_function_name.empty()) {
+      ThrowInvalidArgument(where, ": training_function_name and backward_function_name come together");
+    }
+    for (int32_t v : p.backward_saved()) {
+      if (v < 0) ThrowInvalidArgument(where, ": backward_saved has the negative value index ", v);
+      op.backward_saved.push_back(v);
+    }
     if (p.num_captures() < 0) ThrowInvalidArgument(where, ": num_captures is negative");
     op.num_captures = p.num_captures();
     auto increasing = [&](const google::protobuf::RepeatedField<int32_t>& v, int64_t limit, const char* what) {

@@ -45,8 +45,12 @@ struct OpSpec {
   std::vector<int> outputs;
   bool pass_through = false;
   std::string function_name;
+  // For gradients (see LoomOpDef): the forward function that also returns
+  // the intermediates, and the backward function reading them.
+  std::string training_function_name;
   std::string backward_function_name;
   std::vector<int> backward_output_gradients;  // outputs whose gradients the backward function takes
+  std::vector<int> backward_saved;             // forward values (arguments, then intermediates) it reads
   std::vector<int> backward_input_gradients;   // forward arguments whose gradients it returns
   int num_captures = 0;
 };

@@ -1,10 +1,12 @@
 #include "loom/runtime.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "graph/executable.h"
 #include "graph/library.h"
 #include "util/errors.h"
+#include "util/parallel.h"
 
 namespace treadle::loom {
 
@@ -39,29 +41,11 @@ Tensor Zeros(DType dtype, Dims dims) {
   return t;
 }
 
-void GatherRows(const std::vector<const char*>& rows, const std::vector<int32_t>& index, size_t row_bytes,
+void GatherRows(const std::vector<const char*>& rows, const int32_t* index, int64_t count, size_t row_bytes,
                 char* dst) {
-  for (int32_t r : index) {
-    std::memcpy(dst, rows[r], row_bytes);
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(dst, rows[index[i]], row_bytes);
     dst += row_bytes;
-  }
-}
-
-// dst rows index[i] += src row i.
-template <typename T>
-void ScatterAddRows(const T* src, const std::vector<int32_t>& index, int64_t row_elements, T* dst) {
-  for (int32_t r : index) {
-    T* d = dst + static_cast<int64_t>(r) * row_elements;
-    for (int64_t e = 0; e < row_elements; ++e) d[e] += src[e];
-    src += row_elements;
-  }
-}
-
-void ScatterAdd(const Tensor& src, const std::vector<int32_t>& index, int64_t row_elements, Tensor* dst) {
-  if (src.dtype() == DType::kFloat32) {
-    ScatterAddRows(src.data<float>(), index, row_elements, dst->data<float>());
-  } else {
-    ScatterAddRows(src.data<double>(), index, row_elements, dst->data<double>());
   }
 }
 
@@ -75,19 +59,6 @@ void AddRow(const Tensor& src, int64_t src_row, Tensor* dst, int64_t dst_row, in
     const double* s = src.data<double>() + src_row * row_elements;
     double* d = dst->data<double>() + dst_row * row_elements;
     for (int64_t e = 0; e < row_elements; ++e) d[e] += s[e];
-  }
-}
-
-void AddInto(const Tensor& src, Tensor* dst) {
-  const int64_t n = dst->num_elements();
-  if (dst->dtype() == DType::kFloat32) {
-    const float* s = src.data<float>();
-    float* d = dst->data<float>();
-    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
-  } else {
-    const double* s = src.data<double>();
-    double* d = dst->data<double>();
-    for (int64_t i = 0; i < n; ++i) d[i] += s[i];
   }
 }
 
@@ -114,6 +85,7 @@ void LoomRuntime::CheckFunctions() {
     const OpSpec& op = sp.ops[k];
     const std::string where = "LoomDef: " + sp.DescribeOp(k);
     forward_.push_back(-1);
+    training_.push_back(-1);
     backward_.push_back(-1);
     if (op.pass_through) {
       capture_offset_.push_back(capture_offset_.back());
@@ -140,37 +112,59 @@ void LoomRuntime::CheckFunctions() {
     for (size_t c = nin; c < sig.inputs.size(); ++c) capture_specs_.push_back(sig.inputs[c]);
     capture_offset_.push_back(capture_offset_.back() + op.num_captures);
     forward_.back() = f;
-    if (op.backward_function_name.empty()) continue;
-    const int b = lib.Find(op.backward_function_name);
-    if (b < 0) {
-      ThrowInvalidArgument(where, " names backward function '", op.backward_function_name,
-                           "', which the library lacks");
-    }
-    const graph::FunctionSignature& bs = lib.signature(b);
-    const size_t nfwd = nin + op.num_captures;
-    const auto& dys = op.backward_output_gradients;
-    const auto& grads = op.backward_input_gradients;
-    bool ok = bs.inputs.size() == nfwd + dys.size() && bs.outputs.size() == grads.size();
-    for (size_t i = 0; ok && i < nfwd; ++i) ok = bs.inputs[i].dtype == sig.inputs[i].dtype;
-    for (size_t j = 0; ok && j < dys.size(); ++j) {
-      ok = bs.inputs[nfwd + j].dtype == sig.outputs[dys[j]].dtype && IsFloating(sig.outputs[dys[j]].dtype);
-    }
-    for (size_t k = 0; ok && k < grads.size(); ++k) ok = bs.outputs[k].dtype == sig.inputs[grads[k]].dtype;
-    if (!ok) {
-      ThrowInvalidArgument(where, ": backward function '", op.backward_function_name,
-                           "' must take the forward arguments and the gradients of the outputs listed in "
-                           "backward_output_gradients, and return the gradients of the arguments listed in "
-                           "backward_input_gradients");
-    }
-    backward_.back() = b;
+    if (!op.backward_function_name.empty()) CheckGradientFunctions(k);
   }
 }
 
-std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures) const {
+// The training function must return what the forward function returns and
+// then intermediates; the backward function must take the listed output
+// gradients and saved values and return the listed argument gradients.
+void LoomRuntime::CheckGradientFunctions(int k) {
   const OpSpec& op = spec_->ops[k];
-  const int64_t calls = args.empty() ? -1 : args[0].dim(0);
-  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
-  std::vector<Tensor> outs = graph_.library->Compiled(forward_[k]).Run(args);
+  const graph::FunctionLibrary& lib = *graph_.library;
+  const std::string where = "LoomDef: " + spec_->DescribeOp(k);
+  const graph::FunctionSignature& sig = lib.signature(forward_[k]);
+  const int t = lib.Find(op.training_function_name);
+  const int b = lib.Find(op.backward_function_name);
+  if (t < 0 || b < 0) {
+    ThrowInvalidArgument(where, " names training function '", op.training_function_name, "' and backward function '",
+                         op.backward_function_name, "'; the library lacks ", t < 0 ? "the first" : "the second");
+  }
+  const graph::FunctionSignature& ts = lib.signature(t);
+  const graph::FunctionSignature& bs = lib.signature(b);
+  const size_t nfwd = sig.inputs.size(), nout = sig.outputs.size();
+  bool ok = ts.inputs.size() == nfwd && ts.outputs.size() >= nout;
+  for (size_t i = 0; ok && i < nfwd; ++i) ok = ts.inputs[i].dtype == sig.inputs[i].dtype;
+  for (size_t j = 0; ok && j < nout; ++j) ok = ts.outputs[j].dtype == sig.outputs[j].dtype;
+  if (!ok) {
+    ThrowInvalidArgument(where, ": training function '", op.training_function_name, "' must take the forward ",
+                         "function's arguments and return its results followed by intermediates");
+  }
+  const size_t nvalues = nfwd + ts.outputs.size();
+  auto value_dtype = [&](size_t v) { return v < nfwd ? sig.inputs[v].dtype : ts.outputs[v - nfwd].dtype; };
+  const auto& dys = op.backward_output_gradients;
+  const auto& saved = op.backward_saved;
+  const auto& grads = op.backward_input_gradients;
+  ok = bs.inputs.size() == dys.size() + saved.size() && bs.outputs.size() == grads.size();
+  for (size_t j = 0; ok && j < dys.size(); ++j) {
+    ok = bs.inputs[j].dtype == sig.outputs[dys[j]].dtype && IsFloating(sig.outputs[dys[j]].dtype);
+  }
+  for (size_t i = 0; ok && i < saved.size(); ++i) {
+    ok = static_cast<size_t>(saved[i]) < nvalues && bs.inputs[dys.size() + i].dtype == value_dtype(saved[i]);
+  }
+  for (size_t g = 0; ok && g < grads.size(); ++g) ok = bs.outputs[g].dtype == sig.inputs[grads[g]].dtype;
+  if (!ok) {
+    ThrowInvalidArgument(where, ": backward function '", op.backward_function_name,
+                         "' must take the gradients of the outputs listed in backward_output_gradients and the ",
+                         "values listed in backward_saved (of ", nvalues, " forward values), and return the ",
+                         "gradients of the arguments listed in backward_input_gradients");
+  }
+  training_[k] = t;
+  backward_[k] = b;
+}
+
+void LoomRuntime::CheckResults(int k, int64_t calls, const std::vector<Tensor>& outs) const {
+  const OpSpec& op = spec_->ops[k];
   for (size_t j = 0; j < op.outputs.size(); ++j) {
     const TypeShape& ts = spec_->type_shapes[op.outputs[j]];
     const int64_t n = calls >= 0 ? calls : (outs[j].rank() > 0 ? outs[j].dim(0) : -1);
@@ -179,17 +173,41 @@ std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const st
                            " for a batch of ", n, " calls; expected a batch of ", ts.ToString());
     }
   }
+}
+
+std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures) const {
+  const int64_t calls = args.empty() ? -1 : args[0].dim(0);
+  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
+  std::vector<Tensor> outs = graph_.library->Compiled(forward_[k]).Run(args);
+  CheckResults(k, calls, outs);
   return outs;
 }
 
-std::vector<Tensor> LoomRuntime::RunOpBackward(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures,
+std::vector<Tensor> LoomRuntime::RunOpForTraining(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures,
+                                                  std::vector<Tensor>* saved) const {
+  const OpSpec& op = spec_->ops[k];
+  const int64_t calls = args.empty() ? -1 : args[0].dim(0);
+  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
+  std::vector<Tensor> outs = graph_.library->Compiled(training_[k]).Run(args);
+  CheckResults(k, calls, outs);
+  const size_t nfwd = args.size(), nout = op.outputs.size();
+  saved->clear();
+  for (int v : op.backward_saved) {
+    saved->push_back(static_cast<size_t>(v) < nfwd ? args[v] : outs[v - nfwd]);
+  }
+  outs.resize(nout);
+  return outs;
+}
+
+std::vector<Tensor> LoomRuntime::RunOpBackward(int k, const std::vector<Tensor>& saved,
                                                std::vector<Tensor> output_grads) const {
   const OpSpec& op = spec_->ops[k];
-  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
-  const size_t nfwd = args.size();
+  std::vector<Tensor> args;
+  args.reserve(op.backward_output_gradients.size() + saved.size());
   for (int j : op.backward_output_gradients) args.push_back(std::move(output_grads[j]));
+  args.insert(args.end(), saved.begin(), saved.end());
   std::vector<Tensor> results = graph_.library->Compiled(backward_[k]).Run(args);
-  std::vector<Tensor> grads(nfwd);  // undefined: no gradient
+  std::vector<Tensor> grads(op.inputs.size() + op.num_captures);  // undefined: no gradient
   for (size_t i = 0; i < results.size(); ++i) grads[op.backward_input_gradients[i]] = std::move(results[i]);
   return grads;
 }
@@ -323,40 +341,80 @@ void CheckCaptures(const LoomRuntime& rt, const std::vector<Tensor>& captures) {
   }
 }
 
-// The arguments of layer op `lo` (at depth d), gathered from the state below.
-std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std::vector<std::vector<const char*>>& rows) {
+
+// The arguments of chunk `c` of layer op `lo`, gathered from the state below.
+std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std::vector<std::vector<const char*>>& rows,
+                               const Chunk& c) {
   const OpSpec& op = sp.ops[lo.op];
   std::vector<Tensor> args;
   args.reserve(op.inputs.size());
   for (size_t a = 0; a < op.inputs.size(); ++a) {
     const TypeShape& ts = sp.type_shapes[op.inputs[a]];
-    Tensor batch(ts.dtype, ts.BatchDims(lo.calls));
-    GatherRows(rows[op.inputs[a]], lo.args[a], ts.row_bytes, static_cast<char*>(batch.raw_data()));
+    Tensor batch(ts.dtype, ts.BatchDims(c.count));
+    GatherRows(rows[op.inputs[a]], lo.args[a].data() + c.first, c.count, ts.row_bytes,
+               static_cast<char*>(batch.raw_data()));
     args.push_back(std::move(batch));
   }
   return args;
 }
 
 // Runs layer op `lo` on its gathered arguments: a pass-through returns them.
+// With `saved`, an op that has gradient functions runs for training and
+// leaves there what its backward function reads.
 std::vector<Tensor> RunLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& args,
-                               const std::vector<Tensor>& captures) {
+                               const std::vector<Tensor>& captures, std::vector<Tensor>* saved) {
   const LoomSpec& sp = *rt.spec();
   if (sp.ops[lo.op].pass_through) return args;
   try {
+    if (saved && rt.differentiable(lo.op)) return rt.RunOpForTraining(lo.op, args, captures, saved);
     return rt.RunOp(lo.op, args, captures);
   } catch (const Error& err) {
     throw Error(err.code(), StrCat(err.what(), "\n\t [[in loom ", sp.DescribeOp(lo.op), " at depth ", d, "]]"));
   }
 }
 
-// The backward pass of layer op `lo` at depth d: reads the gradient of this
-// depth's state (`grads`, per type shape, undefined where zero), adds the
-// arguments' gradients into `below` (the state one depth down, allocated on
-// first use with `rows_below` rows) and the captures' into `capture_grads`.
-void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& args,
-                     const std::vector<Tensor>& captures, const std::vector<Tensor>& grads,
-                     const std::vector<int64_t>& rows_below, std::vector<Tensor>* below,
-                     std::vector<Tensor>* capture_grads) {
+// A layer op's calls split for the threads: at most one chunk per thread,
+// none smaller than kMinChunkCalls (below that, splitting costs more than
+// it gains). An op without arguments is one chunk: its function decides
+// its batch size.
+constexpr int64_t kMinChunkCalls = 32;
+
+std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo) {
+  int64_t n = sp.ops[lo.op].inputs.empty() ? 1 : std::min<int64_t>(parallel::NumThreads(), lo.calls / kMinChunkCalls);
+  n = std::max<int64_t>(n, 1);
+  std::vector<Chunk> chunks(n);
+  for (int64_t i = 0; i < n; ++i) {
+    chunks[i].first = lo.calls * i / n;
+    chunks[i].count = lo.calls * (i + 1) / n - chunks[i].first;
+  }
+  return chunks;
+}
+
+// Runs layer op `lo` at depth d chunk by chunk, in parallel: per chunk, its
+// outputs. With `record`, it runs for training and records what the
+// backward pass needs.
+std::vector<std::vector<Tensor>> ForwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d,
+                                                const std::vector<std::vector<const char*>>& rows,
+                                                const std::vector<Tensor>& captures, LayerRecord* record) {
+  const std::vector<Chunk> chunks = SplitCalls(*rt.spec(), lo);
+  std::vector<std::vector<Tensor>> outs(chunks.size());
+  if (record) {
+    record->chunks = chunks;
+    record->saved.assign(chunks.size(), {});
+  }
+  parallel::ParallelFor(static_cast<int>(chunks.size()), [&](int i) {
+    outs[i] = RunLayerOp(rt, lo, d, GatherArgs(*rt.spec(), lo, rows, chunks[i]), captures,
+                         record ? &record->saved[i] : nullptr);
+  });
+  return outs;
+}
+
+// The gradients of chunk `c`'s arguments and captures, given what its
+// forward run saved and the gradient of this depth's state (`grads`, per
+// type shape, undefined where zero); empty when no gradient reaches its
+// outputs.
+std::vector<Tensor> ChunkGrads(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const Chunk& c,
+                               const std::vector<Tensor>& saved, const std::vector<Tensor>& grads) {
   const LoomSpec& sp = *rt.spec();
   const OpSpec& op = sp.ops[lo.op];
   std::vector<Tensor> out_grads;
@@ -365,52 +423,154 @@ void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const 
     const int t = op.outputs[j];
     const TypeShape& ts = sp.type_shapes[t];
     if (grads[t].defined() && IsFloating(ts.dtype)) {
-      out_grads.push_back(RowView(grads[t], lo.output_rows[j], lo.calls, ts));
+      out_grads.push_back(RowView(grads[t], lo.output_rows[j] + c.first, c.count, ts));
       any = true;
     } else {
-      out_grads.push_back(Zeros(ts.dtype, ts.BatchDims(lo.calls)));
+      out_grads.push_back(Zeros(ts.dtype, ts.BatchDims(c.count)));
     }
   }
-  if (!any) return;
-  std::vector<Tensor> arg_grads;
-  if (op.pass_through) {
-    arg_grads = out_grads;
-  } else {
-    if (!rt.differentiable(lo.op)) {
-      ThrowInvalidArgument("no gradient is known for loom ", sp.DescribeOp(lo.op),
-                           " (its batched function could not be differentiated)");
+  if (!any) return {};
+  if (op.pass_through) return out_grads;
+  if (!rt.differentiable(lo.op)) {
+    ThrowInvalidArgument("no gradient is known for loom ", sp.DescribeOp(lo.op),
+                         " (its batched function could not be differentiated)");
+  }
+  try {
+    return rt.RunOpBackward(lo.op, saved, std::move(out_grads));
+  } catch (const Error& err) {
+    throw Error(err.code(), StrCat(err.what(), "\n\t [[in the gradient of loom ", sp.DescribeOp(lo.op),
+                                   " at depth ", d, "]]"));
+  }
+}
+
+// Per captured value, the gradients of every chunk at every depth, summed
+// once at the end (SumCaptureGrads): one pass over them all instead of a
+// read-modify-write of an accumulator for each.
+using CaptureGrads = std::vector<std::vector<Tensor>>;
+
+template <typename T>
+void SumParts(const std::vector<Tensor>& parts, int64_t e0, int64_t e1, T* out) {
+  std::copy(parts[0].data<T>() + e0, parts[0].data<T>() + e1, out + e0);
+  for (size_t k = 1; k < parts.size(); ++k) {
+    const T* p = parts[k].data<T>();
+    for (int64_t e = e0; e < e1; ++e) out[e] += p[e];
+  }
+}
+
+// The sum of each captured value's gradients (zeros where none flowed),
+// blocks of elements shared among the threads.
+std::vector<Tensor> SumCaptureGrads(const CaptureGrads& grads, const std::vector<Tensor>& captures) {
+  std::vector<Tensor> sums;
+  for (size_t c = 0; c < grads.size(); ++c) {
+    const Tensor& v = captures[c];
+    if (grads[c].empty()) {
+      sums.push_back(Zeros(v.dtype(), v.shape()));
+    } else if (grads[c].size() == 1) {
+      sums.push_back(grads[c][0]);
+    } else {
+      Tensor sum(v.dtype(), v.shape());
+      constexpr int64_t kBlock = 4096;  // elements: a block of every part stays in cache
+      const int64_t n = sum.num_elements(), blocks = (n + kBlock - 1) / kBlock;
+      parallel::ParallelFor(static_cast<int>(std::min<int64_t>(blocks, parallel::NumThreads())), [&](int i) {
+        const int threads = static_cast<int>(std::min<int64_t>(blocks, parallel::NumThreads()));
+        for (int64_t b = i; b < blocks; b += threads) {
+          const int64_t e0 = b * kBlock, e1 = std::min(n, e0 + kBlock);
+          if (sum.dtype() == DType::kFloat32) SumParts(grads[c], e0, e1, sum.data<float>());
+          else SumParts(grads[c], e0, e1, sum.data<double>());
+        }
+      });
+      sums.push_back(std::move(sum));
     }
-    try {
-      arg_grads = rt.RunOpBackward(lo.op, args, captures, out_grads);
-    } catch (const Error& err) {
-      throw Error(err.code(), StrCat(err.what(), "\n\t [[in the gradient of loom ", sp.DescribeOp(lo.op),
-                                     " at depth ", d, "]]"));
+  }
+  return sums;
+}
+
+// dst row index[r] (row r when index is null) += src row r, for r < count:
+// a piece of a layer's gradient accumulation.
+struct RowAdd {
+  const Tensor* src;
+  Tensor* dst;
+  const int32_t* index;
+  int64_t count, row_elements;
+};
+
+template <typename T>
+void AddRowSlice(const RowAdd& a, int64_t e0, int64_t e1) {
+  const T* src = a.src->data<T>();
+  T* dst = a.dst->data<T>();
+  for (int64_t r = 0; r < a.count; ++r) {
+    const T* s = src + r * a.row_elements;
+    T* d = dst + (a.index ? a.index[r] : r) * a.row_elements;
+    for (int64_t e = e0; e < std::min(e1, a.row_elements); ++e) d[e] += s[e];
+  }
+}
+
+// Runs the additions with each thread taking one slice of every row's
+// elements, so that no two threads write one element (rows of different
+// chunks may go to the same row below).
+void RunRowAdds(const std::vector<RowAdd>& adds) {
+  int64_t total = 0;
+  for (const RowAdd& a : adds) total += a.count * a.row_elements;
+  constexpr int64_t kMinParallelElements = 1 << 16, kSliceAlign = 16;  // 64-byte slices of float rows
+  const int n = total < kMinParallelElements ? 1 : parallel::NumThreads();
+  parallel::ParallelFor(n, [&](int i) {
+    for (const RowAdd& a : adds) {
+      const int64_t slice = ((a.row_elements + n - 1) / n + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+      if (a.src->dtype() == DType::kFloat32) AddRowSlice<float>(a, i * slice, (i + 1) * slice);
+      else AddRowSlice<double>(a, i * slice, (i + 1) * slice);
     }
-    for (int c = 0; c < op.num_captures; ++c) {
-      const Tensor& g = arg_grads[op.inputs.size() + c];
-      if (!g.defined() || !IsFloating(g.dtype())) continue;
-      const Tensor& value = captures[rt.capture_offset(lo.op) + c];
-      if (g.dtype() != value.dtype() || g.shape() != value.shape()) {
-        ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", g.DebugString(),
-                             " for its captured value ", c, ", which is ", value.DebugString());
-      }
-      Tensor& acc = (*capture_grads)[rt.capture_offset(lo.op) + c];
-      if (!acc.defined()) acc = g.Clone();
-      else AddInto(g, &acc);
+  });
+}
+
+// Checks chunk `c`'s gradients (ChunkGrads), lists their additions into
+// `below` (the state one depth down, allocated on first use with
+// `rows_below` rows), and adds the captures' to `capture_grads`.
+void ListChunkGradAdds(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c, const std::vector<Tensor>& grads,
+                       const std::vector<Tensor>& captures, const std::vector<int64_t>& rows_below,
+                       std::vector<Tensor>* below, CaptureGrads* capture_grads, std::vector<RowAdd>* adds) {
+  const LoomSpec& sp = *rt.spec();
+  const OpSpec& op = sp.ops[lo.op];
+  if (grads.empty()) return;
+  for (int k = 0; k < (op.pass_through ? 0 : op.num_captures); ++k) {
+    const Tensor& g = grads[op.inputs.size() + k];
+    if (!g.defined() || !IsFloating(g.dtype())) continue;
+    const Tensor& value = captures[rt.capture_offset(lo.op) + k];
+    if (g.dtype() != value.dtype() || g.shape() != value.shape()) {
+      ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", g.DebugString(),
+                           " for its captured value ", k, ", which is ", value.DebugString());
     }
+    (*capture_grads)[rt.capture_offset(lo.op) + k].push_back(g);
   }
   for (size_t a = 0; a < op.inputs.size(); ++a) {
     const int t = op.inputs[a];
     const TypeShape& ts = sp.type_shapes[t];
-    if (!IsFloating(ts.dtype) || !arg_grads[a].defined()) continue;
-    if (!IsBatchOf(arg_grads[a], ts, lo.calls)) {
-      ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", arg_grads[a].DebugString(),
-                           " for argument ", a, "; expected a batch of ", lo.calls, " ", ts.ToString());
+    if (!IsFloating(ts.dtype) || !grads[a].defined()) continue;
+    if (!IsBatchOf(grads[a], ts, c.count)) {
+      ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", grads[a].DebugString(),
+                           " for argument ", a, "; expected a batch of ", c.count, " ", ts.ToString());
     }
     Tensor& g = (*below)[t];
     if (!g.defined()) g = Zeros(ts.dtype, ts.BatchDims(rows_below[t]));
-    ScatterAdd(arg_grads[a], lo.args[a], ts.row_elements, &g);
+    adds->push_back({&grads[a], &g, lo.args[a].data() + c.first, c.count, ts.row_elements});
   }
+}
+
+// The backward pass of layer op `lo` at depth d from its forward run's
+// record: the chunks' gradients, then their sums, in parallel.
+void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const LayerRecord& record,
+                     const std::vector<Tensor>& captures, const std::vector<Tensor>& grads,
+                     const std::vector<int64_t>& rows_below, std::vector<Tensor>* below,
+                     CaptureGrads* capture_grads) {
+  const size_t n = record.chunks.size();
+  std::vector<std::vector<Tensor>> chunk_grads(n);
+  parallel::ParallelFor(static_cast<int>(n), [&](int i) {
+    chunk_grads[i] = ChunkGrads(rt, lo, d, record.chunks[i], record.saved[i], grads);
+  });
+  std::vector<RowAdd> adds;
+  for (size_t i = 0; i < n; ++i) {
+    ListChunkGradAdds(rt, lo, record.chunks[i], chunk_grads[i], captures, rows_below, below, capture_grads, &adds);
+  }
+  RunRowAdds(adds);
 }
 
 // Depth 0's gradient, to the named tensors and batch inputs its rows came
@@ -525,27 +685,31 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
     record->runtime = runtime;
     record->schedule = schedule;
     record->inputs = in;
-    record->args.resize(sc.num_depths);
+    record->layers.resize(sc.num_depths);
   }
+  parallel::SingleThreadedBlas blas;  // the chunks run in parallel instead
   for (int32_t d = 1; d <= sc.num_depths; ++d) {
     std::vector<std::vector<const char*>> next(T);
     for (int t = 0; t < T; ++t) next[t].resize(sc.rows[d][t]);
     std::vector<Tensor> next_held;
     const auto& layer = sc.layers[d - 1];
-    if (record) record->args[d - 1].resize(layer.size());
+    if (record) record->layers[d - 1].resize(layer.size());
     for (size_t e = 0; e < layer.size(); ++e) {
       const LayerOp& lo = layer[e];
       const OpSpec& op = sp.ops[lo.op];
-      std::vector<Tensor> args = GatherArgs(sp, lo, rows);
-      std::vector<Tensor> outs = RunLayerOp(rt, lo, d, args, in.captures);
-      for (size_t j = 0; j < op.outputs.size(); ++j) {
-        const int t = op.outputs[j];
-        const size_t rb = sp.type_shapes[t].row_bytes;
-        const char* p = static_cast<const char*>(outs[j].raw_data());
-        for (int64_t c = 0; c < lo.calls; ++c) next[t][lo.output_rows[j] + c] = p + c * rb;
-        next_held.push_back(std::move(outs[j]));
+      LayerRecord* lr = record ? &record->layers[d - 1][e] : nullptr;
+      std::vector<std::vector<Tensor>> outs = ForwardLayerOp(rt, lo, d, rows, in.captures, lr);
+      const std::vector<Chunk> chunks = SplitCalls(sp, lo);
+      for (size_t i = 0; i < outs.size(); ++i) {
+        for (size_t j = 0; j < op.outputs.size(); ++j) {
+          const int t = op.outputs[j];
+          const size_t rb = sp.type_shapes[t].row_bytes;
+          const char* p = static_cast<const char*>(outs[i][j].raw_data());
+          const int64_t first = lo.output_rows[j] + chunks[i].first;
+          for (int64_t c = 0; c < chunks[i].count; ++c) next[t][first + c] = p + c * rb;
+          next_held.push_back(std::move(outs[i][j]));
+        }
       }
-      if (record) record->args[d - 1][e] = std::move(args);
     }
     rows = std::move(next);
     held = std::move(next_held);
@@ -561,20 +725,18 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
   const int T = sp.num_type_shapes();
   // grads[d][t]: the gradient of the state at depth d (undefined: zero).
   std::vector<std::vector<Tensor>> grads = OutputGrads(sp, sc, sc.num_depths, output_grads);
-  std::vector<Tensor> capture_grads(rt.num_captures());
+  CaptureGrads capture_grads(rt.num_captures());
+  parallel::SingleThreadedBlas blas;  // the chunks run in parallel instead
   for (int32_t d = sc.num_depths; d >= 1; --d) {
     const auto& layer = sc.layers[d - 1];
     for (size_t e = 0; e < layer.size(); ++e) {
-      BackwardLayerOp(rt, layer[e], d, record.args[d - 1][e], record.inputs.captures, grads[d], sc.rows[d - 1],
+      BackwardLayerOp(rt, layer[e], d, record.layers[d - 1][e], record.inputs.captures, grads[d], sc.rows[d - 1],
                       &grads[d - 1], &capture_grads);
     }
     grads[d].clear();  // this depth's gradients are spent
   }
   std::vector<Tensor> result = SourceGrads(sp, sc, record.inputs, grads[0], /*sparse_batch=*/true);
-  for (int c = 0; c < rt.num_captures(); ++c) {
-    const Tensor& v = record.inputs.captures[c];
-    result.push_back(capture_grads[c].defined() ? capture_grads[c] : Zeros(v.dtype(), v.shape()));
-  }
+  for (Tensor& g : SumCaptureGrads(capture_grads, record.inputs.captures)) result.push_back(std::move(g));
   (void)T;
   return result;
 }
@@ -600,11 +762,15 @@ std::vector<Tensor> RunLayer(const LoomRuntime& rt, const Schedule& sc, int32_t 
   std::vector<std::vector<const char*>> rows(T);
   for (int t = 0; t < T; ++t) rows[t] = RowsOf(below[t], RowsAt(sc, d - 1, t), sp.type_shapes[t].row_bytes);
   for (const LayerOp& lo : sc.layers[d - 1]) {
-    std::vector<Tensor> outs = RunLayerOp(rt, lo, d, GatherArgs(sp, lo, rows), captures);
-    for (size_t j = 0; j < outs.size(); ++j) {
-      const TypeShape& ts = sp.type_shapes[sp.ops[lo.op].outputs[j]];
-      std::memcpy(static_cast<char*>(states[sp.ops[lo.op].outputs[j]].raw_data()) + lo.output_rows[j] * ts.row_bytes,
-                  outs[j].raw_data(), outs[j].nbytes());
+    const std::vector<Chunk> chunks = SplitCalls(sp, lo);
+    std::vector<std::vector<Tensor>> outs = ForwardLayerOp(rt, lo, d, rows, captures, nullptr);
+    for (size_t i = 0; i < outs.size(); ++i) {
+      for (size_t j = 0; j < outs[i].size(); ++j) {
+        const int t = sp.ops[lo.op].outputs[j];
+        const size_t rb = sp.type_shapes[t].row_bytes;
+        std::memcpy(static_cast<char*>(states[t].raw_data()) + (lo.output_rows[j] + chunks[i].first) * rb,
+                    outs[i][j].raw_data(), outs[i][j].nbytes());
+      }
     }
   }
   return states;
@@ -656,13 +822,16 @@ std::vector<Tensor> RunLayerGrad(const LoomRuntime& rt, const Schedule& sc, int3
   CheckState(sp, sc, d - 1, below, "LoomLayerGrad");
   CheckState(sp, sc, d, grads, "LoomLayerGrad (gradients)");
   CheckCaptures(rt, captures);
-  std::vector<Tensor> below_grads(T), capture_grads(rt.num_captures());
+  std::vector<Tensor> below_grads(T);
+  CaptureGrads capture_grads(rt.num_captures());
   if (d <= sc.num_depths) {
     std::vector<std::vector<const char*>> rows(T);
     for (int t = 0; t < T; ++t) rows[t] = RowsOf(below[t], RowsAt(sc, d - 1, t), sp.type_shapes[t].row_bytes);
     for (const LayerOp& lo : sc.layers[d - 1]) {
-      BackwardLayerOp(rt, lo, d, GatherArgs(sp, lo, rows), captures, grads, sc.rows[d - 1], &below_grads,
-                      &capture_grads);
+      // The unrolled mode keeps nothing between its steps: rerun the layer for training.
+      LayerRecord record;
+      ForwardLayerOp(rt, lo, d, rows, captures, &record);
+      BackwardLayerOp(rt, lo, d, record, captures, grads, sc.rows[d - 1], &below_grads, &capture_grads);
     }
   }
   std::vector<Tensor> result;
@@ -670,9 +839,7 @@ std::vector<Tensor> RunLayerGrad(const LoomRuntime& rt, const Schedule& sc, int3
     const TypeShape& ts = sp.type_shapes[t];
     result.push_back(below_grads[t].defined() ? below_grads[t] : Zeros(ts.dtype, ts.BatchDims(RowsAt(sc, d - 1, t))));
   }
-  for (int c = 0; c < rt.num_captures(); ++c) {
-    result.push_back(capture_grads[c].defined() ? capture_grads[c] : Zeros(captures[c].dtype(), captures[c].shape()));
-  }
+  for (Tensor& g : SumCaptureGrads(capture_grads, captures)) result.push_back(std::move(g));
   return result;
 }
 

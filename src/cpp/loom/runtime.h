@@ -27,17 +27,24 @@ class LoomRuntime {
   bool differentiable(int op) const;
   // Runs op k's forward function on `args` followed by its captures.
   std::vector<Tensor> RunOp(int op, std::vector<Tensor> args, const std::vector<Tensor>& captures) const;
-  // Runs op k's backward function: forward arguments, captures, output
-  // gradients -> gradients of the arguments and captures (undefined for
-  // those the backward function gives none).
-  std::vector<Tensor> RunOpBackward(int op, std::vector<Tensor> args, const std::vector<Tensor>& captures,
-                                    std::vector<Tensor> output_grads) const;
+  // Runs op k for training (an op with a backward function): its outputs,
+  // and in *saved the values its backward function reads (arguments,
+  // captures and intermediates, as listed in backward_saved).
+  std::vector<Tensor> RunOpForTraining(int op, std::vector<Tensor> args, const std::vector<Tensor>& captures,
+                                       std::vector<Tensor>* saved) const;
+  // Runs op k's backward function: the values RunOpForTraining saved and
+  // the output gradients -> gradients of the arguments and captures
+  // (undefined for those the backward function gives none).
+  std::vector<Tensor> RunOpBackward(int op, const std::vector<Tensor>& saved, std::vector<Tensor> output_grads) const;
 
  private:
   void CheckFunctions();
+  void CheckGradientFunctions(int op);
+  void CheckResults(int op, int64_t calls, const std::vector<Tensor>& outs) const;
   std::shared_ptr<const LoomSpec> spec_;
   graph::LoadedGraph graph_;
-  std::vector<int> forward_, backward_;  // library function index per op, -1 when none
+  // Library function index per op, -1 when none.
+  std::vector<int> forward_, training_, backward_;
   std::vector<int> capture_offset_;
   std::vector<graph::TensorSpec> capture_specs_;
 };
@@ -49,13 +56,26 @@ struct LoomInputs {
   std::vector<Tensor> captures;  // every op's captures, op by op
 };
 
+// Calls [first, first + count) of a layer op: what one thread runs. A layer
+// op's calls are split into chunks run in parallel (util/parallel.h).
+struct Chunk {
+  int64_t first = 0, count = 0;
+};
+
+// A layer op's forward run, for its backward pass: its chunks, and per
+// chunk the values its backward function reads.
+struct LayerRecord {
+  std::vector<Chunk> chunks;
+  std::vector<std::vector<Tensor>> saved;
+};
+
 // What the backward pass needs of a forward run: held by a variant tensor.
 struct ForwardRecord : public HandleBase {
   std::string TypeName() const override { return "LoomForwardRecord"; }
   std::shared_ptr<const LoomRuntime> runtime;
   std::shared_ptr<const Schedule> schedule;
   LoomInputs inputs;
-  std::vector<std::vector<std::vector<Tensor>>> args;  // [depth - 1][layer op][argument]
+  std::vector<std::vector<LayerRecord>> layers;  // [depth - 1][layer op]
 };
 
 // Checks `inputs` against the loom and the schedule (InvalidArgument naming

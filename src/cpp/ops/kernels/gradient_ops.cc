@@ -216,7 +216,28 @@ OpDef MakeBroadcastTo() {
 
 OpRegistrar broadcast_to_op(MakeBroadcastTo());
 
-// ---------------------------------------------------------------- ReluGrad
+// ---------------------------------------------------------------- ReluGrad, SigmoidGrad, TanhGrad
+
+// Two inputs of one shape (as far as it is known): that shape.
+ShapeFn SameShapeOfTwoInputs(const char* first, const char* second) {
+  return [first, second](const InferContext& c) {
+    const PartialShape& a = c.shapes[0];
+    const PartialShape& b = c.shapes[1];
+    if (!a.known_rank) return std::vector<PartialShape>{b};
+    if (!b.known_rank) return std::vector<PartialShape>{a};
+    bool ok = a.rank() == b.rank();
+    Dims out = a.dims;
+    for (int d = 0; ok && d < a.rank(); ++d) {
+      if (a.dims[d] >= 0 && b.dims[d] >= 0 && a.dims[d] != b.dims[d]) ok = false;
+      if (out[d] < 0) out[d] = b.dims[d];
+    }
+    if (!ok) {
+      ThrowValueError(c.op.name, ": ", first, " and ", second, " must have the same shape, got ", a.ToString(),
+                      " and ", b.ToString());
+    }
+    return std::vector<PartialShape>{PartialShape(out)};
+  };
+}
 
 OpDef MakeReluGrad() {
   OpDef op;
@@ -224,23 +245,7 @@ OpDef MakeReluGrad() {
   op.inputs = {{"gradients", false, "T", kNumericTypes}, {"features", false, "T", kNumericTypes}};
   op.outputs = {"backprops"};
   op.dtype_fn = SameDTypeAsInput(0);
-  op.shape_fn = [](const InferContext& c) {
-    const PartialShape& g = c.shapes[0];
-    const PartialShape& f = c.shapes[1];
-    if (!g.known_rank) return std::vector<PartialShape>{f};
-    if (!f.known_rank) return std::vector<PartialShape>{g};
-    bool ok = g.rank() == f.rank();
-    Dims out = g.dims;
-    for (int d = 0; ok && d < g.rank(); ++d) {
-      if (g.dims[d] >= 0 && f.dims[d] >= 0 && g.dims[d] != f.dims[d]) ok = false;
-      if (out[d] < 0) out[d] = f.dims[d];
-    }
-    if (!ok) {
-      ThrowValueError(c.op.name, ": gradients and features must have the same shape, got ", g.ToString(), " and ",
-                      f.ToString());
-    }
-    return std::vector<PartialShape>{PartialShape(out)};
-  };
+  op.shape_fn = SameShapeOfTwoInputs("gradients", "features");
   op.kernel = [](KernelContext& ctx) {
     const Tensor& g = ctx.input(0);
     const Tensor& f = ctx.input(1);
@@ -263,6 +268,37 @@ OpDef MakeReluGrad() {
   return op;
 }
 
+// The gradient of an activation from its output y and the output's gradient
+// dy, in one pass (instead of three ops with a temporary each): f(y, dy).
+template <typename F>
+OpDef ActivationGrad(const char* name, const char* doc, F f) {
+  OpDef op;
+  op.name = name;
+  op.inputs = {{"y", false, "T", kFloatTypes}, {"dy", false, "T", kFloatTypes}};
+  op.outputs = {"z"};
+  op.dtype_fn = SameDTypeAsInput(0);
+  op.shape_fn = SameShapeOfTwoInputs("y", "dy");
+  op.kernel = [name, f](KernelContext& ctx) {
+    const Tensor& y = ctx.input(0);
+    const Tensor& dy = ctx.input(1);
+    Tensor& out = ctx.allocate_output(0);
+    VisitFloat(y.dtype(), name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* __restrict py = y.data<T>();
+      const T* __restrict pd = dy.data<T>();
+      T* __restrict po = out.data<T>();
+      const int64_t n = out.num_elements();
+      for (int64_t i = 0; i < n; ++i) po[i] = f(py[i], pd[i]);
+    });
+  };
+  op.doc = doc;
+  return op;
+}
+
+OpRegistrar sigmoid_grad_op(ActivationGrad("SigmoidGrad", "The gradient of Sigmoid from its output: dy * y * (1 - y).",
+                                           [](auto y, auto dy) { return dy * (y * (decltype(y)(1) - y)); }));
+OpRegistrar tanh_grad_op(ActivationGrad("TanhGrad", "The gradient of Tanh from its output: dy * (1 - y * y).",
+                                        [](auto y, auto dy) { return dy * (decltype(y)(1) - y * y); }));
 OpRegistrar relu_grad_op(MakeReluGrad());
 
 // ---------------------------------------------------------------- InvertPermutation

@@ -156,14 +156,27 @@ def _reciprocal_grad(op, dz):
 
 @RegisterGradient("Tanh")
 def _tanh_grad(op, dz):
-    y = op.outputs[0]
-    return [mul(dz, _ops.sub(scalar(1, y.dtype), mul(y, y)))]
+    return [_ops.run("TanhGrad", [op.outputs[0], dz])]
 
 
 @RegisterGradient("Sigmoid")
 def _sigmoid_grad(op, dz):
-    y = op.outputs[0]
-    return [mul(dz, mul(y, _ops.sub(scalar(1, y.dtype), y)))]
+    return [_ops.run("SigmoidGrad", [op.outputs[0], dz])]
+
+
+@RegisterGradient("TanhGrad")
+def _tanh_grad_grad(op, ddz):
+    # z = dy * (1 - y^2): dz/dy = -2 y dy, dz/d(dy) = 1 - y^2.
+    y, dy = op.inputs
+    return [mul(ddz, mul(scalar(-2, y.dtype), mul(y, dy))), _ops.run("TanhGrad", [y, ddz])]
+
+
+@RegisterGradient("SigmoidGrad")
+def _sigmoid_grad_grad(op, ddz):
+    # z = dy * y * (1 - y): dz/dy = dy (1 - 2 y), dz/d(dy) = y (1 - y).
+    y, dy = op.inputs
+    return [mul(ddz, mul(dy, _ops.sub(scalar(1, y.dtype), mul(scalar(2, y.dtype), y)))),
+            _ops.run("SigmoidGrad", [y, ddz])]
 
 
 @RegisterGradient("Cast")

@@ -17,10 +17,13 @@ from treadle.framework.ops import execute
 
 
 def attach_backward_functions(loom, library):
-    """Sets each traced op's backward function in the loom's metadata and adds
-    it to `library`. An op whose function cannot be differentiated keeps none:
-    running it works, asking for its gradient raises an error naming it."""
-    from treadle.autodiff.function_gradients import backward_function
+    """Gives each traced op its gradient functions, added to `library`: a
+    training function (the op's function also returning the intermediates
+    the gradient reads, so the backward pass recomputes nothing) and the
+    backward function reading them. An op whose function cannot be
+    differentiated keeps none: running it works, asking for its gradient
+    raises an error naming it."""
+    from treadle.autodiff.function_gradients import GRADIENT_ERRORS, function_gradient
     seen = {f.signature.name for f in library.library.function}
     traced = iter(loom._traced)
     for k, (name, _) in enumerate(loom._ops):
@@ -29,19 +32,24 @@ def attach_backward_functions(loom, library):
             continue
         fn = next(traced).function
         try:
-            bwd = backward_function(fn)
-        except (NotImplementedError, LookupError, TypeError):
+            level = function_gradient(fn).level(0)
+        except GRADIENT_ERRORS:
             continue
-        n_forward = len(fn.graph.inputs)
-        if len(bwd.graph.inputs) != n_forward + len(bwd.output_gradient_indices):
+        bwd = level.bwd
+        if len(bwd.function.graph.inputs) != sum(d is not None for d in bwd.dy_dtypes) + len(bwd.needed):
             continue  # the backward graph captured values of its own: not supported by the loom
-        op_def.backward_function_name = bwd.name
-        op_def.backward_output_gradients.extend(bwd.output_gradient_indices)
-        op_def.backward_input_gradients.extend(bwd.input_gradient_indices)
-        for fdef in bwd.library_graph_def().library.function:
-            if fdef.signature.name not in seen:
-                seen.add(fdef.signature.name)
-                library.library.function.append(fdef)
+        n_forward = len(fn.graph.inputs)
+        op_def.training_function_name = level.forward.name
+        op_def.backward_function_name = bwd.function.name
+        op_def.backward_output_gradients.extend(i for i, d in enumerate(bwd.dy_dtypes) if d is not None)
+        op_def.backward_saved.extend(v if kind == "input" else n_forward + level.position[id(v)]
+                                     for kind, v in bwd.needed_kinds)
+        op_def.backward_input_gradients.extend(i for i, g in enumerate(bwd.grad_index) if g is not None)
+        for f in (level.forward, bwd.function):
+            for fdef in f.library_graph_def().library.function:
+                if fdef.signature.name not in seen:
+                    seen.add(fdef.signature.name)
+                    library.library.function.append(fdef)
 
 
 def _shape_dims(t):
