@@ -18,7 +18,7 @@ from treadle.framework.tensor_shape import TensorShape
 _INDEX_DTYPES = (dtypes.int32, dtypes.int64)
 
 
-def _as_tensor(value, what, dtype_hint=None):
+def _as_tensor(value, dtype_hint=None):
     if isinstance(value, Tensor):
         return value
     return convert_to_tensor(value, dtype_hint=dtype_hint)
@@ -33,12 +33,12 @@ class IndexedSlices:
     __slots__ = ("_values", "_indices", "_dense_shape")
 
     def __init__(self, values, indices, dense_shape=None):
-        values = _as_tensor(values, "values")
-        indices = _as_tensor(indices, "indices", dtypes.int64)
+        values = _as_tensor(values)
+        indices = _as_tensor(indices, dtypes.int64)
         if indices.dtype not in _INDEX_DTYPES:
             raise TypeError(f"IndexedSlices: indices must be int32 or int64, got {indices.dtype.name}")
         if dense_shape is not None:
-            dense_shape = _as_tensor(dense_shape, "dense_shape", dtypes.int64)
+            dense_shape = _as_tensor(dense_shape, dtypes.int64)
             if dense_shape.dtype not in _INDEX_DTYPES:
                 raise TypeError(f"IndexedSlices: dense_shape must be int32 or int64, got {dense_shape.dtype.name}")
         self._values = values
