@@ -1,5 +1,7 @@
 // The op registry as Python sees it: descriptions to generate op functions
 // from, eager execution, and inference for graph construction.
+#include <cblas.h>
+
 #include "ops/kernels/random_ops.h"
 #include "py_common.h"
 #include "util/errors.h"
@@ -54,6 +56,10 @@ std::vector<Tensor> TensorsFromPy(py::handle seq) {
 }  // namespace
 
 void RegisterOps(py::module_& m) {
+  m.def("blas_config", [] {
+    return py::make_tuple(std::string(scipy_openblas_get_config()), std::string(scipy_openblas_get_corename()),
+                          scipy_openblas_get_num_threads());
+  }, "OpenBLAS's build configuration, the kernels it chose for this CPU, and its thread count.");
   py::class_<OpHandle>(m, "OpHandle")
       .def_property_readonly("name", [](const OpHandle& h) { return h.op->name; })
       .def("__repr__", [](const OpHandle& h) { return "<OpHandle " + h.op->name + ">"; });

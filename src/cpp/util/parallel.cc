@@ -1,5 +1,6 @@
 #include "util/parallel.h"
 
+#include <cblas.h>
 #include <pthread.h>
 
 #include <algorithm>
@@ -10,10 +11,6 @@
 #include <thread>
 #include <vector>
 
-extern "C" {
-int scipy_openblas_get_num_threads(void);
-void scipy_openblas_set_num_threads(int);
-}
 
 namespace treadle::parallel {
 namespace {

@@ -10,10 +10,14 @@ import sys as _sys
 # export a different protobuf into the global symbol scope; RTLD_DEEPBIND makes
 # the core (and its own libprotobuf) resolve symbols among themselves first,
 # whichever of the two was imported first.
+# OpenBLAS, loaded with the core, chooses its kernels then (see _blas.py).
+from treadle import _blas
+
 _flags = _sys.getdlopenflags()
 _sys.setdlopenflags(_flags | getattr(_os, "RTLD_DEEPBIND", 0))
 try:
-    from treadle import _core
+    with _blas.chosen_kernels():
+        from treadle import _core
 finally:
     _sys.setdlopenflags(_flags)
 del _flags
