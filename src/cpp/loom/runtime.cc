@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 
 #include "graph/executable.h"
 #include "graph/library.h"
@@ -269,6 +270,15 @@ void CheckInputs(const LoomRuntime& rt, const Schedule& sc, const LoomInputs& in
   }
 }
 
+// Runs fn(first, end) over row ranges covering [0, n), in parallel when the
+// rows are many bytes (the depth-0 state of a large batch: a serial copy
+// there would leave the other threads idle).
+void ParallelRows(int64_t n, size_t row_bytes, const std::function<void(int64_t, int64_t)>& fn) {
+  constexpr size_t kMinParallelBytes = size_t{256} << 10;
+  const int parts = static_cast<size_t>(n) * row_bytes < kMinParallelBytes ? 1 : parallel::NumThreads();
+  parallel::ParallelFor(parts, [&](int i) { fn(n * i / parts, n * (i + 1) / parts); });
+}
+
 // The depth-0 state of type shape t: each row copied from its source.
 Tensor InitialState(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in, int t) {
   const TypeShape& ts = sp.type_shapes[t];
@@ -278,17 +288,19 @@ Tensor InitialState(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in
   const auto& kinds = sc.source_kind[t];
   const auto& index = sc.source_index[t];
   const int slot = sp.batch_input_slot[t];
-  for (int64_t i = 0; i < n; ++i, dst += ts.row_bytes) {
-    const char* src;
-    if (kinds[i] == kNamedTensorSource) {
-      src = static_cast<const char*>(in.named[index[i]].raw_data());
-    } else if (kinds[i] == kBatchInputSource) {
-      src = static_cast<const char*>(in.batch[slot].raw_data()) + index[i] * ts.row_bytes;
-    } else {
-      src = static_cast<const char*>(sc.constants[t].raw_data()) + index[i] * ts.row_bytes;
+  ParallelRows(n, ts.row_bytes, [&](int64_t first, int64_t end) {
+    for (int64_t i = first; i < end; ++i) {
+      const char* src;
+      if (kinds[i] == kNamedTensorSource) {
+        src = static_cast<const char*>(in.named[index[i]].raw_data());
+      } else if (kinds[i] == kBatchInputSource) {
+        src = static_cast<const char*>(in.batch[slot].raw_data()) + index[i] * ts.row_bytes;
+      } else {
+        src = static_cast<const char*>(sc.constants[t].raw_data()) + index[i] * ts.row_bytes;
+      }
+      std::memcpy(dst + i * ts.row_bytes, src, ts.row_bytes);
     }
-    std::memcpy(dst, src, ts.row_bytes);
-  }
+  });
   return state;
 }
 
@@ -377,7 +389,7 @@ std::vector<Tensor> RunLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t
 // none smaller than kMinChunkCalls (below that, splitting costs more than
 // it gains). An op without arguments is one chunk: its function decides
 // its batch size.
-constexpr int64_t kMinChunkCalls = 32;
+constexpr int64_t kMinChunkCalls = 16;
 
 std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo) {
   int64_t n = sp.ops[lo.op].inputs.empty() ? 1 : std::min<int64_t>(parallel::NumThreads(), lo.calls / kMinChunkCalls);
@@ -615,11 +627,18 @@ std::vector<Tensor> SourceGrads(const LoomSpec& sp, const Schedule& sc, const Lo
       }
     }
     const int64_t n = static_cast<int64_t>(rows.size());
-    Tensor values(ts.dtype, ts.BatchDims(n));
-    char* dst = static_cast<char*>(values.raw_data());
-    for (int64_t r : rows) {
-      std::memcpy(dst, static_cast<const char*>(g.raw_data()) + r * ts.row_bytes, ts.row_bytes);
-      dst += ts.row_bytes;
+    Tensor values;
+    if (n == sc.rows[0][t]) {
+      values = g;  // every depth-0 row came from the batch input: the gradient is the values, in order
+    } else {
+      values = Tensor(ts.dtype, ts.BatchDims(n));
+      char* dst = static_cast<char*>(values.raw_data());
+      ParallelRows(n, ts.row_bytes, [&](int64_t first, int64_t end) {
+        for (int64_t k = first; k < end; ++k) {
+          std::memcpy(dst + k * ts.row_bytes, static_cast<const char*>(g.raw_data()) + rows[k] * ts.row_bytes,
+                      ts.row_bytes);
+        }
+      });
     }
     Tensor index_tensor(DType::kInt64, Dims{n});
     if (n) std::memcpy(index_tensor.raw_data(), indices.data(), static_cast<size_t>(n) * sizeof(int64_t));
