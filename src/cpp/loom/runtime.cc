@@ -513,33 +513,50 @@ void AddRowSlice(const RowAdd& a, int64_t e0, int64_t e1) {
   for (int64_t r = 0; r < a.count; ++r) {
     const T* s = src + r * a.row_elements;
     T* d = dst + (a.index ? a.index[r] : r) * a.row_elements;
-    for (int64_t e = e0; e < std::min(e1, a.row_elements); ++e) d[e] += s[e];
+    for (int64_t e = e0; e < e1; ++e) d[e] += s[e];
   }
 }
 
 // Runs the additions with each thread taking one slice of every row's
 // elements, so that no two threads write one element (rows of different
-// chunks may go to the same row below).
-void RunRowAdds(const std::vector<RowAdd>& adds) {
+// chunks may go to the same row below). `fresh` are the destinations just
+// allocated: each thread zeroes its slice of them first.
+void RunRowAdds(const std::vector<RowAdd>& adds, const std::vector<Tensor*>& fresh) {
   int64_t total = 0;
   for (const RowAdd& a : adds) total += a.count * a.row_elements;
+  for (const Tensor* t : fresh) total += t->num_elements();
   constexpr int64_t kMinParallelElements = 1 << 16, kSliceAlign = 16;  // 64-byte slices of float rows
   const int n = total < kMinParallelElements ? 1 : parallel::NumThreads();
+  auto slice_of = [n](int64_t row_elements, int i) {
+    const int64_t slice = ((row_elements + n - 1) / n + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
+    return std::make_pair(std::min(row_elements, i * slice), std::min(row_elements, (i + 1) * slice));
+  };
   parallel::ParallelFor(n, [&](int i) {
+    for (Tensor* t : fresh) {
+      const int64_t rows = t->dim(0), row_elements = rows ? t->num_elements() / rows : 0;
+      const auto [e0, e1] = slice_of(row_elements, i);
+      const size_t esize = DTypeSize(t->dtype());
+      char* base = static_cast<char*>(t->raw_data());
+      for (int64_t r = 0; r < rows && e1 > e0; ++r) {
+        std::memset(base + (r * row_elements + e0) * esize, 0, static_cast<size_t>(e1 - e0) * esize);
+      }
+    }
     for (const RowAdd& a : adds) {
-      const int64_t slice = ((a.row_elements + n - 1) / n + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
-      if (a.src->dtype() == DType::kFloat32) AddRowSlice<float>(a, i * slice, (i + 1) * slice);
-      else AddRowSlice<double>(a, i * slice, (i + 1) * slice);
+      const auto [e0, e1] = slice_of(a.row_elements, i);
+      if (a.src->dtype() == DType::kFloat32) AddRowSlice<float>(a, e0, e1);
+      else AddRowSlice<double>(a, e0, e1);
     }
   });
 }
 
 // Checks chunk `c`'s gradients (ChunkGrads), lists their additions into
 // `below` (the state one depth down, allocated on first use with
-// `rows_below` rows), and adds the captures' to `capture_grads`.
+// `rows_below` rows and listed in `fresh` to be zeroed), and adds the
+// captures' to `capture_grads`.
 void ListChunkGradAdds(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c, const std::vector<Tensor>& grads,
                        const std::vector<Tensor>& captures, const std::vector<int64_t>& rows_below,
-                       std::vector<Tensor>* below, CaptureGrads* capture_grads, std::vector<RowAdd>* adds) {
+                       std::vector<Tensor>* below, CaptureGrads* capture_grads, std::vector<RowAdd>* adds,
+                       std::vector<Tensor*>* fresh) {
   const LoomSpec& sp = *rt.spec();
   const OpSpec& op = sp.ops[lo.op];
   if (grads.empty()) return;
@@ -562,7 +579,10 @@ void ListChunkGradAdds(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c,
                            " for argument ", a, "; expected a batch of ", c.count, " ", ts.ToString());
     }
     Tensor& g = (*below)[t];
-    if (!g.defined()) g = Zeros(ts.dtype, ts.BatchDims(rows_below[t]));
+    if (!g.defined()) {
+      g = Tensor(ts.dtype, ts.BatchDims(rows_below[t]));
+      fresh->push_back(&g);
+    }
     adds->push_back({&grads[a], &g, lo.args[a].data() + c.first, c.count, ts.row_elements});
   }
 }
@@ -579,10 +599,12 @@ void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const 
     chunk_grads[i] = ChunkGrads(rt, lo, d, record.chunks[i], record.saved[i], grads);
   });
   std::vector<RowAdd> adds;
+  std::vector<Tensor*> fresh;
   for (size_t i = 0; i < n; ++i) {
-    ListChunkGradAdds(rt, lo, record.chunks[i], chunk_grads[i], captures, rows_below, below, capture_grads, &adds);
+    ListChunkGradAdds(rt, lo, record.chunks[i], chunk_grads[i], captures, rows_below, below, capture_grads, &adds,
+                      &fresh);
   }
-  RunRowAdds(adds);
+  RunRowAdds(adds, fresh);
 }
 
 // Depth 0's gradient, to the named tensors and batch inputs its rows came

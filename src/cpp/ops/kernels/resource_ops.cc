@@ -4,12 +4,14 @@
 // always sees a whole value and a value it read never changes under it.
 // ResourceScatterAdd/Sub update rows in place when no one else holds the
 // value (copying it first otherwise), so a sparse update costs its rows.
+#include <algorithm>
 #include <mutex>
 
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 #include "ops/op_helpers.h"
 #include "tensor/handle.h"
+#include "util/parallel.h"
 
 namespace treadle {
 namespace {
@@ -182,18 +184,19 @@ OpRegistrar assign_sub_op(WithKernel(MakeAssign("AssignSubVariableOp", "Subtract
 // ref[indices[i], ...] += sign * updates[i, ...]; updates is a scalar (added
 // to every selected row) or of shape indices.shape + ref.shape[1:].
 template <typename T, typename Index>
-void ScatterRows(T* ref, const Index* indices, int64_t n, const T* updates, bool scalar, int64_t inner, T sign) {
+void ScatterRows(T* ref, const Index* indices, int64_t n, const T* updates, bool scalar, int64_t inner, T sign,
+                 int64_t e0, int64_t e1) {
   for (int64_t i = 0; i < n; ++i) {
     T* dst = ref + static_cast<int64_t>(indices[i]) * inner;
     if (scalar) {
       const T u = sign * updates[0];
-      for (int64_t e = 0; e < inner; ++e) dst[e] += u;
+      for (int64_t e = e0; e < e1; ++e) dst[e] += u;
     } else {
       const T* src = updates + i * inner;
       if (sign > T(0)) {
-        for (int64_t e = 0; e < inner; ++e) dst[e] += src[e];
+        for (int64_t e = e0; e < e1; ++e) dst[e] += src[e];
       } else {
-        for (int64_t e = 0; e < inner; ++e) dst[e] -= src[e];
+        for (int64_t e = e0; e < e1; ++e) dst[e] -= src[e];
       }
     }
   }
@@ -243,8 +246,16 @@ void ScatterKernel(KernelContext& ctx, bool add) {
           using Index = typename decltype(itag)::type;
           VisitNumeric(value.dtype(), where, [&](auto tag) {
             using T = typename decltype(tag)::type;
-            ScatterRows<T, Index>(value.data<T>(), indices.data<Index>(), indices.num_elements(), updates.data<T>(),
-                                  updates.rank() == 0, inner, add ? T(1) : T(-1));
+            // Threads take slices of every row's elements: rows may repeat, elements never meet.
+            const int64_t n = indices.num_elements();
+            constexpr int64_t kMinParallelElements = 1 << 16, kAlign = 16;
+            const int parts = n * inner < kMinParallelElements ? 1 : parallel::NumThreads();
+            const int64_t slice = ((inner + parts - 1) / parts + kAlign - 1) / kAlign * kAlign;
+            parallel::ParallelFor(parts, [&](int p) {
+              const int64_t e0 = std::min(inner, p * slice), e1 = std::min(inner, (p + 1) * slice);
+              ScatterRows<T, Index>(value.data<T>(), indices.data<Index>(), n, updates.data<T>(), updates.rank() == 0,
+                                    inner, add ? T(1) : T(-1), e0, e1);
+            });
           });
         });
       });
