@@ -728,7 +728,6 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
     record->inputs = in;
     record->layers.resize(sc.num_depths);
   }
-  parallel::SingleThreadedBlas blas;  // the chunks run in parallel instead
   for (int32_t d = 1; d <= sc.num_depths; ++d) {
     std::vector<std::vector<const char*>> next(T);
     for (int t = 0; t < T; ++t) next[t].resize(sc.rows[d][t]);
@@ -767,7 +766,6 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
   // grads[d][t]: the gradient of the state at depth d (undefined: zero).
   std::vector<std::vector<Tensor>> grads = OutputGrads(sp, sc, sc.num_depths, output_grads);
   CaptureGrads capture_grads(rt.num_captures());
-  parallel::SingleThreadedBlas blas;  // the chunks run in parallel instead
   for (int32_t d = sc.num_depths; d >= 1; --d) {
     const auto& layer = sc.layers[d - 1];
     for (size_t e = 0; e < layer.size(); ++e) {

@@ -1,5 +1,6 @@
 // The _core extension module: pybind11 glue only.
 #include "py_common.h"
+#include "util/parallel.h"
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "treadle's C++ core: tensors, the op registry and its kernels";
@@ -11,4 +12,5 @@ PYBIND11_MODULE(_core, m) {
   treadle::python::RegisterDispatch(m);
   treadle::python::RegisterDLPack(m);
   treadle::python::RegisterLoom(m);
+  treadle::parallel::NumThreads();  // BLAS single-threaded from the start: treadle's pool parallelises
 }

@@ -5,6 +5,7 @@
 #include "ops/kernels/random_ops.h"
 #include "py_common.h"
 #include "util/errors.h"
+#include "util/parallel.h"
 
 namespace treadle::python {
 
@@ -58,8 +59,9 @@ std::vector<Tensor> TensorsFromPy(py::handle seq) {
 void RegisterOps(py::module_& m) {
   m.def("blas_config", [] {
     return py::make_tuple(std::string(scipy_openblas_get_config()), std::string(scipy_openblas_get_corename()),
-                          scipy_openblas_get_num_threads());
-  }, "OpenBLAS's build configuration, the kernels it chose for this CPU, and its thread count.");
+                          parallel::NumThreads());
+  }, "OpenBLAS's build configuration, the kernels it chose for this CPU, and the threads treadle's pool "
+     "runs matmuls and looms on (BLAS itself runs single-threaded).");
   py::class_<OpHandle>(m, "OpHandle")
       .def_property_readonly("name", [](const OpHandle& h) { return h.op->name; })
       .def("__repr__", [](const OpHandle& h) { return "<OpHandle " + h.op->name + ">"; });

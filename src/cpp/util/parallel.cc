@@ -117,14 +117,13 @@ Pool* GetPool() {
   return pool;
 }
 
-std::mutex blas_mu;
-int blas_holders = 0;
-int blas_saved_threads = 1;
-
 }  // namespace
 
 int NumThreads() {
-  std::call_once(num_threads_once, [] { num_threads = std::max(1, scipy_openblas_get_num_threads()); });
+  std::call_once(num_threads_once, [] {
+    num_threads = std::max(1, scipy_openblas_get_num_threads());
+    scipy_openblas_set_num_threads(1);
+  });
   return num_threads;
 }
 
@@ -134,20 +133,6 @@ void ParallelFor(int n, const std::function<void(int)>& fn) {
     if (p && p->TryRun(n, fn)) return;
   }
   for (int i = 0; i < n; ++i) fn(i);
-}
-
-SingleThreadedBlas::SingleThreadedBlas() {
-  NumThreads();  // read BLAS's own count before this changes it
-  std::lock_guard<std::mutex> lock(blas_mu);
-  if (blas_holders++ == 0) {
-    blas_saved_threads = scipy_openblas_get_num_threads();
-    if (blas_saved_threads != 1) scipy_openblas_set_num_threads(1);
-  }
-}
-
-SingleThreadedBlas::~SingleThreadedBlas() {
-  std::lock_guard<std::mutex> lock(blas_mu);
-  if (--blas_holders == 0 && blas_saved_threads != 1) scipy_openblas_set_num_threads(blas_saved_threads);
 }
 
 }  // namespace treadle::parallel

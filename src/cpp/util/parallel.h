@@ -1,8 +1,9 @@
-// Data parallelism for the runtime's own loops: a pool of worker threads
-// sized to the BLAS thread budget, and a way to make BLAS single-threaded
-// while the caller parallelises at a coarser grain (two single-threaded
-// GEMMs on halves of a batch, with their elementwise work, beat one
-// two-threaded GEMM followed by serial elementwise work).
+// Data parallelism: one pool of worker threads for all of treadle's parallel
+// work, sized to the BLAS thread budget. BLAS itself runs single-threaded
+// from then on (NumThreads sets it so): the matmul kernel splits large
+// products over the pool, and the Loom runs chunks of a batch, each with its
+// GEMMs and elementwise work, on it. A second set of threads, OpenBLAS's,
+// would spin after each call on the very cores the pool works on.
 #pragma once
 
 #include <functional>
@@ -10,7 +11,8 @@
 namespace treadle::parallel {
 
 // The threads treadle's parallel loops use: BLAS's thread count when first
-// asked (OPENBLAS_NUM_THREADS, else the machine's cores), at least 1.
+// asked (OPENBLAS_NUM_THREADS, else the machine's cores), at least 1. The
+// first call makes BLAS single-threaded.
 int NumThreads();
 
 // Runs fn(0) ... fn(n - 1), on the pool's workers and the calling thread,
@@ -18,15 +20,5 @@ int NumThreads();
 // them threw. Runs serially when n < 2, when there are no workers, or when
 // another thread's ParallelFor holds the pool.
 void ParallelFor(int n, const std::function<void(int)>& fn);
-
-// While one is alive (on any thread), BLAS runs single-threaded; the BLAS
-// thread count is restored when the last one ends.
-class SingleThreadedBlas {
- public:
-  SingleThreadedBlas();
-  ~SingleThreadedBlas();
-  SingleThreadedBlas(const SingleThreadedBlas&) = delete;
-  SingleThreadedBlas& operator=(const SingleThreadedBlas&) = delete;
-};
 
 }  // namespace treadle::parallel

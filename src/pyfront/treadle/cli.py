@@ -29,7 +29,8 @@ def _cmd_info(args):
     print(f"protobuf       {google.protobuf.__version__} (Python runtime), "
           f"{_format_protobuf_version(_core.protobuf_version())} (libprotobuf the core was built with)")
     blas_config, blas_core, blas_threads = _core.blas_config()
-    print(f"BLAS           {blas_config}; kernels for {blas_core}, {blas_threads} threads")
+    print(f"BLAS           {blas_config}; kernels for {blas_core}")
+    print(f"threads        {blas_threads} (matmuls and looms; BLAS runs single-threaded on each)")
     print(f"registered ops {len(ops)}")
     print(f"public names   {len(public)} in td")
     if args.verbose:

@@ -8,23 +8,51 @@
 
 #include "ops/dispatch.h"
 #include "ops/op_helpers.h"
+#include "util/parallel.h"
 
 namespace treadle {
 namespace {
 
-// C[m,n] = op(A) op(B) for row-major A, B.
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, const float* b, float* c) {
+// C[m,n] = op(A) op(B) for row-major A, B with leading dimensions lda, ldb, ldc.
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float* a, int64_t lda, const float* b, int64_t ldb,
+          float* c, int64_t ldc) {
   scipy_cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0f, a,
-                    static_cast<blasint>(ta ? m : k), b, static_cast<blasint>(tb ? k : n), 0.0f, c,
-                    static_cast<blasint>(n));
+                    static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0f, c, static_cast<blasint>(ldc));
 }
-void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, const double* b, double* c) {
+void Gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const double* a, int64_t lda, const double* b,
+          int64_t ldb, double* c, int64_t ldc) {
   scipy_cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
                     static_cast<blasint>(m), static_cast<blasint>(n), static_cast<blasint>(k), 1.0, a,
-                    static_cast<blasint>(ta ? m : k), b, static_cast<blasint>(tb ? k : n), 0.0, c,
-                    static_cast<blasint>(n));
+                    static_cast<blasint>(lda), b, static_cast<blasint>(ldb), 0.0, c, static_cast<blasint>(ldc));
 }
+
+// BLAS runs single-threaded (util/parallel.h): a large product is split
+// into blocks of C's rows, or of its columns when it has few rows, one
+// single-threaded BLAS call per thread of treadle's pool. (OpenBLAS's own
+// threads would spin between calls on the cores the pool works on.)
+template <typename T>
+void ParallelGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  const int64_t lda = ta ? m : k, ldb = tb ? k : n;
+  constexpr int64_t kMinParallelMacs = int64_t{1} << 18, kMinBlock = 16;
+  const int threads = parallel::NumThreads();
+  const bool by_rows = m >= n || m >= threads * kMinBlock;
+  const int64_t extent = by_rows ? m : n;
+  const int parts = static_cast<int>(std::min<int64_t>(threads, extent / kMinBlock));
+  if (parts < 2 || m * n * k < kMinParallelMacs) {
+    Gemm(ta, tb, m, n, k, a, lda, b, ldb, c, n);
+    return;
+  }
+  parallel::ParallelFor(parts, [&](int p) {
+    const int64_t first = extent * p / parts, count = extent * (p + 1) / parts - first;
+    if (by_rows) {
+      Gemm(ta, tb, count, n, k, a + (ta ? first : first * lda), lda, b, ldb, c + first * n, n);
+    } else {
+      Gemm(ta, tb, m, count, k, a, lda, b + (tb ? first * ldb : first), ldb, c + first, n);
+    }
+  });
+}
+
 // Integers: i-p-j order, so the inner loop walks a row of C (and of B when it
 // is not transposed) contiguously. Unsigned arithmetic wraps like TensorFlow's.
 template <typename T>
@@ -56,7 +84,11 @@ void GemmChecked(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, 
   if (m >= kBlasLimit || n >= kBlasLimit || k >= kBlasLimit) {
     ThrowInvalidArgument("MatMul: dimensions must be below 2^31 for BLAS, got m=", m, " n=", n, " k=", k);
   }
-  Gemm(ta, tb, m, n, k, a, b, c);
+  if constexpr (std::is_floating_point_v<T>) {
+    ParallelGemm(ta, tb, m, n, k, a, b, c);
+  } else {
+    Gemm(ta, tb, m, n, k, a, b, c);
+  }
 }
 
 // Shape of MatMul/BatchMatMul output; `adj_*` transpose the last two dims.
