@@ -7,7 +7,6 @@ import os
 import subprocess
 import sys
 
-import numpy as np
 import pytest
 
 from treadle import _blas
@@ -41,7 +40,6 @@ def test_nothing_is_set_once_the_library_is_loaded(monkeypatch):
 
 PROBE = """
 import json, os
-import numpy as np
 import treadle as td
 from treadle import _core
 rng = np.random.default_rng(0)

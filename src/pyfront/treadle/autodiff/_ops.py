@@ -7,6 +7,7 @@ import numpy as np
 from treadle.framework import context, dtypes
 from treadle.framework.ops import execute
 from treadle.framework.tensor import EagerTensor, convert_to_tensor
+from treadle.framework.tensor_util import constant_value
 from treadle.ops.array_ops import _index_constant
 
 
@@ -67,15 +68,7 @@ def rank(t):
     return run("Rank", [t])
 
 
-def const_value(t):
-    """The value of `t` as a NumPy array when it is known now (an eager tensor
-    or a Const node), else None."""
-    if type(t) is EagerTensor:
-        return t._numpy_view()
-    op = getattr(t, "op", None)
-    if op is not None and op.type == "Const":
-        return op.value._numpy_view()
-    return None
+const_value = constant_value
 
 
 # ---------------------------------------------------------------- arithmetic

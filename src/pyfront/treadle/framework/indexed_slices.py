@@ -12,8 +12,9 @@ import numpy as np
 
 from treadle.framework import dtypes
 from treadle.framework.ops import execute
-from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor, register_tensor_conversion_function
+from treadle.framework.tensor import Tensor, convert_to_tensor, register_tensor_conversion_function
 from treadle.framework.tensor_shape import TensorShape
+from treadle.framework.tensor_util import constant_value
 
 _INDEX_DTYPES = (dtypes.int32, dtypes.int64)
 
@@ -79,7 +80,7 @@ class IndexedSlices:
         dimensions not known now are None (past the first, values' tell them)."""
         if self._dense_shape is None:
             return TensorShape(None)
-        value = _known_value(self._dense_shape)
+        value = constant_value(self._dense_shape)
         if value is not None:
             return TensorShape([int(d) for d in value])
         rank = self._dense_shape.shape.as_tuple()
@@ -108,22 +109,10 @@ class IndexedSlices:
     __str__ = __repr__
 
 
-def _known_value(t):
-    """t's value as a NumPy array when known now (eager, or a Const node)."""
-    if t is None:
-        return None
-    if type(t) is EagerTensor:
-        return t._numpy_view()
-    op = getattr(t, "op", None)
-    if op is not None and op.type == "Const":
-        return op.value._numpy_view()
-    return None
-
-
 def _num_rows(slices):
     """dense_shape[0] as a scalar of dense_shape's dtype (a constant when known)."""
     shape = slices.dense_shape
-    value = _known_value(shape)
+    value = constant_value(shape)
     if value is not None:
         return convert_to_tensor(np.asarray(value[0], dtype=shape.dtype.as_numpy_dtype))
     return execute("StridedSlice", [shape, convert_to_tensor([0]), convert_to_tensor([1]), convert_to_tensor([1])],

@@ -21,6 +21,17 @@ __all__ = ["make_tensor_proto", "make_ndarray"]
 _MAX_ELEMENTS = 2**40  # the core's limit (kMaxElements in src/cpp/tensor/shape.h)
 
 
+def constant_value(t):
+    """The value of `t` as a NumPy array when it is known now (an eager tensor
+    or a Const node), else None (also for None)."""
+    if type(t) is EagerTensor:
+        return t._numpy_view()
+    op = getattr(t, "op", None)
+    if op is not None and op.type == "Const":
+        return op.value._numpy_view()
+    return None
+
+
 def make_tensor_proto(values, dtype=None, shape=None, verify_shape=False, allow_broadcast=False):
     """A `treadle.proto.TensorProto` holding `values`.
 
