@@ -40,6 +40,7 @@ def test_nothing_is_set_once_the_library_is_loaded(monkeypatch):
 
 PROBE = """
 import json, os
+import numpy as np
 import treadle as td
 from treadle import _core
 rng = np.random.default_rng(0)
