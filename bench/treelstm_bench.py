@@ -118,9 +118,7 @@ def worker(impl, batches, modes, seconds, limit):
             same = data.same_shape_batch(trees, b, rng)
             random_batch = _size_matched_batch(trees, sum(t.size for t in same))
             for mode in modes:
-                t_same = _time_per_tree(steps[mode], same)
-                t_rand = _time_per_tree(steps[mode], random_batch)
-                extra[f"cost_ratio/{mode}/{b}"] = t_rand / t_same
+                extra[f"cost_ratio/{mode}/{b}"] = _cost_ratio(steps[mode], random_batch, same)
         if schedule_file:
             os.unlink(schedule_file)
     else:
@@ -146,14 +144,22 @@ def _size_matched_batch(trees, total_nodes):
     return out
 
 
-def _time_per_tree(step, batch, repeat=3):
-    step(batch)
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
+def _cost_ratio(step, random_batch, same, repeat=7):
+    """Fold's cost ratio: seconds per node on the randomly shaped trees over
+    seconds per node on the identically shaped ones. The two batches are
+    timed alternately, best of `repeat` each, so a slow spell of a shared
+    machine falls on both."""
+    batches = (random_batch, same)
+    for batch in batches:
         step(batch)
-        best = min(best, time.perf_counter() - t0)
-    return best / sum(t.size for t in batch)
+    best = [float("inf")] * 2
+    for _ in range(repeat):
+        for i, batch in enumerate(batches):
+            t0 = time.perf_counter()
+            step(batch)
+            best[i] = min(best[i], time.perf_counter() - t0)
+    nodes = [sum(t.size for t in batch) for batch in batches]
+    return (best[0] / nodes[0]) / (best[1] / nodes[1])
 
 
 # ---------------------------------------------------------------- training run
