@@ -1,0 +1,210 @@
+#include "loom/layers.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "util/errors.h"
+#include "util/parallel.h"
+
+namespace treadle::loom {
+namespace {
+
+void GatherRows(const std::vector<const char*>& rows, const int32_t* index, int64_t count, size_t row_bytes,
+                char* dst) {
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(dst, rows[index[i]], row_bytes);
+    dst += row_bytes;
+  }
+}
+
+// The arguments of chunk `c` of layer op `lo`, gathered from the state below.
+std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std::vector<std::vector<const char*>>& rows,
+                               const Chunk& c) {
+  const OpSpec& op = sp.ops[lo.op];
+  std::vector<Tensor> args;
+  args.reserve(op.inputs.size());
+  for (size_t a = 0; a < op.inputs.size(); ++a) {
+    const TypeShape& ts = sp.type_shapes[op.inputs[a]];
+    Tensor batch(ts.dtype, ts.BatchDims(c.count));
+    GatherRows(rows[op.inputs[a]], lo.args[a].data() + c.first, c.count, ts.row_bytes,
+               static_cast<char*>(batch.raw_data()));
+    args.push_back(std::move(batch));
+  }
+  return args;
+}
+
+// Runs layer op `lo` on its gathered arguments: a pass-through returns them.
+// With `saved`, an op that has gradient functions runs for training and
+// leaves there what its backward function reads.
+std::vector<Tensor> RunLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& args,
+                               const std::vector<Tensor>& captures, std::vector<Tensor>* saved) {
+  const LoomSpec& sp = *rt.spec();
+  if (sp.ops[lo.op].pass_through) return args;
+  try {
+    if (saved && rt.differentiable(lo.op)) return rt.RunOpForTraining(lo.op, args, captures, saved);
+    return rt.RunOp(lo.op, args, captures);
+  } catch (const Error& err) {
+    throw Error(err.code(), StrCat(err.what(), "\n\t [[in loom ", sp.DescribeOp(lo.op), " at depth ", d, "]]"));
+  }
+}
+
+constexpr int64_t kMinChunkCalls = 16;
+
+}  // namespace
+
+bool IsBatchOf(const Tensor& t, const TypeShape& ts, int64_t n) {
+  if (t.dtype() != ts.dtype || t.rank() != static_cast<int>(ts.shape.size()) + 1 || t.dim(0) != n) return false;
+  return std::equal(ts.shape.begin(), ts.shape.end(), t.shape().begin() + 1);
+}
+
+Tensor Zeros(DType dtype, Dims dims) {
+  Tensor t(dtype, std::move(dims));
+  if (t.nbytes()) std::memset(t.raw_data(), 0, t.nbytes());
+  return t;
+}
+
+void CheckInputs(const LoomRuntime& rt, const Schedule& sc, const LoomInputs& in) {
+  const LoomSpec& sp = *rt.spec();
+  if (sc.spec->fingerprint != sp.fingerprint) {
+    ThrowInvalidArgument("the schedule was made for another loom (fingerprint ", sc.spec->fingerprint,
+                         "; this loom's is ", sp.fingerprint, ")");
+  }
+  if (sp.max_depth > 0 && sc.num_depths > sp.max_depth) {
+    ThrowInvalidArgument("the schedule is ", sc.num_depths, " deep, beyond the loom's max_depth of ", sp.max_depth);
+  }
+  if (in.named.size() != sp.named_tensor_names.size() || in.batch.size() != sp.batch_input_type_shapes.size() ||
+      static_cast<int>(in.captures.size()) != rt.num_captures()) {
+    ThrowInvalidArgument("the loom takes ", sp.named_tensor_names.size(), " named tensors, ",
+                         sp.batch_input_type_shapes.size(), " batch inputs and ", rt.num_captures(),
+                         " captured values; got ", in.named.size(), ", ", in.batch.size(), " and ",
+                         in.captures.size());
+  }
+  for (size_t i = 0; i < in.named.size(); ++i) {
+    const TypeShape& ts = sp.type_shapes[sp.named_tensor_type_shapes[i]];
+    const Tensor& t = in.named[i];
+    if (t.dtype() != ts.dtype || t.shape() != ts.shape) {
+      ThrowInvalidArgument("named tensor '", sp.named_tensor_names[i], "' must be ", ts.ToString(), ", got ",
+                           t.DebugString());
+    }
+  }
+  for (size_t b = 0; b < in.batch.size(); ++b) {
+    const int t = sp.batch_input_type_shapes[b];
+    const TypeShape& ts = sp.type_shapes[t];
+    const Tensor& v = in.batch[b];
+    if (v.rank() < 1 || !IsBatchOf(v, ts, v.dim(0))) {
+      ThrowInvalidArgument("the batch input of ", ts.ToString(), " must be a batch of its values, got ",
+                           v.DebugString());
+    }
+    if (v.dim(0) < sc.batch_rows_needed[t]) {
+      ThrowInvalidArgument("the schedule reads row ", sc.batch_rows_needed[t] - 1, " of the batch input of ",
+                           ts.ToString(), ", which has ", v.dim(0), " rows");
+    }
+  }
+  for (int t = 0; t < sp.num_type_shapes(); ++t) {
+    if (sc.batch_rows_needed[t] > 0 && sp.batch_input_slot[t] < 0) {
+      ThrowInvalidArgument("the schedule reads a batch input of ", sp.type_shapes[t].ToString(),
+                           ", which the loom has not");
+    }
+  }
+  const auto& specs = rt.capture_specs();
+  for (size_t c = 0; c < in.captures.size(); ++c) {
+    const Tensor& v = in.captures[c];
+    if (v.dtype() != specs[c].dtype || !specs[c].shape.IsCompatibleWith(v.shape())) {
+      ThrowInvalidArgument("captured value ", c, " ('", specs[c].name, "') must be ", DTypeName(specs[c].dtype),
+                           " ", specs[c].shape.ToString(), ", got ", v.DebugString());
+    }
+  }
+}
+
+void CheckCaptures(const LoomRuntime& rt, const std::vector<Tensor>& captures) {
+  const auto& specs = rt.capture_specs();
+  if (captures.size() != specs.size()) {
+    ThrowInvalidArgument("the loom's ops capture ", specs.size(), " values, got ", captures.size());
+  }
+  for (size_t c = 0; c < captures.size(); ++c) {
+    if (captures[c].dtype() != specs[c].dtype || !specs[c].shape.IsCompatibleWith(captures[c].shape())) {
+      ThrowInvalidArgument("captured value ", c, " ('", specs[c].name, "') must be ", DTypeName(specs[c].dtype),
+                           " ", specs[c].shape.ToString(), ", got ", captures[c].DebugString());
+    }
+  }
+}
+
+int64_t RowsAt(const Schedule& sc, int32_t d, int t) { return d <= sc.num_depths ? sc.rows[d][t] : 0; }
+
+void CheckState(const LoomSpec& sp, const Schedule& sc, int32_t d, const std::vector<Tensor>& state, const char* what) {
+  if (static_cast<int>(state.size()) != sp.num_type_shapes()) {
+    ThrowInvalidArgument(what, ": expected ", sp.num_type_shapes(), " state tensors, got ", state.size());
+  }
+  for (int t = 0; t < sp.num_type_shapes(); ++t) {
+    if (!IsBatchOf(state[t], sp.type_shapes[t], RowsAt(sc, d, t))) {
+      ThrowInvalidArgument(what, ": the state of ", sp.type_shapes[t].ToString(), " at depth ", d, " must be a batch "
+                           "of ", RowsAt(sc, d, t), ", got ", state[t].DebugString());
+    }
+  }
+}
+
+void ParallelRows(int64_t n, size_t row_bytes, const std::function<void(int64_t, int64_t)>& fn) {
+  constexpr size_t kMinParallelBytes = size_t{256} << 10;
+  const int parts = static_cast<size_t>(n) * row_bytes < kMinParallelBytes ? 1 : parallel::NumThreads();
+  parallel::ParallelFor(parts, [&](int i) { fn(n * i / parts, n * (i + 1) / parts); });
+}
+
+Tensor InitialState(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in, int t) {
+  const TypeShape& ts = sp.type_shapes[t];
+  const int64_t n = sc.rows[0][t];
+  Tensor state(ts.dtype, ts.BatchDims(n));
+  char* dst = static_cast<char*>(state.raw_data());
+  const auto& kinds = sc.source_kind[t];
+  const auto& index = sc.source_index[t];
+  const int slot = sp.batch_input_slot[t];
+  ParallelRows(n, ts.row_bytes, [&](int64_t first, int64_t end) {
+    for (int64_t i = first; i < end; ++i) {
+      const char* src;
+      if (kinds[i] == kNamedTensorSource) {
+        src = static_cast<const char*>(in.named[index[i]].raw_data());
+      } else if (kinds[i] == kBatchInputSource) {
+        src = static_cast<const char*>(in.batch[slot].raw_data()) + index[i] * ts.row_bytes;
+      } else {
+        src = static_cast<const char*>(sc.constants[t].raw_data()) + index[i] * ts.row_bytes;
+      }
+      std::memcpy(dst + i * ts.row_bytes, src, ts.row_bytes);
+    }
+  });
+  return state;
+}
+
+std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes) {
+  std::vector<const char*> rows(n);
+  const char* p = static_cast<const char*>(t.raw_data());
+  for (int64_t i = 0; i < n; ++i) rows[i] = p + i * row_bytes;
+  return rows;
+}
+
+std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo) {
+  int64_t n = sp.ops[lo.op].inputs.empty() ? 1 : std::min<int64_t>(parallel::NumThreads(), lo.calls / kMinChunkCalls);
+  n = std::max<int64_t>(n, 1);
+  std::vector<Chunk> chunks(n);
+  for (int64_t i = 0; i < n; ++i) {
+    chunks[i].first = lo.calls * i / n;
+    chunks[i].count = lo.calls * (i + 1) / n - chunks[i].first;
+  }
+  return chunks;
+}
+
+std::vector<std::vector<Tensor>> ForwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d,
+                                                const std::vector<std::vector<const char*>>& rows,
+                                                const std::vector<Tensor>& captures, LayerRecord* record) {
+  const std::vector<Chunk> chunks = SplitCalls(*rt.spec(), lo);
+  std::vector<std::vector<Tensor>> outs(chunks.size());
+  if (record) {
+    record->chunks = chunks;
+    record->saved.assign(chunks.size(), {});
+  }
+  parallel::ParallelFor(static_cast<int>(chunks.size()), [&](int i) {
+    outs[i] = RunLayerOp(rt, lo, d, GatherArgs(*rt.spec(), lo, rows, chunks[i]), captures,
+                         record ? &record->saved[i] : nullptr);
+  });
+  return outs;
+}
+
+}  // namespace treadle::loom

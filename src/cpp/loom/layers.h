@@ -1,0 +1,89 @@
+// The pieces of a loom run that the loop mode (runtime.cc), its backward
+// pass (backward.cc) and the unrolled mode (unrolled.cc) share: checks of
+// what a run reads, the depth-0 state, and running a layer op's calls in
+// chunks on treadle's thread pool. Internal to src/cpp/loom.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "loom/runtime.h"
+
+namespace treadle::loom {
+
+// Is `t` a batch of `n` values of type shape `ts`?
+bool IsBatchOf(const Tensor& t, const TypeShape& ts, int64_t n);
+
+// A tensor of zeros.
+Tensor Zeros(DType dtype, Dims dims);
+
+// Checks `in` against the loom and the schedule (InvalidArgument naming the input).
+void CheckInputs(const LoomRuntime& rt, const Schedule& sc, const LoomInputs& in);
+
+// Checks the captured values against the ops' functions.
+void CheckCaptures(const LoomRuntime& rt, const std::vector<Tensor>& captures);
+
+// The rows of type shape t's state at depth d (0 beyond the schedule's depths).
+int64_t RowsAt(const Schedule& sc, int32_t d, int t);
+
+// Checks a state (one batch per type shape) at depth d; `what` names the caller.
+void CheckState(const LoomSpec& sp, const Schedule& sc, int32_t d, const std::vector<Tensor>& state, const char* what);
+
+// Runs fn(first, end) over row ranges covering [0, n), in parallel when the
+// rows are many bytes (the depth-0 state of a large batch: a serial copy
+// there would leave the other threads idle).
+void ParallelRows(int64_t n, size_t row_bytes, const std::function<void(int64_t, int64_t)>& fn);
+
+// The depth-0 state of type shape t: each row copied from its source.
+Tensor InitialState(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in, int t);
+
+// Row pointers of a state that is one contiguous batch.
+std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes);
+
+// A layer op's calls split for the threads: at most one chunk per thread,
+// none smaller than kMinChunkCalls (below that, splitting costs more than
+// it gains). An op without arguments is one chunk: its function decides
+// its batch size.
+std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo);
+
+// Runs layer op `lo` at depth d chunk by chunk, in parallel: per chunk, its
+// outputs. With `record`, it runs for training and records what the
+// backward pass needs.
+std::vector<std::vector<Tensor>> ForwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d,
+                                                const std::vector<std::vector<const char*>>& rows,
+                                                const std::vector<Tensor>& captures, LayerRecord* record);
+
+// ---- The backward pass (backward.cc)
+
+// Per depth (0..num_depths) and type shape, the gradient of the state from
+// the gradients of the outputs (undefined where none flows).
+std::vector<std::vector<Tensor>> OutputGrads(const LoomSpec& sp, const Schedule& sc, int32_t num_depths,
+                                             const std::vector<Tensor>& output_grads);
+
+// Per captured value, the gradients of every chunk at every depth, summed
+// once at the end (SumCaptureGrads): one pass over them all instead of a
+// read-modify-write of an accumulator for each.
+using CaptureGrads = std::vector<std::vector<Tensor>>;
+
+// The sum of each captured value's gradients (zeros where none flowed),
+// blocks of elements shared among the threads.
+std::vector<Tensor> SumCaptureGrads(const CaptureGrads& grads, const std::vector<Tensor>& captures);
+
+// The backward pass of layer op `lo` at depth d from its forward run's
+// record: the chunks' gradients, then their sums, in parallel.
+void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const LayerRecord& record,
+                     const std::vector<Tensor>& captures, const std::vector<Tensor>& grads,
+                     const std::vector<int64_t>& rows_below, std::vector<Tensor>* below,
+                     CaptureGrads* capture_grads);
+
+// Depth 0's gradient, to the named tensors and batch inputs its rows came
+// from: named tensors first (zeros where nothing flows), then per batch input
+// its dense gradient, or with `sparse_batch` two tensors, the parts of an
+// IndexedSlices: the rows of depth 0's gradient that came from it (values,
+// in depth-0 order) and the batch rows they came from (int64 indices; a row
+// read several times appears several times).
+std::vector<Tensor> SourceGrads(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in,
+                                const std::vector<Tensor>& grads0, bool sparse_batch = false);
+
+}  // namespace treadle::loom
