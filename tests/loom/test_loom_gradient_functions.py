@@ -110,3 +110,33 @@ def test_malformed_gradient_functions_are_rejected(corrupt, message):
     corrupt(op_def(d, "mul"))
     with pytest.raises(td.errors.InvalidArgumentError, match=message):
         check(d)
+
+
+class _Lookup(td.loom.LoomOp):
+    """x * table[index of x's first element]: the captured table is read through a gather."""
+
+    def __init__(self, table):
+        self.table = table
+        super().__init__([VEC3], [VEC3])
+
+    def instantiate_batch(self, inputs):
+        x = inputs[0]
+        return [x * td.gather(self.table, td.cast(x[:, 0], td.int32))]
+
+
+def test_a_capture_read_through_a_gather_gets_its_dense_gradient():
+    # The op's own gradient for the table is an IndexedSlices; the loom adds
+    # up captures' gradients densely, and gives the variable the sum.
+    table = td.Variable(np.arange(15.0).reshape(5, 3) / 10)
+    rows = np.array([[1.0, 2.0, 3.0], [3.0, 1.0, 1.0], [1.0, 0.5, 0.5]])
+    loom = td.loom.Loom(named_ops={"pick": _Lookup(table)}, batch_inputs={VEC3: td.Variable(rows)})
+    w = loom.make_weaver()
+    for i in range(3):
+        w.add_output(w.pick(w.batch_input(VEC3, i)))
+    with td.GradientTape() as tape:
+        loss = td.reduce_sum(loom.output_tensor(VEC3, w))
+    g = tape.gradient(loss, table)
+    want = np.zeros((5, 3))
+    for r in rows:
+        want[int(r[0])] += r
+    np.testing.assert_allclose(td.convert_to_tensor(g).numpy(), want, rtol=1e-12)

@@ -307,3 +307,38 @@ def test_a_forked_child_runs_looms_after_its_parent():
     child.join(timeout=60)
     assert child.exitcode == 0
     np.testing.assert_array_equal(got, want)
+
+
+class _LookupOp(td.loom.LoomOp):
+    """Rows of a table picked by each argument's first element: an index out of
+    range fails inside the op's function, at run time."""
+
+    def __init__(self, table):
+        self.table = table
+        super().__init__([VEC3], [VEC3])
+
+    def instantiate_batch(self, inputs):
+        return [td.gather(self.table, td.cast(inputs[0][:, 0], td.int32))]
+
+
+@pytest.mark.parametrize("bad_call", [3, 97])
+def test_an_error_in_any_chunk_of_a_layer_is_raised(bad_call):
+    # 100 calls in one layer run as chunks on several threads (where the
+    # machine has several cores); the failing call may be in any of them.
+    table = td.Variable(np.arange(15.0).reshape(5, 3))
+    rows = np.zeros((100, 3))
+    rows[:, 0] = np.arange(100) % 5
+    rows[bad_call, 0] = 7
+    loom = td.loom.Loom(named_ops={"pick": _LookupOp(table)}, batch_inputs={VEC3: td.Variable(rows)})
+    w = loom.make_weaver()
+    for i in range(100):
+        w.add_output(w.pick(w.batch_input(VEC3, i)))
+    with pytest.raises(td.errors.InvalidArgumentError, match=r"(?s)7.*\[\[in loom op 'pick' at depth 1\]\]"):
+        loom.output_tensor(VEC3, w)
+    rows[bad_call, 0] = 2  # the same loom runs once the input is fixed
+    loom = td.loom.Loom(named_ops={"pick": _LookupOp(table)}, batch_inputs={VEC3: td.Variable(rows)})
+    w = loom.make_weaver()
+    for i in range(100):
+        w.add_output(w.pick(w.batch_input(VEC3, i)))
+    want = np.arange(15.0).reshape(5, 3)[rows[:, 0].astype(int)]
+    np.testing.assert_array_equal(loom.output_tensor(VEC3, w).numpy(), want)

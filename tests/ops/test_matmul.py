@@ -36,6 +36,23 @@ def test_transpose_flags(dtype, transpose_a, transpose_b):
     assert_tensor(out, expected, dtype, rtol=_rtol(dtype), atol=1e-5)
 
 
+# Products large enough for the kernel to split them over treadle's threads:
+# by rows (many rows), by columns (few rows, many columns), with every
+# transpose, and with row counts that do not divide evenly.
+@pytest.mark.parametrize("dtype", [td.float32, td.float64], ids=lambda d: d.name)
+@pytest.mark.parametrize("m,k,n", [(301, 203, 97), (8, 129, 4001), (33, 1000, 17)], ids=str)
+@pytest.mark.parametrize("transpose_a", [False, True])
+@pytest.mark.parametrize("transpose_b", [False, True])
+def test_large_products_split_over_threads_match_numpy(dtype, m, k, n, transpose_a, transpose_b):
+    rng = seeded_rng("mm-large", dtype.name, m, k, n, transpose_a, transpose_b)
+    a = make_array(rng, (k, m) if transpose_a else (m, k), dtype)
+    b = make_array(rng, (n, k) if transpose_b else (k, n), dtype)
+    expected = (a.T if transpose_a else a) @ (b.T if transpose_b else b)
+    out = td.matmul(td.constant(a), td.constant(b), transpose_a=transpose_a, transpose_b=transpose_b)
+    rtol = 1e-4 if dtype == td.float32 else 1e-11
+    assert_tensor(out, expected, dtype, rtol=rtol, atol=rtol * np.sqrt(k))
+
+
 @pytest.mark.parametrize("dtype", NUMERIC_DTYPES, ids=lambda d: d.name)
 @pytest.mark.parametrize("a_shape,b_shape", [
     ((2, 3, 4), (2, 4, 5)),      # same batch

@@ -94,9 +94,11 @@ def _variable_read(handle):
 
 
 class GraphBackward:
-    """The backward function of `graph` with respect to `outputs`."""
+    """The backward function of `graph` with respect to `outputs`. With
+    `dense_results`, an IndexedSlices gradient is densified in the backward graph
+    (one result per gradient, for callers that only take tensors)."""
 
-    def __init__(self, graph, outputs, name):
+    def __init__(self, graph, outputs, name, dense_results=False):
         self.graph = graph
         self.outputs = list(outputs)
         bwd = BackwardGraph(unique_function_name(name + "_backward"), graph)
@@ -116,6 +118,8 @@ class GraphBackward:
             # IndexedSlices' parts (values, indices, dense_shape), rebuilt by call().
             results, self.grad_index, self.grad_like = [], [], []
             for g in grads:
+                if dense_results:
+                    g = dense(g)
                 self.grad_like.append(g)
                 if g is None:
                     self.grad_index.append(None)

@@ -23,7 +23,7 @@ def attach_backward_functions(loom, library):
     backward function reading them. An op whose function cannot be
     differentiated keeps none: running it works, asking for its gradient
     raises an error naming it."""
-    from treadle.autodiff.function_gradients import GRADIENT_ERRORS, function_gradient
+    from treadle.autodiff.function_gradients import GRADIENT_ERRORS, GraphBackward, function_gradient
     seen = {f.signature.name for f in library.library.function}
     traced = iter(loom._traced)
     for k, (name, _) in enumerate(loom._ops):
@@ -33,11 +33,15 @@ def attach_backward_functions(loom, library):
         fn = next(traced).function
         try:
             level = function_gradient(fn).level(0)
+            # The runtime adds up dense gradients: a capture read through a
+            # gather (an IndexedSlices gradient) is densified in the graph.
+            bwd = GraphBackward(fn.graph, level.differentiated, fn.name + "_loom", dense_results=True)
         except GRADIENT_ERRORS:
             continue
-        bwd = level.bwd
         if len(bwd.function.graph.inputs) != sum(d is not None for d in bwd.dy_dtypes) + len(bwd.needed):
             continue  # the backward graph captured values of its own: not supported by the loom
+        if any(id(t) not in level.position for t in bwd.intermediates()):
+            continue  # reads a value the training function does not return: cannot happen for one graph
         n_forward = len(fn.graph.inputs)
         op_def.training_function_name = level.forward.name
         op_def.backward_function_name = bwd.function.name
