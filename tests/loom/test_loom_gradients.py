@@ -293,3 +293,22 @@ def test_unrolled_mode_rejects_deeper_schedules():
     w.add_output(w.add(w.add(w.x, w.y), w.x))
     with pytest.raises(td.errors.InvalidArgumentError, match="beyond the loom's max_depth of 1"):
         unrolled(w.serialize())
+
+
+def test_a_batch_input_of_a_type_shape_the_schedule_never_holds_gets_empty_slices():
+    # No depth-0 row of the batch input's type shape at all: its gradient is
+    # an empty IndexedSlices, not a missing value.
+    vec2 = td.loom.TypeShape("float64", (2,))
+    table = td.Variable(np.ones((4, 2)))
+    x = td.Variable(np.array([0.5, -1.0, 2.0]))
+    loom = td.loom.Loom(named_ops={"mul": BinaryLoomOp(VEC3, td.multiply)}, named_tensors={"x": x},
+                        batch_inputs={vec2: table})
+    w = loom.make_weaver()
+    w.add_output(w.mul(w.x, w.x))
+    with td.GradientTape() as tape:
+        loss = td.reduce_sum(loom.output_tensor(VEC3, w))
+    g_table, g_x = tape.gradient(loss, [table, x])
+    assert isinstance(g_table, td.IndexedSlices)
+    assert g_table.values.shape.as_list() == [0, 2] and g_table.indices.shape.as_list() == [0]
+    np.testing.assert_array_equal(dense(g_table), np.zeros((4, 2)))
+    np.testing.assert_allclose(g_x.numpy(), 2 * x.numpy())

@@ -275,7 +275,7 @@ std::vector<Tensor> SourceGrads(const LoomSpec& sp, const Schedule& sc, const Lo
     }
     const int64_t n = static_cast<int64_t>(rows.size());
     Tensor values;
-    if (n == sc.rows[0][t]) {
+    if (n > 0 && n == sc.rows[0][t]) {
       values = g;  // every depth-0 row came from the batch input: the gradient is the values, in order
     } else {
       values = Tensor(ts.dtype, ts.BatchDims(n));
