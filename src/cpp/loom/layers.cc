@@ -106,14 +106,7 @@ void CheckInputs(const LoomRuntime& rt, const Schedule& sc, const LoomInputs& in
                            ", which the loom has not");
     }
   }
-  const auto& specs = rt.capture_specs();
-  for (size_t c = 0; c < in.captures.size(); ++c) {
-    const Tensor& v = in.captures[c];
-    if (v.dtype() != specs[c].dtype || !specs[c].shape.IsCompatibleWith(v.shape())) {
-      ThrowInvalidArgument("captured value ", c, " ('", specs[c].name, "') must be ", DTypeName(specs[c].dtype),
-                           " ", specs[c].shape.ToString(), ", got ", v.DebugString());
-    }
-  }
+  CheckCaptures(rt, in.captures);
 }
 
 void CheckCaptures(const LoomRuntime& rt, const std::vector<Tensor>& captures) {
@@ -192,9 +185,9 @@ std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo) {
 }
 
 std::vector<std::vector<Tensor>> ForwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d,
+                                                const std::vector<Chunk>& chunks,
                                                 const std::vector<std::vector<const char*>>& rows,
                                                 const std::vector<Tensor>& captures, LayerRecord* record) {
-  const std::vector<Chunk> chunks = SplitCalls(*rt.spec(), lo);
   std::vector<std::vector<Tensor>> outs(chunks.size());
   if (record) {
     record->chunks = chunks;

@@ -47,10 +47,11 @@ std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes);
 // its batch size.
 std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo);
 
-// Runs layer op `lo` at depth d chunk by chunk, in parallel: per chunk, its
-// outputs. With `record`, it runs for training and records what the
-// backward pass needs.
+// Runs layer op `lo` at depth d in `chunks` (SplitCalls), in parallel: per
+// chunk, its outputs. With `record`, it runs for training and records what
+// the backward pass needs.
 std::vector<std::vector<Tensor>> ForwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d,
+                                                const std::vector<Chunk>& chunks,
                                                 const std::vector<std::vector<const char*>>& rows,
                                                 const std::vector<Tensor>& captures, LayerRecord* record);
 

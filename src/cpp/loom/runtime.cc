@@ -134,27 +134,28 @@ void LoomRuntime::CheckResults(int k, int64_t calls, const std::vector<Tensor>& 
   }
 }
 
-std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures) const {
-  const int64_t calls = args.empty() ? -1 : args[0].dim(0);
-  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
-  std::vector<Tensor> outs = graph_.library->Compiled(forward_[k]).Run(args);
+std::vector<Tensor> LoomRuntime::RunChecked(int k, int function, std::vector<Tensor>* args,
+                                            const std::vector<Tensor>& captures) const {
+  const int64_t calls = args->empty() ? -1 : (*args)[0].dim(0);
+  args->insert(args->end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
+  std::vector<Tensor> outs = graph_.library->Compiled(function).Run(*args);
   CheckResults(k, calls, outs);
   return outs;
 }
 
+std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures) const {
+  return RunChecked(k, forward_[k], &args, captures);
+}
+
 std::vector<Tensor> LoomRuntime::RunOpForTraining(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures,
                                                   std::vector<Tensor>* saved) const {
-  const OpSpec& op = spec_->ops[k];
-  const int64_t calls = args.empty() ? -1 : args[0].dim(0);
-  args.insert(args.end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
-  std::vector<Tensor> outs = graph_.library->Compiled(training_[k]).Run(args);
-  CheckResults(k, calls, outs);
-  const size_t nfwd = args.size(), nout = op.outputs.size();
+  std::vector<Tensor> outs = RunChecked(k, training_[k], &args, captures);
+  const size_t nfwd = args.size();
   saved->clear();
-  for (int v : op.backward_saved) {
+  for (int v : spec_->ops[k].backward_saved) {
     saved->push_back(static_cast<size_t>(v) < nfwd ? args[v] : outs[v - nfwd]);
   }
-  outs.resize(nout);
+  outs.resize(spec_->ops[k].outputs.size());
   return outs;
 }
 
@@ -225,8 +226,8 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
       const LayerOp& lo = layer[e];
       const OpSpec& op = sp.ops[lo.op];
       LayerRecord* lr = record ? &record->layers[d - 1][e] : nullptr;
-      std::vector<std::vector<Tensor>> outs = ForwardLayerOp(rt, lo, d, rows, in.captures, lr);
       const std::vector<Chunk> chunks = SplitCalls(sp, lo);
+      std::vector<std::vector<Tensor>> outs = ForwardLayerOp(rt, lo, d, chunks, rows, in.captures, lr);
       for (size_t i = 0; i < outs.size(); ++i) {
         for (size_t j = 0; j < op.outputs.size(); ++j) {
           const int t = op.outputs[j];
@@ -249,7 +250,6 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
   const LoomRuntime& rt = *record.runtime;
   const Schedule& sc = *record.schedule;
   const LoomSpec& sp = *rt.spec();
-  const int T = sp.num_type_shapes();
   // grads[d][t]: the gradient of the state at depth d (undefined: zero).
   std::vector<std::vector<Tensor>> grads = OutputGrads(sp, sc, sc.num_depths, output_grads);
   CaptureGrads capture_grads(rt.num_captures());
@@ -263,7 +263,6 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
   }
   std::vector<Tensor> result = SourceGrads(sp, sc, record.inputs, grads[0], /*sparse_batch=*/true);
   for (Tensor& g : SumCaptureGrads(capture_grads, record.inputs.captures)) result.push_back(std::move(g));
-  (void)T;
   return result;
 }
 

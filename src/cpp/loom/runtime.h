@@ -41,6 +41,10 @@ class LoomRuntime {
   void CheckFunctions();
   void CheckGradientFunctions(int op);
   void CheckResults(int op, int64_t calls, const std::vector<Tensor>& outs) const;
+  // Runs library function `function` of op k on *args with the op's captures
+  // appended to them, and checks the op's results.
+  std::vector<Tensor> RunChecked(int op, int function, std::vector<Tensor>* args,
+                                 const std::vector<Tensor>& captures) const;
   std::shared_ptr<const LoomSpec> spec_;
   graph::LoadedGraph graph_;
   // Library function index per op, -1 when none.
