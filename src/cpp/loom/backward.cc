@@ -67,7 +67,6 @@ std::vector<Tensor> ChunkGrads(const LoomRuntime& rt, const LayerOp& lo, int32_t
   }
 }
 
-
 template <typename T>
 void SumParts(const std::vector<Tensor>& parts, int64_t e0, int64_t e1, T* out) {
   std::copy(parts[0].data<T>() + e0, parts[0].data<T>() + e1, out + e0);
@@ -106,15 +105,11 @@ void RunRowAdds(const std::vector<RowAdd>& adds, const std::vector<Tensor*>& fre
   for (const RowAdd& a : adds) total += a.count * a.row_elements;
   for (const Tensor* t : fresh) total += t->num_elements();
   constexpr int64_t kMinParallelElements = 1 << 16, kSliceAlign = 16;  // 64-byte slices of float rows
-  const int n = total < kMinParallelElements ? 1 : parallel::NumThreads();
-  auto slice_of = [n](int64_t row_elements, int i) {
-    const int64_t slice = ((row_elements + n - 1) / n + kSliceAlign - 1) / kSliceAlign * kSliceAlign;
-    return std::make_pair(std::min(row_elements, i * slice), std::min(row_elements, (i + 1) * slice));
-  };
+  const int n = parallel::PartsFor(total, kMinParallelElements);
   parallel::ParallelFor(n, [&](int i) {
     for (Tensor* t : fresh) {
       const int64_t rows = t->dim(0), row_elements = rows ? t->num_elements() / rows : 0;
-      const auto [e0, e1] = slice_of(row_elements, i);
+      const auto [e0, e1] = parallel::Part(row_elements, i, n, kSliceAlign);
       const size_t esize = DTypeSize(t->dtype());
       char* base = static_cast<char*>(t->raw_data());
       for (int64_t r = 0; r < rows && e1 > e0; ++r) {
@@ -122,7 +117,7 @@ void RunRowAdds(const std::vector<RowAdd>& adds, const std::vector<Tensor*>& fre
       }
     }
     for (const RowAdd& a : adds) {
-      const auto [e0, e1] = slice_of(a.row_elements, i);
+      const auto [e0, e1] = parallel::Part(a.row_elements, i, n, kSliceAlign);
       if (a.src->dtype() == DType::kFloat32) AddRowSlice<float>(a, e0, e1);
       else AddRowSlice<double>(a, e0, e1);
     }
@@ -206,8 +201,8 @@ std::vector<Tensor> SumCaptureGrads(const CaptureGrads& grads, const std::vector
       Tensor sum(v.dtype(), v.shape());
       constexpr int64_t kBlock = 4096;  // elements: a block of every part stays in cache
       const int64_t n = sum.num_elements(), blocks = (n + kBlock - 1) / kBlock;
-      parallel::ParallelFor(static_cast<int>(std::min<int64_t>(blocks, parallel::NumThreads())), [&](int i) {
-        const int threads = static_cast<int>(std::min<int64_t>(blocks, parallel::NumThreads()));
+      const int threads = static_cast<int>(std::min<int64_t>(blocks, parallel::NumThreads()));
+      parallel::ParallelFor(threads, [&](int i) {
         for (int64_t b = i; b < blocks; b += threads) {
           const int64_t e0 = b * kBlock, e1 = std::min(n, e0 + kBlock);
           if (sum.dtype() == DType::kFloat32) SumParts(grads[c], e0, e1, sum.data<float>());

@@ -137,9 +137,12 @@ void CheckState(const LoomSpec& sp, const Schedule& sc, int32_t d, const std::ve
 }
 
 void ParallelRows(int64_t n, size_t row_bytes, const std::function<void(int64_t, int64_t)>& fn) {
-  constexpr size_t kMinParallelBytes = size_t{256} << 10;
-  const int parts = static_cast<size_t>(n) * row_bytes < kMinParallelBytes ? 1 : parallel::NumThreads();
-  parallel::ParallelFor(parts, [&](int i) { fn(n * i / parts, n * (i + 1) / parts); });
+  constexpr int64_t kMinParallelBytes = int64_t{256} << 10;
+  const int parts = parallel::PartsFor(n * static_cast<int64_t>(row_bytes), kMinParallelBytes);
+  parallel::ParallelFor(parts, [&](int i) {
+    const parallel::Range r = parallel::Part(n, i, parts);
+    fn(r.begin, r.end);
+  });
 }
 
 Tensor InitialState(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in, int t) {
@@ -178,8 +181,8 @@ std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo) {
   n = std::max<int64_t>(n, 1);
   std::vector<Chunk> chunks(n);
   for (int64_t i = 0; i < n; ++i) {
-    chunks[i].first = lo.calls * i / n;
-    chunks[i].count = lo.calls * (i + 1) / n - chunks[i].first;
+    const parallel::Range r = parallel::Part(lo.calls, static_cast<int>(i), static_cast<int>(n));
+    chunks[i] = {r.begin, r.end - r.begin};
   }
   return chunks;
 }

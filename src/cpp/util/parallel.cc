@@ -135,4 +135,12 @@ void ParallelFor(int n, const std::function<void(int)>& fn) {
   for (int i = 0; i < n; ++i) fn(i);
 }
 
+int PartsFor(int64_t work, int64_t min_work) { return work < min_work ? 1 : NumThreads(); }
+
+Range Part(int64_t extent, int i, int parts, int64_t align) {
+  if (align <= 1) return {extent * i / parts, extent * (i + 1) / parts};
+  const int64_t slice = ((extent + parts - 1) / parts + align - 1) / align * align;
+  return {std::min(extent, i * slice), std::min(extent, (i + 1) * slice)};
+}
+
 }  // namespace treadle::parallel

@@ -6,6 +6,7 @@
 // would spin after each call on the very cores the pool works on.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 
 namespace treadle::parallel {
@@ -20,5 +21,18 @@ int NumThreads();
 // them threw. Runs serially when n < 2, when there are no workers, or when
 // another thread's ParallelFor holds the pool.
 void ParallelFor(int n, const std::function<void(int)>& fn);
+
+// How many parts to split `work` units into: one below `min_work` (too
+// little to repay waking the pool), else one per thread.
+int PartsFor(int64_t work, int64_t min_work);
+
+// Part i of `parts` of [0, extent): contiguous, in order, together covering
+// it, as even as possible. With `align`, every boundary but the last is a
+// multiple of it (slices of rows that start on cache lines; the last parts
+// may then be short or empty).
+struct Range {
+  int64_t begin, end;
+};
+Range Part(int64_t extent, int i, int parts, int64_t align = 1);
 
 }  // namespace treadle::parallel

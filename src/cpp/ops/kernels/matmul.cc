@@ -44,7 +44,8 @@ void ParallelGemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a,
     return;
   }
   parallel::ParallelFor(parts, [&](int p) {
-    const int64_t first = extent * p / parts, count = extent * (p + 1) / parts - first;
+    const parallel::Range r = parallel::Part(extent, p, parts);
+    const int64_t first = r.begin, count = r.end - r.begin;
     if (by_rows) {
       Gemm(ta, tb, count, n, k, a + (ta ? first : first * lda), lda, b, ldb, c + first * n, n);
     } else {

@@ -4,7 +4,6 @@
 // always sees a whole value and a value it read never changes under it.
 // ResourceScatterAdd/Sub update rows in place when no one else holds the
 // value (copying it first otherwise), so a sparse update costs its rows.
-#include <algorithm>
 #include <mutex>
 
 #include "ops/dispatch.h"
@@ -248,13 +247,12 @@ void ScatterKernel(KernelContext& ctx, bool add) {
             using T = typename decltype(tag)::type;
             // Threads take slices of every row's elements: rows may repeat, elements never meet.
             const int64_t n = indices.num_elements();
-            constexpr int64_t kMinParallelElements = 1 << 16, kAlign = 16;
-            const int parts = n * inner < kMinParallelElements ? 1 : parallel::NumThreads();
-            const int64_t slice = ((inner + parts - 1) / parts + kAlign - 1) / kAlign * kAlign;
+            constexpr int64_t kMinParallelElements = 1 << 16, kSliceAlign = 16;
+            const int parts = parallel::PartsFor(n * inner, kMinParallelElements);
             parallel::ParallelFor(parts, [&](int p) {
-              const int64_t e0 = std::min(inner, p * slice), e1 = std::min(inner, (p + 1) * slice);
+              const parallel::Range e = parallel::Part(inner, p, parts, kSliceAlign);
               ScatterRows<T, Index>(value.data<T>(), indices.data<Index>(), n, updates.data<T>(), updates.rank() == 0,
-                                    inner, add ? T(1) : T(-1), e0, e1);
+                                    inner, add ? T(1) : T(-1), e.begin, e.end);
             });
           });
         });
