@@ -189,41 +189,33 @@ def _cast_grad(op, dz):
 
 # ---------------------------------------------------------------- matmul
 
+def _product_grads(mm, a, b, dz, ta, tb):
+    """The gradients of op(a) op(b) (op: transposed where ta/tb say) with
+    respect to a and b, each None when not wanted; `mm(x, y, tx, ty)` makes
+    the product op(x) op(y) with the op's own kind of matmul."""
+    wa, wb = _wants()
+    # The operands of each gradient's product, by (ta, tb).
+    ga_args, gb_args = {
+        (False, False): ((dz, b, False, True), (a, dz, True, False)),
+        (False, True): ((dz, b, False, False), (dz, a, True, False)),
+        (True, False): ((b, dz, False, True), (a, dz, False, False)),
+        (True, True): ((b, dz, True, True), (dz, a, True, True)),
+    }[(bool(ta), bool(tb))]
+    return (mm(*ga_args) if wa else None), (mm(*gb_args) if wb else None)
+
+
 @RegisterGradient("MatMul")
 def _matmul_grad(op, dz):
     a, b = op.inputs
-    ta, tb = get_attr(op, "transpose_a"), get_attr(op, "transpose_b")
-    wa, wb = _wants()
-
-    def mm(x, y, tx, ty):
-        return run("MatMul", [x, y], {"transpose_a": tx, "transpose_b": ty})
-
-    if not ta and not tb:
-        return (mm(dz, b, False, True) if wa else None), (mm(a, dz, True, False) if wb else None)
-    if not ta and tb:
-        return (mm(dz, b, False, False) if wa else None), (mm(dz, a, True, False) if wb else None)
-    if ta and not tb:
-        return (mm(b, dz, False, True) if wa else None), (mm(a, dz, False, False) if wb else None)
-    return (mm(b, dz, True, True) if wa else None), (mm(dz, a, True, True) if wb else None)
+    return _product_grads(lambda x, y, tx, ty: run("MatMul", [x, y], {"transpose_a": tx, "transpose_b": ty}),
+                          a, b, dz, get_attr(op, "transpose_a"), get_attr(op, "transpose_b"))
 
 
 @RegisterGradient("BatchMatMulV2")
 def _batch_matmul_grad(op, dz):
     a, b = op.inputs
-    ta, tb = get_attr(op, "adj_x"), get_attr(op, "adj_y")
-    wa, wb = _wants()
-
-    def mm(x, y, tx, ty):
-        return run("BatchMatMulV2", [x, y], {"adj_x": tx, "adj_y": ty})
-
-    if not ta and not tb:
-        ga, gb = (mm(dz, b, False, True) if wa else None), (mm(a, dz, True, False) if wb else None)
-    elif not ta and tb:
-        ga, gb = (mm(dz, b, False, False) if wa else None), (mm(dz, a, True, False) if wb else None)
-    elif ta and not tb:
-        ga, gb = (mm(b, dz, False, True) if wa else None), (mm(a, dz, False, False) if wb else None)
-    else:
-        ga, gb = (mm(b, dz, True, True) if wa else None), (mm(dz, a, True, True) if wb else None)
+    ga, gb = _product_grads(lambda x, y, tx, ty: run("BatchMatMulV2", [x, y], {"adj_x": tx, "adj_y": ty}),
+                            a, b, dz, get_attr(op, "adj_x"), get_attr(op, "adj_y"))
     # Batch dimensions broadcast: sum each gradient back to its input's shape.
     return (None if ga is None else _ops.reduce_to(ga, a)), (None if gb is None else _ops.reduce_to(gb, b))
 
