@@ -12,7 +12,9 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # --- system packages: the protobuf compiler and C++ library, a C++ toolchain, CMake
-APT_PACKAGES=(protobuf-compiler libprotobuf-dev cmake g++ make)
+# libhwy-dev: Google Highway, the portable SIMD kernels; ccache: rebuilds in
+# other clones and worktrees reuse compiled objects.
+APT_PACKAGES=(protobuf-compiler libprotobuf-dev libhwy-dev ccache cmake g++ make)
 PYTHON=${PYTHON:-python3}
 # Debian's own python3 keeps venv in a separate package (pyenv's Python has it).
 "$PYTHON" -c "import ensurepip, venv" 2>/dev/null || APT_PACKAGES+=(python3-venv)
@@ -52,6 +54,8 @@ PY
 
 # --- treadle itself, built once and rebuilt incrementally
 BUILD_DIR=${TREADLE_BUILD_DIR:-build/release}
+# ccache keys on paths relative to the repository, so clones share objects.
+export CCACHE_BASEDIR="$PWD"
 echo "setup: building and installing treadle (build directory $BUILD_DIR)"
 "$VPY" -m pip install -q --no-build-isolation -Cbuild-dir="$BUILD_DIR" ".[test]"
 "$VPY" -c "import treadle; print('setup: treadle', treadle.__version__, 'is installed in .venv')"
