@@ -3,6 +3,7 @@
 #include <cblas.h>
 
 #include "ops/kernels/random_ops.h"
+#include "ops/kernels/simd/isa.h"
 #include "py_common.h"
 #include "util/errors.h"
 #include "util/parallel.h"
@@ -57,6 +58,20 @@ std::vector<Tensor> TensorsFromPy(py::handle seq) {
 }  // namespace
 
 void RegisterOps(py::module_& m) {
+  // TREADLE_ISA caps the SIMD kernels from the moment the core loads; a bad
+  // value fails the import with a message naming the levels.
+  simd::ApplyEnvironmentCap();
+  m.def("isa_info", [] {
+    py::dict d;
+    d["level"] = simd::CurrentLevel();
+    d["target"] = simd::CurrentTarget();
+    d["available"] = py::cast(simd::AvailableLevels());
+    d["known"] = py::cast(simd::KnownLevels());
+    return d;
+  }, "The SIMD level treadle's kernels run at, Highway's target behind it, the levels this CPU offers and "
+     "the level names of this CPU family.");
+  m.def("set_isa", &simd::SetLevelCap, py::arg("level"),
+        "Caps treadle's SIMD kernels at `level` (replacing TREADLE_ISA's cap).");
   m.def("blas_config", [] {
     return py::make_tuple(std::string(scipy_openblas_get_config()), std::string(scipy_openblas_get_corename()),
                           parallel::NumThreads());

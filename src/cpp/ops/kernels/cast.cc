@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "ops/dispatch.h"
+#include "ops/kernels/simd/vec_kernels.h"
 #include "ops/op_helpers.h"
 
 namespace treadle {
@@ -25,6 +26,21 @@ To CastOne(From v) {
   }
 }
 
+// The casts with SIMD kernels; false for the others.
+bool SimdCast(const Tensor& x, Tensor& out) {
+  const DType from = x.dtype(), to = out.dtype();
+  const int64_t n = x.num_elements();
+  using DT = DType;
+  if (from == DT::kFloat32 && to == DT::kFloat64) simd::CastF32ToF64(x.data<float>(), out.data<double>(), n);
+  else if (from == DT::kFloat64 && to == DT::kFloat32) simd::CastF64ToF32(x.data<double>(), out.data<float>(), n);
+  else if (from == DT::kInt32 && to == DT::kFloat32) simd::CastI32ToF32(x.data<int32_t>(), out.data<float>(), n);
+  else if (from == DT::kFloat32 && to == DT::kInt32) simd::CastF32ToI32(x.data<float>(), out.data<int32_t>(), n);
+  else if (from == DT::kBool && to == DT::kFloat32) simd::CastBoolToF32(x.data<bool>(), out.data<float>(), n);
+  else if (from == DT::kFloat32 && to == DT::kBool) simd::CastF32ToBool(x.data<float>(), out.data<bool>(), n);
+  else return false;
+  return true;
+}
+
 OpDef MakeCast() {
   OpDef op;
   op.name = "Cast";
@@ -40,6 +56,7 @@ OpDef MakeCast() {
   op.kernel = [](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
     Tensor& out = ctx.allocate_output(0);
+    if (SimdCast(x, out)) return;
     VisitNumericBool(x.dtype(), "Cast", [&](auto from_tag) {
       using From = typename decltype(from_tag)::type;
       VisitNumericBool(out.dtype(), "Cast", [&](auto to_tag) {

@@ -3,11 +3,12 @@
 #include "ops/kernels/elementwise.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <type_traits>
 
 #include "ops/dispatch.h"
-#include "ops/kernels/fast_math.h"
+#include "ops/kernels/simd/vec_kernels.h"
 
 namespace treadle {
 namespace {
@@ -18,9 +19,11 @@ const std::vector<DType> kAddTypes = {DType::kFloat32, DType::kFloat64, DType::k
 
 // Registers a binary op whose two inputs share type attr T and whose output has
 // the broadcast shape. `visit` picks the dtype family, `f` is a generic
-// callable (x, y) -> result.
+// callable (x, y) -> result. With `vec`, float32 and float64 run that SIMD
+// kernel instead (which must compute the same as `f`).
 template <bool kBoolOut, typename Visit, typename F>
-OpDef BinaryOp(const char* name, std::vector<DType> allowed, std::vector<std::string> api, Visit visit, F f) {
+OpDef BinaryOp(const char* name, std::vector<DType> allowed, std::vector<std::string> api, Visit visit, F f,
+               std::optional<simd::Binary> vec = std::nullopt) {
   OpDef op;
   op.name = name;
   op.inputs = {{"x", false, "T", allowed}, {"y", false, "T", allowed}};
@@ -28,9 +31,12 @@ OpDef BinaryOp(const char* name, std::vector<DType> allowed, std::vector<std::st
   op.dtype_fn = kBoolOut ? FixedDType(DType::kBool) : SameDTypeAsInput(0);
   op.shape_fn = BroadcastShapeOfInputs();
   op.api_names = std::move(api);
-  op.kernel = [name, visit, f](KernelContext& ctx) {
+  op.kernel = [name, visit, f, vec](KernelContext& ctx) {
     Tensor& out = ctx.allocate_output(0);
-    visit(ctx.input(0).dtype(), name, [&](auto tag) {
+    const DType dtype = ctx.input(0).dtype();
+    if (vec && dtype == DType::kFloat32) return SimdBroadcastBinary<float>(ctx.input(0), ctx.input(1), out, *vec);
+    if (vec && dtype == DType::kFloat64) return SimdBroadcastBinary<double>(ctx.input(0), ctx.input(1), out, *vec);
+    visit(dtype, name, [&](auto tag) {
       using T = typename decltype(tag)::type;
       using Out = std::conditional_t<kBoolOut, bool, T>;
       BroadcastBinary<T, Out>(ctx.input(0), ctx.input(1), out,
@@ -60,11 +66,9 @@ OpDef UnaryOp(const char* name, const char* arg, std::vector<DType> allowed, std
   return op;
 }
 
-// A float op whose float32 kernel is an array function of fast_math.h
-// (vectorized); float64 keeps the scalar `f`.
-template <typename F>
-OpDef FastFloatUnaryOp(const char* name, std::vector<std::string> api, void (*f32)(const float*, float*, int64_t),
-                       F f) {
+// A float op whose float32 and float64 kernels are SIMD array functions
+// (simd/vec_kernels.h).
+OpDef SimdFloatUnaryOp(const char* name, std::vector<std::string> api, simd::Unary vec) {
   OpDef op;
   op.name = name;
   op.inputs = {{"x", false, "T", kFloatTypes}};
@@ -72,17 +76,14 @@ OpDef FastFloatUnaryOp(const char* name, std::vector<std::string> api, void (*f3
   op.dtype_fn = SameDTypeAsInput(0);
   op.shape_fn = SameShapeAsInput(0);
   op.api_names = std::move(api);
-  op.kernel = [name, f32, f](KernelContext& ctx) {
+  op.kernel = [name, vec](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
     Tensor& out = ctx.allocate_output(0);
-    if (x.dtype() == DType::kFloat32) {
-      f32(x.data<float>(), out.data<float>(), x.num_elements());
-      return;
+    if (x.dtype() == DType::kFloat32) return simd::UnaryF32(vec, x.data<float>(), out.data<float>(), x.num_elements());
+    if (x.dtype() == DType::kFloat64) {
+      return simd::UnaryF64(vec, x.data<double>(), out.data<double>(), x.num_elements());
     }
-    VisitFloat(x.dtype(), name, [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      UnaryMap<T, T>(x, out, [&](T v) { return static_cast<T>(f(v)); });
-    });
+    ThrowUnsupported(name, x.dtype());
   };
   return op;
 }
@@ -182,13 +183,13 @@ OpRegistrar add_op(BinaryOp<false>("AddV2", kAddTypes, {"add", "math.add"}, visi
                               } else {
                                 return WrapAdd(x, y);
                               }
-                            }));
+                            }, simd::Binary::kAdd));
 OpRegistrar sub_op(BinaryOp<false>("Sub", kNumericTypes, {"subtract", "math.subtract"}, visit_numeric,
-                            [](auto x, auto y) { return WrapSub(x, y); }));
+                            [](auto x, auto y) { return WrapSub(x, y); }, simd::Binary::kSub));
 OpRegistrar mul_op(BinaryOp<false>("Mul", kNumericTypes, {"multiply", "math.multiply"}, visit_numeric,
-                            [](auto x, auto y) { return WrapMul(x, y); }));
+                            [](auto x, auto y) { return WrapMul(x, y); }, simd::Binary::kMul));
 OpRegistrar realdiv_op(BinaryOp<false>("RealDiv", kFloatTypes, {"math.realdiv"}, visit_float,
-                                [](auto x, auto y) { return x / y; }));
+                                [](auto x, auto y) { return x / y; }, simd::Binary::kDiv));
 OpRegistrar floordiv_op(BinaryOp<false>("FloorDiv", kNumericTypes, {"math.floordiv", "floordiv"}, visit_numeric,
                                  [](auto x, auto y) { return FloorDivide(x, y); }));
 OpRegistrar floormod_op(BinaryOp<false>("FloorMod", kNumericTypes, {"math.floormod", "math.mod", "mod"},
@@ -201,14 +202,14 @@ OpRegistrar max_op(BinaryOp<false>("Maximum", kNumericTypes, {"maximum", "math.m
                                 if (std::isnan(x) || std::isnan(y)) return x + y;  // NaN propagates
                               }
                               return x > y ? x : y;
-                            }));
+                            }, simd::Binary::kMax));
 OpRegistrar min_op(BinaryOp<false>("Minimum", kNumericTypes, {"minimum", "math.minimum"}, visit_numeric,
                             [](auto x, auto y) {
                               if constexpr (std::is_floating_point_v<decltype(x)>) {
                                 if (std::isnan(x) || std::isnan(y)) return x + y;
                               }
                               return x < y ? x : y;
-                            }));
+                            }, simd::Binary::kMin));
 
 // Comparisons ---------------------------------------------------------------
 OpRegistrar equal_op(BinaryOp<true>("Equal", kAllTypes, {"equal", "math.equal"}, visit_all,
@@ -254,20 +255,10 @@ OpRegistrar sqrt_op(UnaryOp("Sqrt", "x", kFloatTypes, {"sqrt", "math.sqrt"}, vis
                             [](auto x) { return std::sqrt(x); }));
 OpRegistrar rsqrt_op(UnaryOp("Rsqrt", "x", kFloatTypes, {"math.rsqrt"}, visit_float,
                              [](auto x) { return decltype(x)(1) / std::sqrt(x); }));
-OpRegistrar exp_op(FastFloatUnaryOp("Exp", {"exp", "math.exp"}, fastmath::ExpF32,
-                                   [](auto x) { return std::exp(x); }));
-OpRegistrar log_op(UnaryOp("Log", "x", kFloatTypes, {"log", "math.log"}, visit_float,
-                           [](auto x) { return std::log(x); }));
-OpRegistrar tanh_op(FastFloatUnaryOp("Tanh", {"tanh", "math.tanh", "nn.tanh"}, fastmath::TanhF32,
-                                    [](auto x) { return std::tanh(x); }));
-OpRegistrar sigmoid_op(FastFloatUnaryOp("Sigmoid", {"sigmoid", "math.sigmoid", "nn.sigmoid"}, fastmath::SigmoidF32,
-                                       [](auto x) {
-                                 using T = decltype(x);
-                                 // Written to stay finite for large |x|.
-                                 if (x >= 0) return T(1) / (T(1) + std::exp(-x));
-                                 T e = std::exp(x);
-                                 return e / (T(1) + e);
-                               }));
+OpRegistrar exp_op(SimdFloatUnaryOp("Exp", {"exp", "math.exp"}, simd::Unary::kExp));
+OpRegistrar log_op(SimdFloatUnaryOp("Log", {"log", "math.log"}, simd::Unary::kLog));
+OpRegistrar tanh_op(SimdFloatUnaryOp("Tanh", {"tanh", "math.tanh", "nn.tanh"}, simd::Unary::kTanh));
+OpRegistrar sigmoid_op(SimdFloatUnaryOp("Sigmoid", {"sigmoid", "math.sigmoid", "nn.sigmoid"}, simd::Unary::kSigmoid));
 OpRegistrar relu_op(UnaryOp("Relu", "features", kNumericTypes, {"nn.relu"}, visit_numeric,
                             [](auto x) { return x > 0 || x != x ? x : decltype(x)(0); }));  // NaN stays NaN
 OpRegistrar sign_op(UnaryOp("Sign", "x", kNumericTypes, {"sign", "math.sign"}, visit_numeric,

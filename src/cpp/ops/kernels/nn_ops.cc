@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "ops/dispatch.h"
+#include "ops/kernels/simd/vec_kernels.h"
 #include "ops/op_helpers.h"
 
 namespace treadle {
@@ -17,6 +18,9 @@ namespace {
 // Sums accumulate in double: denominators stay accurate for long rows.
 template <bool kLog, typename T>
 void SoftmaxRows(const T* in, T* out, int64_t outer, int64_t n, int64_t inner) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (inner == 1) return simd::SoftmaxRowsF32(in, out, outer, n, kLog);
+  }
   if (inner == 1) {
     for (int64_t o = 0; o < outer; ++o) {
       const T* x = in + o * n;

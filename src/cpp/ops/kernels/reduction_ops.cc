@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "ops/dispatch.h"
+#include "ops/kernels/simd/vec_kernels.h"
 #include "ops/op_helpers.h"
 
 namespace treadle {
@@ -169,9 +170,40 @@ Acc ReduceRow(const In* x, int64_t n) {
   return lanes[0];
 }
 
+// Reduce3D's float32 passes that have SIMD kernels (sum into double, max and
+// min into float); false when the combination has none.
+template <typename R, typename In, typename Acc>
+bool SimdReduce3D(const In* in, Acc* out, int64_t outer, int64_t r, int64_t inner) {
+  constexpr bool kSum = std::is_same_v<R, SumReducer> && std::is_same_v<Acc, double>;
+  constexpr bool kMax = std::is_same_v<R, MaxReducer> && std::is_same_v<Acc, float>;
+  constexpr bool kMin = std::is_same_v<R, MinReducer> && std::is_same_v<Acc, float>;
+  if constexpr (std::is_same_v<In, float> && (kSum || kMax || kMin)) {
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* block = in + o * r * inner;
+      Acc* acc = out + o * inner;
+      if (inner == 1) {
+        if constexpr (kSum) *acc = simd::SumF32(block, r);
+        if constexpr (kMax) *acc = simd::MaxF32(block, r);
+        if constexpr (kMin) *acc = simd::MinF32(block, r);
+        continue;
+      }
+      if constexpr (kSum) simd::CastF32ToF64(block, acc, inner);
+      else std::copy(block, block + inner, acc);
+      for (int64_t k = 1; k < r; ++k) {
+        if constexpr (kSum) simd::AccumulateSumF32(acc, block + k * inner, inner);
+        if constexpr (kMax) simd::AccumulateMaxF32(acc, block + k * inner, inner);
+        if constexpr (kMin) simd::AccumulateMinF32(acc, block + k * inner, inner);
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
 // out[o, j] = reduce over r of in[o, r, j].
 template <typename R, typename In, typename Acc>
 void Reduce3D(const In* in, Acc* out, int64_t outer, int64_t r, int64_t inner) {
+  if (SimdReduce3D<R, In, Acc>(in, out, outer, r, inner)) return;
   if (inner == 1) {
     for (int64_t o = 0; o < outer; ++o) out[o] = ReduceRow<R, In, Acc>(in + o * r, r);
     return;

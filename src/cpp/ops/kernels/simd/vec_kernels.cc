@@ -1,0 +1,423 @@
+// Highway implementations of vec_kernels.h. This file is compiled once per
+// SIMD target (hwy/foreach_target.h re-includes it); the functions at the end
+// (HWY_ONCE) dispatch to the best target that isa.cc allows.
+//
+// Highway's contrib/math gives exp, log and tanh over their valid ranges; the
+// wrappers here add what TensorFlow's ops also define: NaN in, NaN out; +-inf
+// and the overflow/underflow ranges; sigmoid in the form that keeps precision
+// on both sides of 0.
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "ops/kernels/simd/vec_kernels.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#include "hwy/contrib/math/math-inl.h"
+#include "hwy/highway.h"
+#include "ops/kernels/simd/vec_kernels.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace treadle::simd {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// The limits of exp's finite, nonzero results: exp(x) is +inf from kExpHigh
+// on and +0 below kExpLow.
+template <typename T> struct ExpLimits;
+template <> struct ExpLimits<float> {
+  static constexpr float kHigh = 88.72283935546875f;  // the first float above ln(FLT_MAX)
+  static constexpr float kLow = -104.0f;              // below ln(smallest subnormal / 2)
+};
+template <> struct ExpLimits<double> {
+  static constexpr double kHigh = 709.78271289338397;  // above ln(DBL_MAX)
+  static constexpr double kLow = -746.0;
+};
+
+// Room for one vector of any target (tails go through such a buffer).
+template <typename T> constexpr size_t kMaxLanes = HWY_MAX_BYTES / sizeof(T);
+
+// ---------------------------------------------------------------- one vector
+
+template <class D, class V>
+HWY_INLINE V ExpVec(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V high = hn::Set(d, ExpLimits<T>::kHigh);
+  const V low = hn::Set(d, ExpLimits<T>::kLow);
+  // Clamped into the range Highway's Exp is specified for (also takes NaN
+  // and +-inf out of it); the selects below then fix the ends.
+  const V clamped = hn::Min(hn::Max(x, low), high);
+  V y = hn::Exp(d, clamped);
+  y = hn::IfThenElse(hn::Ge(x, high), hn::Set(d, std::numeric_limits<T>::infinity()), y);
+  y = hn::IfThenZeroElse(hn::Lt(x, low), y);
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+template <class D, class V>
+HWY_INLINE V LogVec(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V zero = hn::Zero(d);
+  const V inf = hn::Set(d, std::numeric_limits<T>::infinity());
+  // Log's domain is (0, max]: feed it 1 elsewhere and select the IEEE answers.
+  const auto in_domain = hn::And(hn::Gt(x, zero), hn::Lt(x, inf));
+  V y = hn::Log(d, hn::IfThenElse(in_domain, x, hn::Set(d, T(1))));
+  y = hn::IfThenElse(hn::Eq(x, zero), hn::Neg(inf), y);
+  y = hn::IfThenElse(hn::Eq(x, inf), inf, y);
+  const auto nan_out = hn::Or(hn::IsNaN(x), hn::Lt(x, zero));
+  return hn::IfThenElse(nan_out, hn::Set(d, std::numeric_limits<T>::quiet_NaN()), y);
+}
+
+template <class D, class V>
+HWY_INLINE V TanhVec(D d, V x) {
+  using T = hn::TFromD<D>;
+  // tanh(x) rounds to +-1 long before |x| = 20 (float) or 40 (double), so a
+  // clamp there keeps Highway's Tanh in range and handles +-inf.
+  const T limit = sizeof(T) == 4 ? T(20) : T(40);
+  const V clamped = hn::Min(hn::Max(x, hn::Set(d, -limit)), hn::Set(d, limit));
+  const V y = hn::Tanh(d, clamped);
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+template <class D, class V>
+HWY_INLINE V SigmoidVec(D d, V x) {
+  using T = hn::TFromD<D>;
+  const V one = hn::Set(d, T(1));
+  // e = exp(-|x|) never overflows; for x < 0, sigmoid(x) = e / (1 + e) keeps
+  // the tiny results that 1 - sigmoid(-x) would round to 0.
+  const V neg_abs = hn::Max(hn::Neg(hn::Abs(x)), hn::Set(d, ExpLimits<T>::kLow));
+  V e = hn::Exp(d, neg_abs);
+  e = hn::IfThenZeroElse(hn::Le(neg_abs, hn::Set(d, ExpLimits<T>::kLow)), e);
+  const V pos = hn::Div(one, hn::Add(one, e));
+  const V y = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(e, pos), pos);
+  return hn::IfThenElse(hn::IsNaN(x), x, y);
+}
+
+template <class D, class V>
+HWY_INLINE V UnaryVec(D d, Unary op, V x) {
+  switch (op) {
+    case Unary::kExp: return ExpVec(d, x);
+    case Unary::kLog: return LogVec(d, x);
+    case Unary::kTanh: return TanhVec(d, x);
+    case Unary::kSigmoid: return SigmoidVec(d, x);
+  }
+  return x;
+}
+
+template <class D, class V>
+HWY_INLINE V BinaryVec(D d, Binary op, V a, V b) {
+  using T = hn::TFromD<D>;
+  switch (op) {
+    case Binary::kAdd: return hn::Add(a, b);
+    case Binary::kSub: return hn::Sub(a, b);
+    case Binary::kMul: return hn::Mul(a, b);
+    case Binary::kDiv: return hn::Div(a, b);
+    case Binary::kMax:
+    case Binary::kMin: {
+      // The SIMD max/min return one operand when the other is NaN; a + b is
+      // NaN whenever either is.
+      const V m = op == Binary::kMax ? hn::Max(a, b) : hn::Min(a, b);
+      return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::IsNaN(b)), hn::Add(a, b), m);
+    }
+    case Binary::kSigmoidGrad: return hn::Mul(b, hn::Mul(a, hn::Sub(hn::Set(d, T(1)), a)));
+    case Binary::kTanhGrad: return hn::Mul(b, hn::Sub(hn::Set(d, T(1)), hn::Mul(a, a)));
+  }
+  return a;
+}
+
+// ---------------------------------------------------------------- array loops
+
+// Applies `f(d, i, count)` to whole vectors and then to the tail. `f` loads
+// and stores by itself; for the tail it gets count < Lanes(d) and must go
+// through a buffer (SafeCopyN), which keeps every access inside the arrays.
+template <typename T, class F>
+HWY_INLINE void ForEachVector(size_t n, F f) {
+  const hn::ScalableTag<T> d;
+  const size_t lanes = hn::Lanes(d);
+  size_t i = 0;
+  for (; i + lanes <= n; i += lanes) f(d, i, lanes);
+  if (i < n) f(d, i, n - i);
+}
+
+template <typename T>
+void UnaryT(Unary op, const T* x, T* y, int64_t n) {
+  ForEachVector<T>(static_cast<size_t>(n), [&](auto d, size_t i, size_t count) {
+    if (count == hn::Lanes(d)) {
+      hn::StoreU(UnaryVec(d, op, hn::LoadU(d, x + i)), d, y + i);
+      return;
+    }
+    HWY_ALIGN T buf[kMaxLanes<T>] = {};
+    hn::SafeCopyN(count, d, x + i, buf);
+    hn::Store(UnaryVec(d, op, hn::Load(d, buf)), d, buf);
+    hn::SafeCopyN(count, d, buf, y + i);
+  });
+}
+
+template <typename T>
+HWY_INLINE auto LoadArg(const T* p, int64_t step, size_t i, size_t count) {
+  const hn::ScalableTag<T> d;
+  if (step == 0) return hn::Set(d, p[0]);
+  if (count == hn::Lanes(d)) return hn::LoadU(d, p + i);
+  HWY_ALIGN T buf[kMaxLanes<T>] = {};
+  hn::SafeCopyN(count, d, p + i, buf);
+  return hn::Load(d, buf);
+}
+
+template <typename T>
+void BinaryT(Binary op, const T* a, int64_t a_step, const T* b, int64_t b_step, T* out, int64_t n) {
+  ForEachVector<T>(static_cast<size_t>(n), [&](auto d, size_t i, size_t count) {
+    const auto r = BinaryVec(d, op, LoadArg(a, a_step, i, count), LoadArg(b, b_step, i, count));
+    if (count == hn::Lanes(d)) {
+      hn::StoreU(r, d, out + i);
+      return;
+    }
+    HWY_ALIGN T buf[kMaxLanes<T>];
+    hn::Store(r, d, buf);
+    hn::SafeCopyN(count, d, buf, out + i);
+  });
+}
+
+void UnaryF32(Unary op, const float* x, float* y, int64_t n) { UnaryT(op, x, y, n); }
+void UnaryF64(Unary op, const double* x, double* y, int64_t n) { UnaryT(op, x, y, n); }
+void BinaryF32(Binary op, const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n) {
+  BinaryT(op, a, sa, b, sb, out, n);
+}
+void BinaryF64(Binary op, const double* a, int64_t sa, const double* b, int64_t sb, double* out, int64_t n) {
+  BinaryT(op, a, sa, b, sb, out, n);
+}
+
+// ---------------------------------------------------------------- reductions
+
+// Max or min of n values with NaN winning; the tail is padded with the
+// identity (-inf for max, +inf for min).
+template <bool kMax>
+float ExtremumF32(const float* x, int64_t n) {
+  const hn::ScalableTag<float> d;
+  const float identity = kMax ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+  auto acc = hn::Set(d, identity);
+  auto any_nan = hn::FirstN(d, 0);  // no lane yet
+  ForEachVector<float>(static_cast<size_t>(n), [&](auto dd, size_t i, size_t count) {
+    auto v = hn::Set(dd, identity);
+    if (count == hn::Lanes(dd)) {
+      v = hn::LoadU(dd, x + i);
+    } else {
+      HWY_ALIGN float buf[kMaxLanes<float>];
+      hn::Store(v, dd, buf);
+      hn::SafeCopyN(count, dd, x + i, buf);
+      v = hn::Load(dd, buf);
+    }
+    any_nan = hn::Or(any_nan, hn::IsNaN(v));
+    acc = kMax ? hn::Max(acc, v) : hn::Min(acc, v);
+  });
+  if (!hn::AllFalse(d, any_nan)) return std::numeric_limits<float>::quiet_NaN();
+  return hn::GetLane(kMax ? hn::MaxOfLanes(d, acc) : hn::MinOfLanes(d, acc));
+}
+
+float MaxF32(const float* x, int64_t n) { return ExtremumF32<true>(x, n); }
+float MinF32(const float* x, int64_t n) { return ExtremumF32<false>(x, n); }
+
+// Loads half a float vector's worth of lanes as doubles.
+double SumF32(const float* x, int64_t n) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const size_t lanes = hn::Lanes(dd);
+  auto acc0 = hn::Zero(dd), acc1 = hn::Zero(dd);
+  size_t i = 0;
+  const size_t un = static_cast<size_t>(n);
+  for (; i + 2 * lanes <= un; i += 2 * lanes) {
+    acc0 = hn::Add(acc0, hn::PromoteTo(dd, hn::LoadU(df, x + i)));
+    acc1 = hn::Add(acc1, hn::PromoteTo(dd, hn::LoadU(df, x + i + lanes)));
+  }
+  double sum = hn::GetLane(hn::SumOfLanes(dd, hn::Add(acc0, acc1)));
+  for (; i < un; ++i) sum += static_cast<double>(x[i]);
+  return sum;
+}
+
+void AccumulateSumF32(double* acc, const float* row, int64_t n) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const size_t lanes = hn::Lanes(dd);
+  size_t j = 0;
+  const size_t un = static_cast<size_t>(n);
+  for (; j + lanes <= un; j += lanes) {
+    hn::StoreU(hn::Add(hn::LoadU(dd, acc + j), hn::PromoteTo(dd, hn::LoadU(df, row + j))), dd, acc + j);
+  }
+  for (; j < un; ++j) acc[j] += static_cast<double>(row[j]);
+}
+
+void AccumulateMaxF32(float* acc, const float* row, int64_t n) {
+  BinaryT(Binary::kMax, acc, 1, row, 1, acc, n);
+}
+void AccumulateMinF32(float* acc, const float* row, int64_t n) {
+  BinaryT(Binary::kMin, acc, 1, row, 1, acc, n);
+}
+
+// ---------------------------------------------------------------- softmax
+
+void SoftmaxRowsF32(const float* x, float* y, int64_t rows, int64_t n, bool log) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    float max = ExtremumF32<true>(xr, n);
+    if (std::isinf(max)) max = 0;  // all -inf (or an inf): leave the arithmetic to say nan/0
+    // y = exp(x - max), then the sum in double (long rows stay accurate).
+    BinaryT(Binary::kSub, xr, 1, &max, 0, yr, n);
+    if (log) {
+      // (x - max) - log(sum): the shifted values are kept, their exps summed.
+      double sum = 0;
+      ForEachVector<float>(static_cast<size_t>(n), [&](auto d, size_t i, size_t count) {
+        HWY_ALIGN float buf[kMaxLanes<float>] = {};
+        hn::SafeCopyN(count, d, yr + i, buf);
+        hn::Store(ExpVec(d, hn::Load(d, buf)), d, buf);
+        for (size_t k = 0; k < count; ++k) sum += buf[k];
+      });
+      const float log_sum = static_cast<float>(std::log(sum));
+      BinaryT(Binary::kSub, yr, 1, &log_sum, 0, yr, n);
+    } else {
+      UnaryT(Unary::kExp, yr, yr, n);
+      const float scale = static_cast<float>(1.0 / SumF32(yr, n));
+      BinaryT(Binary::kMul, yr, 1, &scale, 0, yr, n);
+    }
+  }
+}
+
+// ---------------------------------------------------------------- casts
+
+void CastF32ToF64(const float* x, double* y, int64_t n) {
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const size_t lanes = hn::Lanes(dd), un = static_cast<size_t>(n);
+  size_t i = 0;
+  for (; i + lanes <= un; i += lanes) hn::StoreU(hn::PromoteTo(dd, hn::LoadU(df, x + i)), dd, y + i);
+  for (; i < un; ++i) y[i] = static_cast<double>(x[i]);
+}
+
+void CastF64ToF32(const double* x, float* y, int64_t n) {
+#if HWY_TARGET == HWY_SCALAR
+  // Highway's scalar DemoteTo saturates at +-FLT_MAX; C++'s conversion
+  // overflows to +-inf, as the vector targets and TensorFlow do.
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(x[i]);
+  return;
+#endif
+  const hn::ScalableTag<double> dd;
+  const hn::Rebind<float, decltype(dd)> df;
+  const size_t lanes = hn::Lanes(dd), un = static_cast<size_t>(n);
+  size_t i = 0;
+  for (; i + lanes <= un; i += lanes) hn::StoreU(hn::DemoteTo(df, hn::LoadU(dd, x + i)), df, y + i);
+  for (; i < un; ++i) y[i] = static_cast<float>(x[i]);
+}
+
+void CastI32ToF32(const int32_t* x, float* y, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const size_t lanes = hn::Lanes(df), un = static_cast<size_t>(n);
+  size_t i = 0;
+  for (; i + lanes <= un; i += lanes) hn::StoreU(hn::ConvertTo(df, hn::LoadU(di, x + i)), df, y + i);
+  for (; i < un; ++i) y[i] = static_cast<float>(x[i]);
+}
+
+int32_t CastOneF32ToI32(float v) {
+  if (std::isnan(v)) return 0;
+  if (v <= -2147483648.0f) return std::numeric_limits<int32_t>::min();
+  if (v >= 2147483648.0f) return std::numeric_limits<int32_t>::max();
+  return static_cast<int32_t>(v);
+}
+
+void CastF32ToI32(const float* x, int32_t* y, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const size_t lanes = hn::Lanes(df), un = static_cast<size_t>(n);
+  const auto max_f = hn::Set(df, 2147483648.0f);
+  const auto min_f = hn::Set(df, -2147483648.0f);
+  size_t i = 0;
+  for (; i + lanes <= un; i += lanes) {
+    auto v = hn::LoadU(df, x + i);
+    const auto too_big = hn::Ge(v, max_f);
+    const auto too_small = hn::Le(v, min_f);
+    // NaN and the out-of-range lanes convert 0 (Highway's own overflow
+    // handling differs between targets), then the saturated values go in.
+    v = hn::IfThenZeroElse(hn::Or(hn::Or(too_big, too_small), hn::IsNaN(v)), v);
+    auto r = hn::ConvertTo(di, v);
+    r = hn::IfThenElse(hn::RebindMask(di, too_big), hn::Set(di, std::numeric_limits<int32_t>::max()), r);
+    r = hn::IfThenElse(hn::RebindMask(di, too_small), hn::Set(di, std::numeric_limits<int32_t>::min()), r);
+    hn::StoreU(r, di, y + i);
+  }
+  for (; i < un; ++i) y[i] = CastOneF32ToI32(x[i]);
+}
+
+void CastBoolToF32(const bool* x, float* y, int64_t n) {
+  // bool's object representation is 0 or 1 (C++), so a byte conversion is exact.
+  const hn::ScalableTag<float> df;
+  const hn::RebindToSigned<decltype(df)> di;
+  const hn::Rebind<uint8_t, decltype(df)> du8;
+  const size_t lanes = hn::Lanes(df), un = static_cast<size_t>(n);
+  const auto* bytes = reinterpret_cast<const uint8_t*>(x);
+  size_t i = 0;
+  for (; i + lanes <= un; i += lanes) {
+    hn::StoreU(hn::ConvertTo(df, hn::PromoteTo(di, hn::LoadU(du8, bytes + i))), df, y + i);
+  }
+  for (; i < un; ++i) y[i] = x[i] ? 1.0f : 0.0f;
+}
+
+void CastF32ToBool(const float* x, bool* y, int64_t n) {
+  // NaN != 0 is true: NaN casts to true, as in TensorFlow.
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] != 0.0f;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace treadle::simd
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace treadle::simd {
+
+HWY_EXPORT(UnaryF32);
+HWY_EXPORT(UnaryF64);
+HWY_EXPORT(BinaryF32);
+HWY_EXPORT(BinaryF64);
+HWY_EXPORT(SoftmaxRowsF32);
+HWY_EXPORT(SumF32);
+HWY_EXPORT(MaxF32);
+HWY_EXPORT(MinF32);
+HWY_EXPORT(AccumulateSumF32);
+HWY_EXPORT(AccumulateMaxF32);
+HWY_EXPORT(AccumulateMinF32);
+HWY_EXPORT(CastF32ToF64);
+HWY_EXPORT(CastF64ToF32);
+HWY_EXPORT(CastI32ToF32);
+HWY_EXPORT(CastF32ToI32);
+HWY_EXPORT(CastBoolToF32);
+HWY_EXPORT(CastF32ToBool);
+
+void UnaryF32(Unary op, const float* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(UnaryF32)(op, x, y, n); }
+void UnaryF64(Unary op, const double* x, double* y, int64_t n) { HWY_DYNAMIC_DISPATCH(UnaryF64)(op, x, y, n); }
+void BinaryF32(Binary op, const float* a, int64_t sa, const float* b, int64_t sb, float* out, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(BinaryF32)(op, a, sa, b, sb, out, n);
+}
+void BinaryF64(Binary op, const double* a, int64_t sa, const double* b, int64_t sb, double* out, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(BinaryF64)(op, a, sa, b, sb, out, n);
+}
+void SoftmaxRowsF32(const float* x, float* y, int64_t rows, int64_t n, bool log) {
+  HWY_DYNAMIC_DISPATCH(SoftmaxRowsF32)(x, y, rows, n, log);
+}
+double SumF32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumF32)(x, n); }
+float MaxF32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxF32)(x, n); }
+float MinF32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MinF32)(x, n); }
+void AccumulateSumF32(double* acc, const float* row, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(AccumulateSumF32)(acc, row, n);
+}
+void AccumulateMaxF32(float* acc, const float* row, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(AccumulateMaxF32)(acc, row, n);
+}
+void AccumulateMinF32(float* acc, const float* row, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(AccumulateMinF32)(acc, row, n);
+}
+void CastF32ToF64(const float* x, double* y, int64_t n) { HWY_DYNAMIC_DISPATCH(CastF32ToF64)(x, y, n); }
+void CastF64ToF32(const double* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(CastF64ToF32)(x, y, n); }
+void CastI32ToF32(const int32_t* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(CastI32ToF32)(x, y, n); }
+void CastF32ToI32(const float* x, int32_t* y, int64_t n) { HWY_DYNAMIC_DISPATCH(CastF32ToI32)(x, y, n); }
+void CastBoolToF32(const bool* x, float* y, int64_t n) { HWY_DYNAMIC_DISPATCH(CastBoolToF32)(x, y, n); }
+void CastF32ToBool(const float* x, bool* y, int64_t n) { HWY_DYNAMIC_DISPATCH(CastF32ToBool)(x, y, n); }
+
+}  // namespace treadle::simd
+#endif  // HWY_ONCE
