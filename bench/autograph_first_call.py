@@ -117,6 +117,7 @@ def main():
         f"{figures['first_call_ms']['min']:.2f} | {tf_text} | ≤ {TARGET_MS:.0f} |\n"
         f"| of which AutoGraph conversion | {figures['convert_ms']['median']:.2f} | "
         f"{figures['convert_ms']['min']:.2f} | — | — |\n")
+    markdown += "\n" + common.kernels_sentence(payload["machine"]) + "\n"
     common.write_report("autograph_first_call", payload, markdown, args.out_dir)
     print(markdown)
     print("target met" if payload["met"] else "target NOT met")

@@ -91,6 +91,26 @@ def cpu_flags():
     return []
 
 
+def kernel_levels():
+    """The SIMD level treadle's kernels run at and the kernels OpenBLAS chose:
+    every report names both (BENCHMARKS.md)."""
+    import treadle as td
+    from treadle import _core
+    isa = td.config.isa_info()
+    return {"treadle_isa": isa["level"], "treadle_target": isa["target"],
+            "treadle_isa_cap": os.environ.get("TREADLE_ISA") or None,
+            "blas_kernels": _core.blas_config()[1],
+            "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE") or None}
+
+
+def kernels_sentence(machine):
+    """One sentence for a report's Markdown: the kernel levels of the run."""
+    k = machine.get("kernels") or kernel_levels()
+    cap = f", capped by TREADLE_ISA={k['treadle_isa_cap']}" if k.get("treadle_isa_cap") else ""
+    return (f"Kernels: treadle {k['treadle_isa']} (Highway target {k['treadle_target']}{cap}); "
+            f"OpenBLAS {k['blas_kernels']}.")
+
+
 def machine_info():
     import numpy as np
     import treadle
@@ -98,6 +118,7 @@ def machine_info():
     info = {
         "cpu_model": cpu_model(),
         "cpu_flags": cpu_flags(),
+        "kernels": kernel_levels(),
         "cores": os.cpu_count(),
         "platform": platform.platform(),
         "python": platform.python_version(),

@@ -84,6 +84,7 @@ def markdown(results, machine, torch):
         f"treadle {v['treadle']}, NumPy {v['numpy']}, "
         + (f"PyTorch {v['torch']}" if torch else "PyTorch not installed (pip install torch to compare)")
         + f"; threads: {machine['threads']}.",
+        common.kernels_sentence(machine),
         "",
         "| measurement | treadle | NumPy | PyTorch | treadle / NumPy | treadle / PyTorch | target | met |",
         "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",

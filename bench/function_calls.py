@@ -186,7 +186,7 @@ def main():
     machine["versions"].update({k: v for k, v in peers.items()})
     payload = {"benchmark": "function_calls", "machine": machine, "stat": "median", "us": results,
                "targets_us": TARGETS}
-    md = markdown(results, peers)
+    md = markdown(results, peers) + "\n" + common.kernels_sentence(machine) + "\n"
     common.write_report("function_calls", payload, md, args.out_dir)
     print(md)
 

@@ -120,6 +120,7 @@ def markdown(result, machine):
         f"Machine: {machine['cpu_model']}, {machine['cores']} cores; Python {machine['python']}, "
         f"treadle {machine['versions']['treadle']}, NumPy {machine['versions']['numpy']}; "
         f"threads: {machine['threads']}.",
+        common.kernels_sentence(machine),
         "",
         "| measurement | µs per call | ns per op | Executable.run / this | target | met |",
         "| --- | ---: | ---: | ---: | --- | --- |",

@@ -113,6 +113,7 @@ def markdown(result, machine):
         f"Machine: {machine['cpu_model']}, {machine['cores']} cores; Python {machine['python']}, "
         f"treadle {machine['versions']['treadle']}, NumPy {machine['versions']['numpy']}, "
         f"PyTorch {machine['versions']['torch'] or 'not installed'}; threads: {machine['threads']}.",
+        common.kernels_sentence(machine),
         "",
         "| variant | µs per step (median) | min | treadle td.function / this |",
         "| --- | ---: | ---: | ---: |",

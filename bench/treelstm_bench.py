@@ -226,7 +226,7 @@ def markdown(report):
                  f"machine: {report['machine']['cpu_model']}, {report['machine']['cores']} cores; "
                  f"measured sgemm peak {report['sgemm_gflops']:.0f} GFLOP/s; load average "
                  f"{report['load_average_start'][0]:.1f} at the start, {report['load_average_end'][0]:.1f} at the end "
-                 f"(other work on the machine slows every figure).")
+                 f"(other work on the machine slows every figure). {common.kernels_sentence(report['machine'])}")
     lines.append("")
     header = "| implementation | " + " | ".join(f"{m} b={b}" for m in modes for b in batches) + " | peak RSS MB |"
     lines += [header, "|---|" + "---:|" * (len(modes) * len(batches) + 1)]

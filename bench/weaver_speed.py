@@ -124,6 +124,7 @@ def markdown(results, machine, n_trees, num_nodes, source):
         f"{results[0]['figures']['runs']} interleaved runs.",
         f"Machine: {machine['cpu_model']}, {machine['cores']} cores; Python {machine['python']}, "
         f"treadle {machine['versions']['treadle']}.",
+        common.kernels_sentence(machine),
         "",
         "| path | µs per batch | nodes per second | µs per node |",
         "| --- | ---: | ---: | ---: |",

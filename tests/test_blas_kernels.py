@@ -24,11 +24,22 @@ def test_a_set_core_type_is_left_alone(monkeypatch):
 @pytest.mark.parametrize("missing", sorted(_blas._SKYLAKEX_FEATURES))
 def test_avx512_kernels_need_every_subset(monkeypatch, missing):
     monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    monkeypatch.delenv("TREADLE_ISA", raising=False)
     monkeypatch.setattr(_blas, "_library_loaded", lambda: False)
     monkeypatch.setattr(_blas, "_cpu_flags", lambda: set(_blas._SKYLAKEX_FEATURES) | {"avx2"})
     assert _blas.core_type_to_set() == "SkylakeX"
     monkeypatch.setattr(_blas, "_cpu_flags", lambda: set(_blas._SKYLAKEX_FEATURES) - {missing} | {"avx2"})
     assert _blas.core_type_to_set() is None
+
+
+@pytest.mark.parametrize("cap, chosen", [("avx2", None), ("sse4", None), ("scalar", None), ("avx512", "SkylakeX"),
+                                          ("", "SkylakeX")])
+def test_a_treadle_isa_cap_below_avx512_keeps_blas_off_avx512(monkeypatch, cap, chosen):
+    monkeypatch.delenv("OPENBLAS_CORETYPE", raising=False)
+    monkeypatch.setenv("TREADLE_ISA", cap)
+    monkeypatch.setattr(_blas, "_library_loaded", lambda: False)
+    monkeypatch.setattr(_blas, "_cpu_flags", lambda: set(_blas._SKYLAKEX_FEATURES) | {"avx2"})
+    assert _blas.core_type_to_set() == chosen
 
 
 def test_nothing_is_set_once_the_library_is_loaded(monkeypatch):

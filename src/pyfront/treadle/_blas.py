@@ -12,7 +12,8 @@ treadle's core). So before that, where the CPU and the OS support the
 AVX-512 subsets those kernels use, treadle sets it for the moment of the
 load, and then restores the environment. It leaves the choice to OpenBLAS
 when the user has set OPENBLAS_CORETYPE (set it to Haswell, for example, to
-opt out), off Linux, or when the library is already loaded."""
+opt out), when TREADLE_ISA caps treadle's own kernels below AVX-512, off
+Linux, or when the library is already loaded."""
 
 import os
 
@@ -40,9 +41,20 @@ def _library_loaded():
         return False
 
 
+def _isa_cap_below_avx512():
+    """Whether TREADLE_ISA caps treadle's kernels below AVX-512: then BLAS is
+    not handed its AVX-512 kernels either, so that a run capped at avx2 on an
+    AVX-512 machine measures what an AVX2 machine runs (OpenBLAS keeps its own
+    choice; set OPENBLAS_CORETYPE=Haswell to be sure of it)."""
+    cap = os.environ.get("TREADLE_ISA", "").strip()
+    return bool(cap) and cap != "avx512"
+
+
 def core_type_to_set():
     """The OPENBLAS_CORETYPE to load the library with, or None to leave it be."""
     if "OPENBLAS_CORETYPE" in os.environ or not _SKYLAKEX_FEATURES <= _cpu_flags() or _library_loaded():
+        return None
+    if _isa_cap_below_avx512():
         return None
     return "SkylakeX"
 

@@ -187,10 +187,13 @@ bool SimdReduce3D(const In* in, Acc* out, int64_t outer, int64_t r, int64_t inne
         if constexpr (kMin) *acc = simd::MinF32(block, r);
         continue;
       }
-      if constexpr (kSum) simd::CastF32ToF64(block, acc, inner);
-      else std::copy(block, block + inner, acc);
+      if constexpr (kSum) {
+        std::fill(acc, acc + inner, 0.0);
+        simd::SumRowsIntoF32(acc, block, r, inner);
+        continue;
+      }
+      std::copy(block, block + inner, acc);
       for (int64_t k = 1; k < r; ++k) {
-        if constexpr (kSum) simd::AccumulateSumF32(acc, block + k * inner, inner);
         if constexpr (kMax) simd::AccumulateMaxF32(acc, block + k * inner, inner);
         if constexpr (kMin) simd::AccumulateMinF32(acc, block + k * inner, inner);
       }

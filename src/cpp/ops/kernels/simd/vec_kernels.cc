@@ -10,6 +10,7 @@
 #define HWY_TARGET_INCLUDE "ops/kernels/simd/vec_kernels.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -88,41 +89,49 @@ HWY_INLINE V SigmoidVec(D d, V x) {
   const V neg_abs = hn::Max(hn::Neg(hn::Abs(x)), hn::Set(d, ExpLimits<T>::kLow));
   V e = hn::Exp(d, neg_abs);
   e = hn::IfThenZeroElse(hn::Le(neg_abs, hn::Set(d, ExpLimits<T>::kLow)), e);
-  const V pos = hn::Div(one, hn::Add(one, e));
+  // float32: 1 / (1 + e) by the approximate reciprocal (12 bits; AMD's is
+  // the least accurate) and two Newton steps, cheaper than a division, which
+  // takes longer than the rest of the function. float64 divides.
+  const V denom = hn::Add(one, e);
+  V pos;
+  if constexpr (sizeof(T) == 4) {
+    // r + r * (1 - denom * r): the residual comes exactly out of a fused
+    // multiply-add, so each step rounds once (and 1 / 1 is exactly 1).
+    pos = hn::ApproximateReciprocal(denom);
+    pos = hn::MulAdd(pos, hn::NegMulAdd(denom, pos, one), pos);
+    pos = hn::MulAdd(pos, hn::NegMulAdd(denom, pos, one), pos);
+  } else {
+    pos = hn::Div(one, denom);
+  }
   const V y = hn::IfThenElse(hn::Lt(x, hn::Zero(d)), hn::Mul(e, pos), pos);
   return hn::IfThenElse(hn::IsNaN(x), x, y);
 }
 
-template <class D, class V>
-HWY_INLINE V UnaryVec(D d, Unary op, V x) {
-  switch (op) {
-    case Unary::kExp: return ExpVec(d, x);
-    case Unary::kLog: return LogVec(d, x);
-    case Unary::kTanh: return TanhVec(d, x);
-    case Unary::kSigmoid: return SigmoidVec(d, x);
-  }
-  return x;
+// The op is a template argument: each op gets its own straight-line loop (a
+// switch inside the loop kept consecutive vectors from overlapping).
+template <Unary kOp, class D, class V>
+HWY_INLINE V UnaryVec(D d, V x) {
+  if constexpr (kOp == Unary::kExp) return ExpVec(d, x);
+  if constexpr (kOp == Unary::kLog) return LogVec(d, x);
+  if constexpr (kOp == Unary::kTanh) return TanhVec(d, x);
+  if constexpr (kOp == Unary::kSigmoid) return SigmoidVec(d, x);
 }
 
-template <class D, class V>
-HWY_INLINE V BinaryVec(D d, Binary op, V a, V b) {
+template <Binary kOp, class D, class V>
+HWY_INLINE V BinaryVec(D d, V a, V b) {
   using T = hn::TFromD<D>;
-  switch (op) {
-    case Binary::kAdd: return hn::Add(a, b);
-    case Binary::kSub: return hn::Sub(a, b);
-    case Binary::kMul: return hn::Mul(a, b);
-    case Binary::kDiv: return hn::Div(a, b);
-    case Binary::kMax:
-    case Binary::kMin: {
-      // The SIMD max/min return one operand when the other is NaN; a + b is
-      // NaN whenever either is.
-      const V m = op == Binary::kMax ? hn::Max(a, b) : hn::Min(a, b);
-      return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::IsNaN(b)), hn::Add(a, b), m);
-    }
-    case Binary::kSigmoidGrad: return hn::Mul(b, hn::Mul(a, hn::Sub(hn::Set(d, T(1)), a)));
-    case Binary::kTanhGrad: return hn::Mul(b, hn::Sub(hn::Set(d, T(1)), hn::Mul(a, a)));
+  if constexpr (kOp == Binary::kAdd) return hn::Add(a, b);
+  if constexpr (kOp == Binary::kSub) return hn::Sub(a, b);
+  if constexpr (kOp == Binary::kMul) return hn::Mul(a, b);
+  if constexpr (kOp == Binary::kDiv) return hn::Div(a, b);
+  if constexpr (kOp == Binary::kMax || kOp == Binary::kMin) {
+    // The SIMD max/min return one operand when the other is NaN; a + b is
+    // NaN whenever either is.
+    const V m = kOp == Binary::kMax ? hn::Max(a, b) : hn::Min(a, b);
+    return hn::IfThenElse(hn::Or(hn::IsNaN(a), hn::IsNaN(b)), hn::Add(a, b), m);
   }
-  return a;
+  if constexpr (kOp == Binary::kSigmoidGrad) return hn::Mul(b, hn::Mul(a, hn::Sub(hn::Set(d, T(1)), a)));
+  if constexpr (kOp == Binary::kTanhGrad) return hn::Mul(b, hn::Sub(hn::Set(d, T(1)), hn::Mul(a, a)));
 }
 
 // ---------------------------------------------------------------- array loops
@@ -139,18 +148,28 @@ HWY_INLINE void ForEachVector(size_t n, F f) {
   if (i < n) f(d, i, n - i);
 }
 
-template <typename T>
-void UnaryT(Unary op, const T* x, T* y, int64_t n) {
+template <Unary kOp, typename T>
+void UnaryLoop(const T* x, T* y, int64_t n) {
   ForEachVector<T>(static_cast<size_t>(n), [&](auto d, size_t i, size_t count) {
     if (count == hn::Lanes(d)) {
-      hn::StoreU(UnaryVec(d, op, hn::LoadU(d, x + i)), d, y + i);
+      hn::StoreU(UnaryVec<kOp>(d, hn::LoadU(d, x + i)), d, y + i);
       return;
     }
     HWY_ALIGN T buf[kMaxLanes<T>] = {};
     hn::SafeCopyN(count, d, x + i, buf);
-    hn::Store(UnaryVec(d, op, hn::Load(d, buf)), d, buf);
+    hn::Store(UnaryVec<kOp>(d, hn::Load(d, buf)), d, buf);
     hn::SafeCopyN(count, d, buf, y + i);
   });
+}
+
+template <typename T>
+void UnaryT(Unary op, const T* x, T* y, int64_t n) {
+  switch (op) {
+    case Unary::kExp: return UnaryLoop<Unary::kExp>(x, y, n);
+    case Unary::kLog: return UnaryLoop<Unary::kLog>(x, y, n);
+    case Unary::kTanh: return UnaryLoop<Unary::kTanh>(x, y, n);
+    case Unary::kSigmoid: return UnaryLoop<Unary::kSigmoid>(x, y, n);
+  }
 }
 
 template <typename T>
@@ -163,18 +182,46 @@ HWY_INLINE auto LoadArg(const T* p, int64_t step, size_t i, size_t count) {
   return hn::Load(d, buf);
 }
 
-template <typename T>
-void BinaryT(Binary op, const T* a, int64_t a_step, const T* b, int64_t b_step, T* out, int64_t n) {
-  ForEachVector<T>(static_cast<size_t>(n), [&](auto d, size_t i, size_t count) {
-    const auto r = BinaryVec(d, op, LoadArg(a, a_step, i, count), LoadArg(b, b_step, i, count));
-    if (count == hn::Lanes(d)) {
-      hn::StoreU(r, d, out + i);
-      return;
-    }
+// One loop per (op, step of a, step of b): the broadcast operand is loaded
+// once, outside the loop.
+template <Binary kOp, typename T>
+void BinaryLoop(const T* a, int64_t a_step, const T* b, int64_t b_step, T* out, int64_t n) {
+  const hn::ScalableTag<T> d;
+  const size_t lanes = hn::Lanes(d), un = static_cast<size_t>(n);
+  size_t i = 0;
+  if (a_step == 1 && b_step == 1) {
+    for (; i + lanes <= un; i += lanes) hn::StoreU(BinaryVec<kOp>(d, hn::LoadU(d, a + i), hn::LoadU(d, b + i)), d, out + i);
+  } else if (a_step == 1) {
+    const auto vb = hn::Set(d, b[0]);
+    for (; i + lanes <= un; i += lanes) hn::StoreU(BinaryVec<kOp>(d, hn::LoadU(d, a + i), vb), d, out + i);
+  } else if (b_step == 1) {
+    const auto va = hn::Set(d, a[0]);
+    for (; i + lanes <= un; i += lanes) hn::StoreU(BinaryVec<kOp>(d, va, hn::LoadU(d, b + i)), d, out + i);
+  } else {
+    const auto r = BinaryVec<kOp>(d, hn::Set(d, a[0]), hn::Set(d, b[0]));
+    for (; i + lanes <= un; i += lanes) hn::StoreU(r, d, out + i);
+  }
+  if (i < un) {
+    const size_t count = un - i;
+    const auto r = BinaryVec<kOp>(d, LoadArg(a, a_step, i, count), LoadArg(b, b_step, i, count));
     HWY_ALIGN T buf[kMaxLanes<T>];
     hn::Store(r, d, buf);
     hn::SafeCopyN(count, d, buf, out + i);
-  });
+  }
+}
+
+template <typename T>
+void BinaryT(Binary op, const T* a, int64_t a_step, const T* b, int64_t b_step, T* out, int64_t n) {
+  switch (op) {
+    case Binary::kAdd: BinaryLoop<Binary::kAdd>(a, a_step, b, b_step, out, n); break;
+    case Binary::kSub: BinaryLoop<Binary::kSub>(a, a_step, b, b_step, out, n); break;
+    case Binary::kMul: BinaryLoop<Binary::kMul>(a, a_step, b, b_step, out, n); break;
+    case Binary::kDiv: BinaryLoop<Binary::kDiv>(a, a_step, b, b_step, out, n); break;
+    case Binary::kMax: BinaryLoop<Binary::kMax>(a, a_step, b, b_step, out, n); break;
+    case Binary::kMin: BinaryLoop<Binary::kMin>(a, a_step, b, b_step, out, n); break;
+    case Binary::kSigmoidGrad: BinaryLoop<Binary::kSigmoidGrad>(a, a_step, b, b_step, out, n); break;
+    case Binary::kTanhGrad: BinaryLoop<Binary::kTanhGrad>(a, a_step, b, b_step, out, n); break;
+  }
 }
 
 void UnaryF32(Unary op, const float* x, float* y, int64_t n) { UnaryT(op, x, y, n); }
@@ -233,23 +280,35 @@ double SumF32(const float* x, int64_t n) {
   return sum;
 }
 
-void AccumulateSumF32(double* acc, const float* row, int64_t n) {
+void SumRowsIntoF32(double* acc, const float* rows, int64_t num_rows, int64_t n) {
+  // Up to kBlock rows are added in float (as NumPy's pairwise sums do), then
+  // the partial sum is added to the double accumulator: 1/kBlock of the
+  // double traffic of adding every row in double.
+  constexpr int64_t kBlock = 8;
   const hn::ScalableTag<double> dd;
   const hn::Rebind<float, decltype(dd)> df;
-  const size_t lanes = hn::Lanes(dd);
-  size_t j = 0;
-  const size_t un = static_cast<size_t>(n);
-  for (; j + lanes <= un; j += lanes) {
-    hn::StoreU(hn::Add(hn::LoadU(dd, acc + j), hn::PromoteTo(dd, hn::LoadU(df, row + j))), dd, acc + j);
+  const size_t lanes = hn::Lanes(dd), un = static_cast<size_t>(n);
+  for (int64_t k0 = 0; k0 < num_rows; k0 += kBlock) {
+    const int64_t k1 = std::min(num_rows, k0 + kBlock);
+    size_t j = 0;
+    for (; j + lanes <= un; j += lanes) {
+      auto partial = hn::LoadU(df, rows + k0 * n + j);
+      for (int64_t k = k0 + 1; k < k1; ++k) partial = hn::Add(partial, hn::LoadU(df, rows + k * n + j));
+      hn::StoreU(hn::Add(hn::LoadU(dd, acc + j), hn::PromoteTo(dd, partial)), dd, acc + j);
+    }
+    for (; j < un; ++j) {
+      float partial = rows[k0 * n + j];
+      for (int64_t k = k0 + 1; k < k1; ++k) partial += rows[k * n + j];
+      acc[j] += static_cast<double>(partial);
+    }
   }
-  for (; j < un; ++j) acc[j] += static_cast<double>(row[j]);
 }
 
 void AccumulateMaxF32(float* acc, const float* row, int64_t n) {
-  BinaryT(Binary::kMax, acc, 1, row, 1, acc, n);
+  BinaryLoop<Binary::kMax>(acc, 1, row, 1, acc, n);
 }
 void AccumulateMinF32(float* acc, const float* row, int64_t n) {
-  BinaryT(Binary::kMin, acc, 1, row, 1, acc, n);
+  BinaryLoop<Binary::kMin>(acc, 1, row, 1, acc, n);
 }
 
 // ---------------------------------------------------------------- softmax
@@ -261,22 +320,18 @@ void SoftmaxRowsF32(const float* x, float* y, int64_t rows, int64_t n, bool log)
     float max = ExtremumF32<true>(xr, n);
     if (std::isinf(max)) max = 0;  // all -inf (or an inf): leave the arithmetic to say nan/0
     // y = exp(x - max), then the sum in double (long rows stay accurate).
-    BinaryT(Binary::kSub, xr, 1, &max, 0, yr, n);
+    BinaryLoop<Binary::kSub>(xr, 1, &max, 0, yr, n);
     if (log) {
-      // (x - max) - log(sum): the shifted values are kept, their exps summed.
-      double sum = 0;
-      ForEachVector<float>(static_cast<size_t>(n), [&](auto d, size_t i, size_t count) {
-        HWY_ALIGN float buf[kMaxLanes<float>] = {};
-        hn::SafeCopyN(count, d, yr + i, buf);
-        hn::Store(ExpVec(d, hn::Load(d, buf)), d, buf);
-        for (size_t k = 0; k < count; ++k) sum += buf[k];
-      });
-      const float log_sum = static_cast<float>(std::log(sum));
-      BinaryT(Binary::kSub, yr, 1, &log_sum, 0, yr, n);
+      // (x - max) - log(sum of exp(x - max)): the exps go through y, which
+      // then gets the shifted values again.
+      UnaryLoop<Unary::kExp>(yr, yr, n);
+      const float log_sum = static_cast<float>(std::log(SumF32(yr, n)));
+      BinaryLoop<Binary::kSub>(xr, 1, &max, 0, yr, n);
+      BinaryLoop<Binary::kSub>(yr, 1, &log_sum, 0, yr, n);
     } else {
-      UnaryT(Unary::kExp, yr, yr, n);
+      UnaryLoop<Unary::kExp>(yr, yr, n);
       const float scale = static_cast<float>(1.0 / SumF32(yr, n));
-      BinaryT(Binary::kMul, yr, 1, &scale, 0, yr, n);
+      BinaryLoop<Binary::kMul>(yr, 1, &scale, 0, yr, n);
     }
   }
 }
@@ -379,7 +434,7 @@ HWY_EXPORT(SoftmaxRowsF32);
 HWY_EXPORT(SumF32);
 HWY_EXPORT(MaxF32);
 HWY_EXPORT(MinF32);
-HWY_EXPORT(AccumulateSumF32);
+HWY_EXPORT(SumRowsIntoF32);
 HWY_EXPORT(AccumulateMaxF32);
 HWY_EXPORT(AccumulateMinF32);
 HWY_EXPORT(CastF32ToF64);
@@ -403,8 +458,8 @@ void SoftmaxRowsF32(const float* x, float* y, int64_t rows, int64_t n, bool log)
 double SumF32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(SumF32)(x, n); }
 float MaxF32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MaxF32)(x, n); }
 float MinF32(const float* x, int64_t n) { return HWY_DYNAMIC_DISPATCH(MinF32)(x, n); }
-void AccumulateSumF32(double* acc, const float* row, int64_t n) {
-  HWY_DYNAMIC_DISPATCH(AccumulateSumF32)(acc, row, n);
+void SumRowsIntoF32(double* acc, const float* rows, int64_t num_rows, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(SumRowsIntoF32)(acc, rows, num_rows, n);
 }
 void AccumulateMaxF32(float* acc, const float* row, int64_t n) {
   HWY_DYNAMIC_DISPATCH(AccumulateMaxF32)(acc, row, n);

@@ -44,9 +44,10 @@ double SumF32(const float* x, int64_t n);
 float MaxF32(const float* x, int64_t n);
 float MinF32(const float* x, int64_t n);
 
-// acc[j] += row[j] (in double), acc[j] = max/min(acc[j], row[j]) for j < n:
-// the step of a reduction over rows into a contiguous accumulator.
-void AccumulateSumF32(double* acc, const float* row, int64_t n);
+// acc[j] += sum over k of rows[k * n + j] (partial sums of a few rows in
+// float, then into double), and acc[j] = max/min(acc[j], row[j]) for j < n:
+// reductions over rows into a contiguous accumulator.
+void SumRowsIntoF32(double* acc, const float* rows, int64_t num_rows, int64_t n);
 void AccumulateMaxF32(float* acc, const float* row, int64_t n);
 void AccumulateMinF32(float* acc, const float* row, int64_t n);
 
