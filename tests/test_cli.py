@@ -21,6 +21,16 @@ def test_info_prints_versions_and_op_count(capsys):
     assert count == len(td._core.op_defs()) and count > 0
 
 
+def test_info_prints_the_simd_level(capsys):
+    assert cli.main(["info"]) == 0
+    out = capsys.readouterr().out
+    isa = td.config.isa_info()
+    line = next(line for line in out.splitlines() if line.startswith("SIMD kernels"))
+    assert line.split()[2] == isa["level"]
+    assert f"Highway target {isa['target']}" in line
+    assert ", ".join(isa["available"]) in line
+
+
 def test_info_verbose_lists_ops(capsys):
     assert cli.main(["info", "--verbose"]) == 0
     out = capsys.readouterr().out

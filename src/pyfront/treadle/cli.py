@@ -28,6 +28,9 @@ def _cmd_info(args):
     print(f"numpy          {np.__version__}")
     print(f"protobuf       {google.protobuf.__version__} (Python runtime), "
           f"{_format_protobuf_version(_core.protobuf_version())} (libprotobuf the core was built with)")
+    isa = td.config.isa_info()
+    print(f"SIMD kernels   {isa['level']} (Highway target {isa['target']}); this CPU offers "
+          f"{', '.join(isa['available'])}; cap with TREADLE_ISA={'|'.join(isa['known'])}")
     blas_config, blas_core, blas_threads = _core.blas_config()
     print(f"BLAS           {blas_config}; kernels for {blas_core}")
     print(f"threads        {blas_threads} (matmuls and looms; BLAS runs single-threaded on each)")
