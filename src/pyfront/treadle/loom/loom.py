@@ -83,6 +83,7 @@ class Loom:
             if not isinstance(ts, TypeShape):
                 raise TypeError(f"extra_type_shapes must be TypeShapes, got {ts!r}")
             type_shapes.add(ts)
+        _check_tags(type_shapes)
         self._type_shapes = sorted(type_shapes)
         self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
         self._check_names()
@@ -234,7 +235,11 @@ class Loom:
         self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
         self._named_tensor_names = [name for name, _, _ in self._named]
         self._named_tensor_indices = {name: i for i, name in enumerate(self._named_tensor_names)}
-        self._ops = [(op.name, None) for op in md.ops[len(self._type_shapes):]]
+        from treadle.loom.saving import loaded_ops
+        try:
+            self._ops = loaded_ops(loom_def, self._type_shapes, captures)
+        except (IndexError, TypeError, ValueError) as e:
+            raise ValueError(f"the saved loom's ops are invalid: {e}") from None
         self._batch_inputs = dict(zip(self._batch_input_order, batch_values))
         self._check_names()
         self._metadata = md
@@ -266,6 +271,19 @@ class Loom:
     @property
     def named_ops(self):
         return dict(self._ops)
+
+    @property
+    def variables(self):
+        """Every td.Variable the loom reads (named tensors, batch inputs, its ops'
+        captures), each once: what to train or save, also for a loaded loom."""
+        values = [v for _, v, _ in self._named] + list(self._batch_inputs.values()) + \
+            list(getattr(self, "_captures", None) or [])
+        unique = {id(v): v for v in values if isinstance(v, Variable)}
+        return list(unique.values())
+
+    @property
+    def trainable_variables(self):
+        return [v for v in self.variables if v.trainable]
 
     def _type_shape_index(self, type_shape):
         try:
@@ -405,6 +423,16 @@ class Loom:
     def __repr__(self):
         return (f"<td.loom.Loom: {len(self._type_shapes)} type shapes, {len(self._ops)} ops, "
                 f"{len(self._named)} named tensors, max_depth={self._max_depth}>")
+
+
+def _check_tags(type_shapes):
+    """A tag names one type shape, as in TensorFlow Fold: two type shapes of
+    different dtype or shape under one (non-empty) tag are a TypeError."""
+    by_tag = {}
+    for ts in sorted(type_shapes):
+        if ts.tag and by_tag.setdefault(ts.tag, ts) != ts:
+            raise TypeError(f"the type shapes {by_tag[ts.tag]} and {ts} share the tag {ts.tag!r}; a tag must name "
+                            "one dtype and shape")
 
 
 def _message_bytes(schedule):
