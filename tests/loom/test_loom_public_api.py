@@ -167,3 +167,46 @@ def test_as_dtype_takes_a_datatype_number_as_tensorflow_does():
     assert td.as_dtype(1) is td.float32 and td.as_dtype(2) is td.float64 and td.as_dtype(9 - 3) is td.string
     with pytest.raises(TypeError, match="no DataType has that number"):
         td.as_dtype(99)
+
+
+# ------------------------------------------------------------------ TensorFlow Fold's keyword arguments
+
+def test_back_prop_false_stops_gradients_eagerly_and_in_functions():
+    loom, x, y = vector_loom(back_prop=False)
+    w = schedule(loom, 1.0)
+    with td.GradientTape() as tape:
+        loss = td.reduce_sum(loom.output_tensor(VEC3, w) * x)
+    gx, gy = tape.gradient(loss, [x, y])
+    np.testing.assert_allclose(gx.numpy(), expected(x, y, 1.0))  # only through the direct use of x
+    assert gy is None
+
+    @td.function
+    def grads(w):
+        with td.GradientTape() as tape:
+            loss = td.reduce_sum(loom.output_tensor(VEC3, w))
+        return tape.gradient(loss, [x, y])
+
+    assert grads(w) == [None, None]
+    np.testing.assert_allclose(loom.output_tensor(VEC3, w).numpy(), [expected(x, y, 1.0)])
+
+
+@pytest.mark.parametrize("kwargs", [dict(parallel_iterations=None), dict(parallel_iterations=1),
+                                    dict(swap_memory=False), dict(direct_feed_dict=False), dict(back_prop=True),
+                                    dict(back_prop=None)])
+def test_fold_keyword_arguments_with_a_meaning_are_accepted(kwargs):
+    loom, x, y = vector_loom(**kwargs)
+    np.testing.assert_allclose(loom.output_tensor(VEC3, schedule(loom, 2.0)).numpy(), [expected(x, y, 2.0)])
+
+
+@pytest.mark.parametrize("kwargs, why", [
+    (dict(parallel_iterations=10), "depths run one after another"),
+    (dict(swap_memory=True), "no GPU memory to swap"),
+    (dict(direct_feed_dict=True), "no feed dicts"),
+    (dict(back_prop="no"), "back_prop must be True, False or None"),
+    (dict(loom_input_tensor=None), "not needed in treadle: pass the schedule"),
+    (dict(weaver_op=None), "not needed in treadle: weave with loom.make_weaver"),
+    (dict(no_such_argument=1), "unexpected keyword argument 'no_such_argument'"),
+])
+def test_fold_keyword_arguments_without_one_are_refused_saying_why(kwargs, why):
+    with pytest.raises(TypeError, match=why):
+        vector_loom(**kwargs)

@@ -14,6 +14,7 @@ from treadle.framework import context, dtypes
 from treadle.framework import ops
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
+from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
 from treadle.loom.type_shape import TypeShape, type_shape_of
 from treadle.loom.weaver import Weaver
@@ -62,10 +63,16 @@ class Loom:
       type shape; `weaver.batch_input(ts, i)` is its row i.
     - max_depth: the deepest a schedule may be; None for no limit.
     - dry_run: build the loom's description only, to make schedules (no op is traced; it cannot run).
+    - back_prop=False: no gradient flows through the loom (GradientTapes do not see its runs).
+      TensorFlow Fold's parallel_iterations, swap_memory and direct_feed_dict are accepted with
+      the values that describe what treadle does and refused otherwise, saying why
+      (treadle.loom.fold_options).
     """
 
     def __init__(self, max_depth=None, named_tensors=None, named_ops=None, batch_inputs=None,
-                 extra_type_shapes=None, dry_run=False):
+                 extra_type_shapes=None, dry_run=False, **fold_kwargs):
+        # TensorFlow Fold's back_prop, parallel_iterations, swap_memory, ...: see fold_options.
+        self._back_prop = back_prop_from_fold_kwargs(fold_kwargs)
         if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer))
                                       or max_depth < 1):
             raise ValueError(f"max_depth must be None or a positive int, got {max_depth!r}")
@@ -225,6 +232,7 @@ class Loom:
         md = loom_def.metadata
         self._max_depth = md.max_depth or None
         self._dry_run = False
+        self._back_prop = True
         try:
             self._type_shapes = [TypeShape(dtypes._ALL[ts.dtype], tuple(ts.shape), ts.tag) for ts in md.type_shapes]
             self._named = [(nt.name, v, self._type_shapes[nt.type_shape]) for nt, v in zip(md.named_tensors,
@@ -366,6 +374,12 @@ class Loom:
         return self._run(schedule)[self._type_shape_index(type_shape)]
 
     def _run(self, schedule):
+        if not self._back_prop:
+            with not_recorded():
+                return self._run_recorded(schedule)
+        return self._run_recorded(schedule)
+
+    def _run_recorded(self, schedule):
         if self._dry_run:
             raise ValueError("this loom was built with dry_run=True: it makes schedules but cannot run them")
         inputs = [v.read_value() if isinstance(v, Variable) else v for v in self._input_sources]
