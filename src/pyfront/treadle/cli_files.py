@@ -232,6 +232,10 @@ def print_versions(verbose):
     blas_config, blas_core, blas_threads = _core.blas_config()
     print(f"BLAS           {blas_config}; kernels for {blas_core}")
     print(f"threads        {blas_threads} (matmuls and looms; BLAS runs single-threaded on each)")
+    isa_info = getattr(td.config, "isa_info", None)  # the SIMD kernels' level, where this build reports it
+    if isa_info is not None:
+        isa = isa_info()
+        print(f"SIMD kernels   {isa['level']} (this CPU: {', '.join(isa['available'])}; cap with TREADLE_ISA)")
     print(f"registered ops {len(ops)}")
     print(f"public names   {len(public)} in td")
     if verbose:
