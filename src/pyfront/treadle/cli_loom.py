@@ -55,19 +55,16 @@ def run_schedules(loom, path, batch_size, quiet):
 
 
 def _write_outputs(loom, outputs, output_dir, fmt):
-    """One file per type shape (npy, tfrecord) or one for all (npz); returns the paths written."""
+    """One file per type shape (npy, tfrecord) or one for all (npz), each reported on a line."""
     import numpy as np
     from treadle.io import examples
     os.makedirs(output_dir, exist_ok=True)
     arrays = []
-    for i, ts in enumerate(loom.type_shapes):
+    for ts in loom.type_shapes:
         parts = outputs[ts]
         arrays.append(np.concatenate(parts) if parts else np.zeros((0,) + ts.shape, ts.dtype.as_numpy_dtype))
-    written = []
     if fmt == "npz":
-        path = os.path.join(output_dir, "outputs.npz")
-        np.savez(path, **{f"outputs_{i}": a for i, a in enumerate(arrays)})
-        written.append(path)
+        np.savez(os.path.join(output_dir, "outputs.npz"), **{f"outputs_{i}": a for i, a in enumerate(arrays)})
     for i, (ts, array) in enumerate(zip(loom.type_shapes, arrays)):
         if fmt == "npy":
             path = os.path.join(output_dir, f"outputs_{i}.npy")
@@ -78,8 +75,6 @@ def _write_outputs(loom, outputs, output_dir, fmt):
         else:
             path = f"{os.path.join(output_dir, 'outputs.npz')}[outputs_{i}]"
         print(f"{path}: {ts} x {array.shape[0]}")
-        written.append(path)
-    return written
 
 
 def cmd_loom_run(args):
