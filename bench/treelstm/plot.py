@@ -98,8 +98,11 @@ def plot(report, path):
     if training:
         _training_panels(axes[-2], axes[-1], training)
     machine = report.get("machine", {})
+    load = report.get("load_average_start", [None])[0]
+    context = (f"; sgemm measured at {report['sgemm_gflops']:.0f} GFLOP/s, load average {load:.1f} at the start "
+               "(other work on the machine slows every figure)") if "sgemm_gflops" in report and load is not None else ""
     fig.suptitle(f"TreeLSTM on {report['trees']} SST-like trees; {machine.get('cpu_model', '?')}, "
-                 f"{machine.get('cores', '?')} cores", fontsize=10)
+                 f"{machine.get('cores', '?')} cores{context}", fontsize=10)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
