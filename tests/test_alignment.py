@@ -80,3 +80,17 @@ def test_dlpack_consumers_see_aligned_memory():
         arr = np.from_dlpack(t)
         assert arr.__array_interface__["data"][0] % 64 == 0
         assert arr.__array_interface__["data"][0] == t._data_ptr()
+
+
+def test_jax_shares_treadle_tensors_without_copying():
+    """JAX copies a DLPack tensor that is not 64-byte aligned; every one of these is shared."""
+    import os
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    jnp = pytest.importorskip("jax.numpy")
+    for dtype in [np.float32, np.int32, np.bool_]:
+        for shape in [(), (1,), (3,), (2, 3), (5, 7), (64, 64)]:
+            value = (np.arange(int(np.prod(shape))).reshape(shape) % 3).astype(dtype)
+            t = td.constant(value)
+            j = jnp.from_dlpack(t)
+            assert j.unsafe_buffer_pointer() == t._data_ptr(), (dtype, shape)
+            np.testing.assert_array_equal(np.asarray(j), value)

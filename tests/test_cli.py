@@ -128,11 +128,13 @@ def test_debug_adds_the_traceback(files, capsys):
         assert code == 1 and "Traceback" in err and err.rstrip().splitlines()[-1].startswith("treadle: error:")
 
 
-def test_closed_pipe_exits_quietly(files):
+@pytest.mark.parametrize("command", [["info"], ["show", "v.loom"]])
+def test_closed_pipe_exits_quietly(files, command):
     tmp, _, _ = files
     read_end, write_end = os.pipe()
-    os.close(read_end)  # nobody will read: the first write fails with EPIPE
-    result = subprocess.run([sys.executable, "-m", "treadle", "show", str(tmp / "v.loom")], stdout=write_end,
+    os.close(read_end)  # nobody will read: the first write fails with EPIPE (`treadle info | head -0`)
+    argv = [str(tmp / a) if a.endswith(".loom") else a for a in command]
+    result = subprocess.run([sys.executable, "-m", "treadle"] + argv, stdout=write_end,
                             stderr=subprocess.PIPE, text=True, timeout=120, stdin=subprocess.DEVNULL)
     os.close(write_end)
     assert result.stderr == ""
