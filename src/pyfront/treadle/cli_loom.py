@@ -25,7 +25,7 @@ def _progress_bar(total_bytes, quiet):
     """A tqdm bar over the schedule file's bytes, counting schedules on the side."""
     from tqdm import tqdm
     return tqdm(total=total_bytes, disable=quiet, file=sys.stderr, unit="B", unit_scale=True,
-                bar_format="{percentage:5.1f}% |{bar}| {n_fmt}/{total_fmt} [{elapsed}<{remaining}]{postfix}")
+                bar_format="{percentage:5.1f}% |{bar}| {n_fmt}B of {total_fmt}B [{elapsed}<{remaining}]{postfix}")
 
 
 def run_schedules(loom, path, batch_size, quiet):
@@ -116,8 +116,8 @@ def register(sub):
     loom_sub = loom.add_subparsers(dest="loom_command", metavar="LOOM_COMMAND", required=True)
     run = loom_sub.add_parser(
         "run", help="run a saved loom over a schedule file and write its outputs",
-        description="Runs LOOM over every schedule in SCHEDULES, BATCH_SIZE schedules per run, and writes the "
-                    "outputs of each type shape in the order the schedules added them.")
+        description="Runs LOOM over every schedule in SCHEDULES, --batch-size schedules per run, and writes "
+                    "the outputs of each type shape in the order the schedules added them.")
     add_run_arguments(run)
     run.set_defaults(run=cmd_loom_run)
     info = loom_sub.add_parser("info", help="describe a saved loom or a schedule file (as 'treadle info FILE')",
