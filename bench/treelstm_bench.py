@@ -7,6 +7,8 @@ height) when it is installed.
     python bench/treelstm_bench.py --short          # a minute or two: the README's main job
     python bench/treelstm_bench.py                  # the full grid, JSON + Markdown + PNG
     python bench/treelstm_bench.py --train-epochs 5 # also the training run that must learn
+    python bench/treelstm_bench.py --repeats 5      # each figure the median of 5 runs (the plot shows their range)
+    python bench/treelstm_bench.py --plot-only bench/results/treelstm.json   # redraw a report's figure
 
 Each implementation runs in its own process (so its peak memory is its own);
 figures are trees per second, the Weaver's share of a step, peak memory, the
@@ -18,6 +20,7 @@ import argparse
 import json
 import os
 import resource
+import statistics
 import subprocess
 import sys
 import time
@@ -27,6 +30,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import common  # noqa: E402
+from bench.treelstm.plot import plot  # noqa: E402
 
 BATCHES_FULL = [1, 32, 256, 1024]
 BATCHES_SHORT = [1, 32, 256]
@@ -218,11 +222,32 @@ def run_worker(impl, batches, modes, seconds, limit):
     return json.loads(res.stdout.strip().splitlines()[-1])
 
 
+def repeated_worker(impl, batches, modes, seconds, limit, repeats):
+    """`repeats` runs of an implementation, each in a fresh process, combined:
+    each figure is the median, with every run's figure kept beside it."""
+    runs = [run_worker(impl, batches, modes, seconds, limit) for _ in range(repeats)]
+    runs = [r for r in runs if r is not None]
+    if not runs:
+        return None
+    results = {}
+    for key in runs[0]["results"]:
+        per_run = [r["results"][key] for r in runs if key in r["results"]]
+        combined = {"trees_per_s_runs": [p["trees_per_s"] for p in per_run]}
+        for field in per_run[0]:
+            combined[field] = statistics.median(p[field] for p in per_run)
+        results[key] = combined
+    extra = {key: statistics.median(r["extra"][key] for r in runs if key in r["extra"]) for key in runs[0]["extra"]}
+    extra["peak_rss_mb"] = max(r["extra"].get("peak_rss_mb", 0) for r in runs)
+    return {"results": results, "extra": extra, "runs": len(runs)}
+
+
 def markdown(report):
     lines = []
     batches = report["batches"]
     modes = report["modes"]
-    lines.append(f"TreeLSTM on {report['trees']} SST-like trees, trees per second (higher is better); "
+    repeats = report.get("repeats", 1)
+    spread = f"the median of {repeats} runs (lowest to highest in brackets)" if repeats > 1 else "one run"
+    lines.append(f"TreeLSTM on {report['trees']} SST-like trees, trees per second (higher is better), {spread}; "
                  f"machine: {report['machine']['cpu_model']}, {report['machine']['cores']} cores; "
                  f"measured sgemm peak {report['sgemm_gflops']:.0f} GFLOP/s; load average "
                  f"{report['load_average_start'][0]:.1f} at the start, {report['load_average_end'][0]:.1f} at the end "
@@ -278,9 +303,10 @@ def markdown(report):
         tr = report["training"]
         lines.append("")
         lines.append(f"Training run: Adam (learning rate {tr['learning_rate']}), batch {tr['batch_size']}, "
-                     f"majority class {tr['majority_class'] * 100:.1f}%.")
+                     f"majority class {tr['majority_class'] * 100:.1f}%. Loss and accuracy are measured on the "
+                     "training trees while training (there is no held-out set): training accuracy, not test accuracy.")
         lines.append("")
-        lines.append("| epoch | loss | accuracy | seconds |")
+        lines.append("| epoch | training loss | training accuracy | seconds |")
         lines.append("|---:|---:|---:|---:|")
         for row in tr["curve"]:
             lines.append(f"| {row['epoch']} | {row['loss']:.4f} | {row['accuracy'] * 100:.1f}% | {row['seconds']:.1f} |")
@@ -288,43 +314,12 @@ def markdown(report):
 
 
 def _cell(result):
-    return "—" if result is None else f"{result['trees_per_s']:.0f}"
-
-
-def plot(report, path):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("(matplotlib is not installed: no plot)")
-        return None
-    fig, axes = plt.subplots(1, len(report["modes"]) + (1 if report.get("training") else 0), figsize=(12, 4))
-    for ax, mode in zip(axes, report["modes"]):
-        for impl, r in report["implementations"].items():
-            if r is None:
-                continue
-            xs = [b for b in report["batches"] if f"{mode}/{b}" in r["results"]]
-            ax.plot(xs, [r["results"][f"{mode}/{b}"]["trees_per_s"] for b in xs], marker="o", label=impl)
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("batch size")
-        ax.set_ylabel("trees / s")
-        ax.set_title(f"TreeLSTM {mode}")
-        ax.grid(True, which="both", alpha=0.3)
-    axes[0].legend(fontsize=7)
-    if report.get("training"):
-        ax = axes[-1]
-        curve = report["training"]["curve"]
-        ax.plot([c["epoch"] for c in curve], [c["accuracy"] for c in curve], marker="o", label="accuracy")
-        ax.plot([c["epoch"] for c in curve], [c["loss"] for c in curve], marker="s", label="loss")
-        ax.axhline(report["training"]["majority_class"], color="gray", linestyle="--", label="majority class")
-        ax.set_xlabel("epoch")
-        ax.set_title("training (Adam, batch 64)")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    return path
+    if result is None:
+        return "—"
+    runs = result.get("trees_per_s_runs", [])
+    if len(runs) > 1:
+        return f"{result['trees_per_s']:.0f} ({min(runs):.0f}–{max(runs):.0f})"
+    return f"{result['trees_per_s']:.0f}"
 
 
 def main():
@@ -336,6 +331,9 @@ def main():
     parser.add_argument("--out-dir", default=str(common.RESULTS_DIR))
     parser.add_argument("--threads", type=int, default=None,
                         help="BLAS/OpenMP threads for every implementation (default: the libraries' own)")
+    parser.add_argument("--repeats", type=int, default=1,
+                        help="runs of each implementation, each in a fresh process; figures are their median")
+    parser.add_argument("--plot-only", metavar="JSON", help="only redraw the figure of a saved report")
     parser.add_argument("--worker")
     parser.add_argument("--batches")
     parser.add_argument("--modes", default="inference,training")
@@ -344,6 +342,11 @@ def main():
         os.environ["TREELSTM_THREADS"] = str(args.threads)
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[var] = str(args.threads)
+    if args.plot_only:
+        with open(args.plot_only) as f:
+            report = json.load(f)
+        print(f"plot: {plot(report, os.path.splitext(args.plot_only)[0] + '.png')}")
+        return
     if args.worker:
         out = worker(args.worker, [int(b) for b in args.batches.split(",")], args.modes.split(","),
                      args.seconds, args.limit)
@@ -361,7 +364,7 @@ def main():
     if args.short:
         impls = [i for i in impls if i != "treadle loom (schedule file)"]
     report = {"benchmark": "treelstm", "machine": common.machine_info(), "batches": batches, "modes": modes,
-              "trees": limit, "implementations": {}, "threads": args.threads,
+              "trees": limit, "implementations": {}, "threads": args.threads, "repeats": args.repeats,
               "load_average_start": os.getloadavg()}
     from bench.treelstm import data, model
     trees = data.load_trees(limit=limit)
@@ -371,7 +374,7 @@ def main():
         b = batches if not impl.endswith("one tree at a time") and impl != "torch recursive" else [1] + \
             ([32] if impl == "torch recursive" else [])
         print(f"measuring {impl} ...", flush=True)
-        report["implementations"][impl] = run_worker(impl, b, modes, seconds, limit)
+        report["implementations"][impl] = repeated_worker(impl, b, modes, seconds, limit, args.repeats)
     report["load_average_end"] = os.getloadavg()
     if args.train_epochs:
         report["training"] = training_run(args.train_epochs, 64, 0.01, None)

@@ -62,22 +62,65 @@ LargeBlockCache& Cache() {
   return *cache;
 }
 
+// Small blocks (up to kSmallBuffer bytes, in classes of kAlignment bytes) are
+// kept per thread for reuse: they are the per-op overhead of eager code and
+// graphs, and aligned_alloc costs several times malloc. They are 64-byte
+// aligned too, like every buffer treadle owns: DLPack consumers such as JAX
+// copy anything less aligned instead of sharing it.
+constexpr size_t kSmallClasses = kSmallBuffer / kAlignment;
+constexpr int kSmallCacheDepth = 32;
+
+struct SmallBlockCache {
+  void* blocks[kSmallClasses][kSmallCacheDepth];
+  int count[kSmallClasses] = {};
+  ~SmallBlockCache();
+};
+
+// Set when this thread's cache is gone (thread exit): later frees go to the system.
+thread_local bool small_cache_dead = false;
+thread_local SmallBlockCache small_cache;
+
+SmallBlockCache::~SmallBlockCache() {
+  small_cache_dead = true;
+  for (size_t c = 0; c < kSmallClasses; ++c) {
+    for (int i = 0; i < count[c]; ++i) std::free(blocks[c][i]);
+    count[c] = 0;
+  }
+}
+
+size_t SmallClass(size_t nbytes) { return nbytes ? (nbytes - 1) / kAlignment : 0; }
+
 void* AllocateBytes(size_t nbytes) {
   if (nbytes <= kSmallBuffer) {
-    // Small tensors (scalars, 2x2s) are the per-op overhead of eager code and
-    // graphs; malloc's 16-byte alignment is plenty for them and far cheaper.
-    return std::malloc(nbytes ? nbytes : 1);
+    size_t c = SmallClass(nbytes);
+    if (!small_cache_dead) {
+      SmallBlockCache& cache = small_cache;
+      if (cache.count[c] > 0) return cache.blocks[c][--cache.count[c]];
+    }
+    return std::aligned_alloc(kAlignment, (c + 1) * kAlignment);
   }
   if (nbytes >= kCachedFrom) {
     size_t cls = SizeClass(nbytes);
     if (void* p = Cache().Take(cls)) return p;
     return std::aligned_alloc(kAlignment, cls);
   }
-  // 64-byte aligned for vector loads; aligned_alloc wants a multiple of the alignment.
+  // aligned_alloc wants a multiple of the alignment.
   return std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
 }
 
 void FreeBytes(void* p, size_t nbytes) {
+  if (nbytes <= kSmallBuffer) {
+    if (!small_cache_dead) {
+      SmallBlockCache& cache = small_cache;
+      size_t c = SmallClass(nbytes);
+      if (cache.count[c] < kSmallCacheDepth) {
+        cache.blocks[c][cache.count[c]++] = p;
+        return;
+      }
+    }
+    std::free(p);
+    return;
+  }
   if (nbytes >= kCachedFrom && Cache().Give(p, SizeClass(nbytes))) return;
   std::free(p);
 }

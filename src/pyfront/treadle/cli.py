@@ -1,204 +1,164 @@
 """The `treadle` command line (also `python -m treadle`).
 
-Subcommands:
-  info   versions of treadle and the libraries it runs on, and the op count
-  demo   a short tour of eager execution: ops, NumPy interop, protobuf, DLPack
-  loom   run a saved loom over a schedule file (`loom run`), or describe a schedule file (`loom info`)
-  run    run a saved function (td.save) on .npy inputs
-  show   print a saved function's signatures and graph
+Subcommands (each in its own module, which adds its parser with `register`):
+  info   versions and libraries, or what a file treadle wrote holds (cli_files)
+  show   a file in full: a saved function's graph, a loom's ops, a schedule file's records (cli_files)
+  demo   the Loom on a few trees, and what batching saved (cli_demo)
+  loom   run a saved loom over a schedule file, or describe one (cli_loom)
+  run    run a saved function (td.save) on .npy inputs (cli_saved)
+
+Manners: an error is one line on standard error, `treadle: error: ...`, with
+exit status 1 for bad input (a missing, truncated or corrupt file, a file of
+the wrong kind) and 2 for a usage error; `--debug` adds the traceback. A
+closed output pipe (`treadle show f | head`) ends the command quietly.
 """
 
 import argparse
-import platform
+import os
 import sys
-import time
+import traceback
+
+EXIT_OK = 0
+EXIT_BAD_INPUT = 1
+EXIT_USAGE = 2
+# A closed output pipe: the status of a Unix tool killed by SIGPIPE, as the
+# shell reports it (128 + 13).
+EXIT_PIPE = 141
 
 
-def _cmd_info(args):
-    import numpy as np
-    import google.protobuf
-
-    import treadle as td
-    from treadle import _core
-
-    ops = _core.op_defs()
-    public = sorted(name for name in dir(td) if not name.startswith("_"))
-    print(f"treadle        {td.__version__}  ({td.__file__})")
-    print(f"python         {platform.python_version()} ({platform.python_implementation()}, {platform.machine()})")
-    print(f"numpy          {np.__version__}")
-    print(f"protobuf       {google.protobuf.__version__} (Python runtime), "
-          f"{_format_protobuf_version(_core.protobuf_version())} (libprotobuf the core was built with)")
-    isa = td.config.isa_info()
-    print(f"SIMD kernels   {isa['level']} (Highway target {isa['target']}); this CPU offers "
-          f"{', '.join(isa['available'])}; cap with TREADLE_ISA={'|'.join(isa['known'])}")
-    blas_config, blas_core, blas_threads = _core.blas_config()
-    print(f"BLAS           {blas_config}; kernels for {blas_core}")
-    print(f"threads        {blas_threads} (matmuls and looms; BLAS runs single-threaded on each)")
-    print(f"registered ops {len(ops)}")
-    print(f"public names   {len(public)} in td")
-    if args.verbose:
-        print("ops:", " ".join(sorted(op["name"] for op in ops)))
-    return 0
+class CommandError(Exception):
+    """Bad input the user can fix (exit status 1); its message is printed as is."""
 
 
-def _format_protobuf_version(v):
-    # GOOGLE_PROTOBUF_VERSION is major * 1000000 + minor * 1000 + patch.
-    return f"{v // 1000000}.{v // 1000 % 1000}.{v % 1000}"
+class UsageError(Exception):
+    """A command line argparse (or a command) rejects (exit status 2)."""
 
 
-def _cmd_demo(args):
-    import numpy as np
+class Parser(argparse.ArgumentParser):
+    """argparse, with one-line usage errors raised instead of printed."""
 
-    import treadle as td
-
-    print("treadle", td.__version__, "- eager execution demo\n")
-
-    a = td.constant([[1.0, 2.0], [3.0, 4.0]])
-    b = td.constant([[0.5, -1.0], [2.0, 0.25]])
-    print("a =", a)
-    print("b =", b)
-    print("a + b =", a + b)
-    print("a @ b =", a @ b)
-    print("td.matmul(a, b) matches NumPy:", np.allclose((a @ b).numpy(), a.numpy() @ b.numpy()))
-
-    # Zero-copy in both directions: NumPy views the tensor's memory, and a
-    # tensor made with DLPack views the array's.
-    view = np.asarray(a)
-    print("\nnp.asarray(a) shares memory with a:", view.__array_interface__["data"][0] == a._data_ptr(),
-          "(read-only:", not view.flags.writeable, end=")\n")
-    arr = np.arange(6, dtype=np.float32).reshape(2, 3)
-    t = td.experimental.dlpack.from_dlpack(arr)
-    print("td.experimental.dlpack.from_dlpack(arr) shares memory:",
-          t._data_ptr() == arr.__array_interface__["data"][0])
-
-    # The wire format both languages share.
-    proto = td.make_tensor_proto([[1, 2, 3], [4, 5, 6]])
-    back = td.make_ndarray(proto)
-    print(f"\nTensorProto: dtype={proto.dtype} shape={[d.size for d in proto.shape.dim]} "
-          f"content={len(proto.tensor_content)} bytes -> make_ndarray:\n{back}")
-
-    # Errors are Python exceptions with TensorFlow's names, never crashes.
-    try:
-        td.constant([1.0, 2.0]) + td.constant([1.0, 2.0, 3.0])
-    except td.errors.InvalidArgumentError as e:
-        print(f"\nadding shapes (2,) and (3,) raises InvalidArgumentError: {e}")
-
-    x = td.constant(np.random.default_rng(0).standard_normal((256, 256)).astype(np.float32))
-    n = args.repeats
-    start = time.perf_counter()
-    for _ in range(n):
-        x @ x
-    per_matmul = (time.perf_counter() - start) / n
-    start = time.perf_counter()
-    small = td.constant([[1.0, 2.0], [3.0, 4.0]])
-    for _ in range(n * 100):
-        small + small
-    per_add = (time.perf_counter() - start) / (n * 100)
-    print(f"\n256x256 float32 matmul: {per_matmul * 1e6:.1f} us/call;  2x2 a + b: {per_add * 1e6:.2f} us/call")
-    print("(full comparison with NumPy and PyTorch: python bench/eager_ops.py)")
-    return 0
+    def error(self, message):
+        raise UsageError(f"{self.prog}: {message} (see '{self.prog} --help')")
 
 
-def _progress(done_bytes, total_bytes, count, stream):
-    width = 30
-    frac = done_bytes / total_bytes if total_bytes else 1.0
-    filled = int(frac * width)
-    stream.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {frac * 100:5.1f}%  {count} schedules")
-    stream.flush()
+def int_at_least(minimum):
+    """An argparse type: an integer of at least `minimum`."""
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, got {value}")
+        return value
+    parse.__name__ = f"integer of at least {minimum}"
+    return parse
 
 
-def _cmd_loom_run(args):
-    import os
-
-    import numpy as np
-
-    import treadle as td
-    from treadle import _core
-
-    loom = td.load(args.loom)
-    if not isinstance(loom, td.loom.Loom):
-        print(f"treadle loom run: {args.loom} holds a saved function, not a loom", file=sys.stderr)
-        return 2
-    reader = _core.LoomScheduleReader(args.schedules)
-    total = os.path.getsize(args.schedules)
-    outputs = {ts: [] for ts in loom.type_shapes}
-    count = 0
-    start = time.perf_counter()
-    while True:
-        batch = reader.read_batch(loom._spec, args.batch_size)  # read, validated and merged in C++
-        if batch is None:
-            break
-        schedule, n = batch
-        for ts, value in loom(schedule).items():
-            outputs[ts].append(value.numpy())
-        count += n
-        if not args.quiet:
-            _progress(reader.offset, total, count, sys.stderr)
-    if not args.quiet:
-        sys.stderr.write("\n")
-    elapsed = time.perf_counter() - start
-    os.makedirs(args.output_dir, exist_ok=True)
-    for i, ts in enumerate(loom.type_shapes):
-        parts = outputs[ts]
-        array = np.concatenate(parts) if parts else np.zeros((0,) + ts.shape, ts.dtype.as_numpy_dtype)
-        path = os.path.join(args.output_dir, f"outputs_{i}.npy")
-        np.save(path, array)
-        print(f"{path}: {ts} x {array.shape[0]}")
-    print(f"ran {count} schedules in {elapsed:.2f} s ({count / elapsed if elapsed else 0:.0f} schedules/s)")
-    return 0
+positive_int = int_at_least(1)
 
 
-def _cmd_loom_info(args):
-    from treadle import _core, loom_pb2
-
-    records = _core.read_records(args.schedules)
-    results = depth = outputs = 0
-    for r in records:
-        m = loom_pb2.WeaverMessage.FromString(r)
-        results += len(m.result_depth)
-        depth = max([depth] + list(m.result_depth))
-        outputs += len(m.outputs)
-    print(f"{args.schedules}: {len(records)} schedules, {results} results, {outputs} outputs, deepest {depth}")
-    return 0
+def existing_file(path, what="file"):
+    """`path` if it names a regular file; CommandError saying what is wrong otherwise."""
+    if os.path.isdir(path):
+        raise CommandError(f"{path}: is a directory, not a {what}")
+    if not os.path.exists(path):
+        raise CommandError(f"{path}: no such {what}")
+    return path
 
 
 def _build_parser():
-    parser = argparse.ArgumentParser(prog="treadle", description="treadle: a dataflow runtime for dynamic computation")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    info = sub.add_parser("info", help="print versions and the number of registered ops")
-    info.add_argument("-v", "--verbose", action="store_true", help="also list every registered op")
-    info.set_defaults(run=_cmd_info)
-    demo = sub.add_parser("demo", help="run a short eager-execution demo")
-    demo.add_argument("--repeats", type=int, default=200, help="timing repetitions (default 200)")
-    demo.set_defaults(run=_cmd_demo)
-    loom = sub.add_parser("loom", help="run a saved loom over schedule files")
-    loom_sub = loom.add_subparsers(dest="loom_command", metavar="LOOM_COMMAND", required=True)
-    run = loom_sub.add_parser("run", help="run a saved loom (td.save) over a schedule file, writing .npy outputs")
-    run.add_argument("loom", help="a loom saved with td.save")
-    run.add_argument("schedules", help="a schedule file (td.loom.write_schedules, TFRecord format)")
-    run.add_argument("-o", "--output-dir", default="loom_outputs", help="where outputs_<i>.npy go, one per type shape")
-    run.add_argument("-b", "--batch-size", type=int, default=256, help="schedules merged per run (default 256)")
-    run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    run.set_defaults(run=_cmd_loom_run)
-    info_cmd = loom_sub.add_parser("info", help="count the schedules, results and outputs of a schedule file")
-    info_cmd.add_argument("schedules")
-    info_cmd.set_defaults(run=_cmd_loom_info)
-    from treadle import cli_saved
-    cli_saved.register(sub)
+    import treadle as td
+    from treadle import cli_demo, cli_files, cli_loom, cli_saved
+
+    parser = Parser(
+        prog="treadle", description="treadle: a dataflow runtime for dynamic computation.",
+        epilog="Exit status: 0 success, 1 bad input (missing, corrupt or wrong kind of file), 2 usage error. "
+               "Also run as 'python -m treadle'.")
+    parser.add_argument("--version", action="version", version=f"treadle {td.__version__}",
+                        help="print treadle's version and exit")
+    parser.add_argument("--debug", action="store_true", help="on an error, also print the Python traceback")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    for module in (cli_files, cli_demo, cli_loom, cli_saved):
+        module.register(sub)
+    _add_debug_everywhere(parser)
     return parser
 
 
+def _add_debug_everywhere(parser):
+    """`--debug` after a subcommand too (`treadle loom run ... --debug`)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in action.choices.values():
+                if "--debug" not in subparser._option_string_actions:
+                    subparser.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                                           help="on an error, also print the Python traceback")
+                _add_debug_everywhere(subparser)
+
+
+def _one_line(error):
+    """The message of `error` on one line, naming its kind where that helps."""
+    from treadle import errors
+    if isinstance(error, (CommandError, UsageError)):
+        text = str(error)
+    elif isinstance(error, errors.OpError):
+        text = error.message
+    elif isinstance(error, OSError) and error.filename is not None:
+        text = f"{error.filename}: {error.strerror or error}"
+    elif isinstance(error, (OSError, ValueError, TypeError)):
+        text = str(error)
+    else:  # not a kind of bad input we expect: say so, the traceback is for a bug report
+        text = f"unexpected {type(error).__name__}: {error} (rerun with --debug for the traceback)"
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def _report(error, debug):
+    if debug:
+        traceback.print_exception(type(error), error, error.__traceback__, file=sys.stderr)
+    # A usage error's message starts with the command's own name ("treadle loom run: ...").
+    prefix = "" if isinstance(error, UsageError) else "treadle: error: "
+    print(prefix + _one_line(error), file=sys.stderr)
+
+
+def _quiet_closed_pipe():
+    """The reader went away (`| head`): send what is left to /dev/null, so the
+    interpreter's final flush does not complain either."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):  # stdout is not a file descriptor (e.g. captured in tests)
+        pass
+    return EXIT_PIPE
+
+
 def main(argv=None):
-    parser = _build_parser()
-    args = parser.parse_args(argv)
-    if getattr(args, "run", None) is None:
-        parser.print_help()
-        return 2
-    if getattr(args, "repeats", 1) < 1:
-        parser.error("--repeats must be at least 1")
-    if getattr(args, "batch_size", 1) < 1:
-        parser.error("--batch-size must be at least 1")
-    return args.run(args)
+    """Runs the command line `argv` (default sys.argv[1:]); returns the exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    debug = "--debug" in argv[:argv.index("--")] if "--" in argv else "--debug" in argv
+    try:
+        parser = _build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as e:  # --help and --version
+            return e.code if isinstance(e.code, int) else EXIT_OK
+        if getattr(args, "run", None) is None:
+            parser.print_help()
+            return EXIT_OK
+        status = args.run(args)
+        sys.stdout.flush()  # a closed pipe shows here, while we can still handle it
+        return status
+    except BrokenPipeError:
+        return _quiet_closed_pipe()
+    except KeyboardInterrupt:
+        print("treadle: interrupted", file=sys.stderr)
+        return 130
+    except UsageError as e:
+        _report(e, debug)
+        return EXIT_USAGE
+    except Exception as e:  # every other error is reported on one line
+        _report(e, debug)
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

@@ -1,9 +1,11 @@
-"""`treadle run` and `treadle show`: saved functions from the command line,
-without the Python source that made them."""
+"""`treadle run`: a saved function from the command line, without the Python
+source that made it. (`treadle show` is in cli_files, with the other kinds of file.)"""
 
 import os
 
 import numpy as np
+
+from treadle.cli import CommandError
 
 
 def _parse_inputs(items, names):
@@ -17,11 +19,11 @@ def _parse_inputs(items, names):
         try:
             value = np.load(path, allow_pickle=False)
         except (OSError, ValueError) as e:
-            raise SystemExit(f"treadle: cannot read input {path}: {e}")
+            raise CommandError(f"cannot read input {path}: {e}") from None
         if name is None:
             args.append(value)
         elif names and name not in names:
-            raise SystemExit(f"treadle: the saved function has no parameter '{name}' (it has: {', '.join(names)})")
+            raise CommandError(f"the saved function has no parameter '{name}' (it has: {', '.join(names)})")
         else:
             kwargs[name] = value
     return args, kwargs
@@ -35,6 +37,11 @@ def _flat_outputs(result):
 
 def cmd_run(args):
     import treadle as td
+    from treadle import cli_files
+    if cli_files.file_kind(args.file) == cli_files.LOOM:
+        raise CommandError(f"{args.file}: is a saved loom, not a saved function "
+                           "(run it with 'treadle loom run LOOM SCHEDULES')")
+    cli_files.require_kind(args.file, cli_files.FUNCTION, " (td.save writes one)")
     loaded = td.load(args.file)
     names = loaded.functions[0].parameter_names if hasattr(loaded, "functions") else []
     call_args, call_kwargs = _parse_inputs(args.input, names)
@@ -53,41 +60,15 @@ def cmd_run(args):
     return 0
 
 
-def cmd_show(args):
-    from treadle import saved_pb2
-    from treadle.io.container import read_container
-    from treadle.io.saving import _KIND_FUNCTION, FORMAT_VERSION
-    from treadle.io import structure
-
-    saved = saved_pb2.SavedFile()
-    saved.ParseFromString(read_container(args.file, _KIND_FUNCTION | FORMAT_VERSION))
-    print(f"{args.file}: {len(saved.functions)} function(s), {len(saved.variables)} variable(s), "
-          f"{len(saved.graph.library.function)} library function(s)")
-    for v in saved.variables:
-        dims = [d.size for d in v.shape.dim]
-        print(f"  variable {v.name}: shape {dims} trainable={v.trainable}")
-    for fn in saved.functions:
-        print(f"\nfunction {fn.function_name}")
-        print(f"  inputs:  {structure.decode(fn.input_signature)!r}")
-        print(f"  outputs: {structure.decode(fn.output_structure)!r}")
-    for fdef in saved.graph.library.function:
-        sig = fdef.signature
-        print(f"\n{sig.name}({', '.join(a.name for a in sig.input_arg)}) -> "
-              f"{', '.join(a.name for a in sig.output_arg)}")
-        for node in fdef.node_def:
-            print(f"  {node.name} = {node.op}({', '.join(node.input)})")
-        for out, ref in fdef.ret.items():
-            print(f"  return {out} = {ref}")
-    return 0
+def add_run_arguments(run):
+    run.add_argument("file", metavar="FILE", help="a function saved with td.save")
+    run.add_argument("--input", "-i", action="append", default=[],
+                     help="NAME=file.npy (by parameter name) or file.npy (by position); repeatable")
+    run.add_argument("--output-dir", "-o", metavar="DIR", help="also write each output as output_<k>.npy here")
 
 
 def register(sub):
-    run = sub.add_parser("run", help="run a saved function (td.save) on inputs from .npy files")
-    run.add_argument("file", help="a file written by td.save")
-    run.add_argument("--input", "-i", action="append", default=[],
-                     help="NAME=file.npy (by parameter name) or file.npy (by position); repeatable")
-    run.add_argument("--output-dir", "-o", help="also write each output as output_<k>.npy here")
+    run = sub.add_parser("run", help="run a saved function (td.save) on inputs from .npy files",
+                         description="Calls the saved function in FILE on the inputs and prints its outputs.")
+    add_run_arguments(run)
     run.set_defaults(run=cmd_run)
-    show = sub.add_parser("show", help="print a saved function's signatures and graph")
-    show.add_argument("file", help="a file written by td.save")
-    show.set_defaults(run=cmd_show)

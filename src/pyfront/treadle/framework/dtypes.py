@@ -117,6 +117,10 @@ def as_dtype(value):
             return _BY_NAME[value]
         except KeyError:
             raise TypeError(f"Cannot convert value {value!r} to a treadle DType.") from None
+    if type(value) is int:  # a DataType enum value, as TensorFlow's as_dtype takes
+        if 0 < value < len(_ALL):
+            return _ALL[value]
+        raise TypeError(f"Cannot convert value {value!r} to a treadle DType: no DataType has that number.")
     if value is float:
         return float32
     if value is int:

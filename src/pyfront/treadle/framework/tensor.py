@@ -149,7 +149,7 @@ def constant(value, dtype=None, shape=None, name="Const"):
         else:
             if shape is not None:
                 arr = _reshape_for_constant(arr, shape)
-            t = _core.tensor_from_numpy(np.array(arr, copy=True, order="C"), False)
+            t = _core.tensor_from_numpy(arr, True)  # copied into a treadle buffer (64-byte aligned)
             return _in_current_graph(t)
     if shape is not None:
         from treadle.ops import array_ops

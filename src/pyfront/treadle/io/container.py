@@ -10,6 +10,13 @@ from treadle import errors
 MAGIC = b"TRDL"
 _HEADER = struct.Struct("<4sIQI")  # magic, version, payload length, crc32
 MAX_PAYLOAD = 1 << 34
+# The high bits of the version field say what the file holds; the low byte is
+# that kind's format version.
+KIND_NAMES = {1: "a saved function", 2: "a saved loom"}
+
+
+def kind_name(kind):
+    return KIND_NAMES.get(kind, f"a treadle file of unknown kind {kind}")
 
 
 def write_container(path, kind_version, payload):
@@ -28,6 +35,9 @@ def read_container(path, supported_version):
         magic, version, length, crc = _HEADER.unpack(header)
         if magic != MAGIC:
             raise errors.DataLossError(None, None, f"{path}: not a treadle file (bad magic {magic!r})")
+        if version >> 8 != supported_version >> 8:
+            raise errors.InvalidArgumentError(
+                None, None, f"{path}: holds {kind_name(version >> 8)}, not {kind_name(supported_version >> 8)}")
         if version > supported_version:
             raise errors.FailedPreconditionError(
                 None, None, f"{path}: written by a newer treadle (format {version}; this one reads up to "

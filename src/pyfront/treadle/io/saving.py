@@ -121,7 +121,11 @@ class LoadedObject:
 
     def __init__(self, functions, variables):
         self.functions = functions
-        self.variables = variables
+        self.variables = variables  # every saved variable, restored (td.Variables to train or read)
+
+    @property
+    def trainable_variables(self):
+        return [v for v in self.variables if v.trainable]
 
     def __call__(self, *args, **kwargs):
         for fn in self.functions:

@@ -14,6 +14,7 @@ from treadle.framework import context, dtypes
 from treadle.framework import ops
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
+from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
 from treadle.loom.type_shape import TypeShape, type_shape_of
 from treadle.loom.weaver import Weaver
@@ -62,10 +63,16 @@ class Loom:
       type shape; `weaver.batch_input(ts, i)` is its row i.
     - max_depth: the deepest a schedule may be; None for no limit.
     - dry_run: build the loom's description only, to make schedules (no op is traced; it cannot run).
+    - back_prop=False: no gradient flows through the loom (GradientTapes do not see its runs).
+      TensorFlow Fold's parallel_iterations, swap_memory and direct_feed_dict are accepted with
+      the values that describe what treadle does and refused otherwise, saying why
+      (treadle.loom.fold_options).
     """
 
     def __init__(self, max_depth=None, named_tensors=None, named_ops=None, batch_inputs=None,
-                 extra_type_shapes=None, dry_run=False):
+                 extra_type_shapes=None, dry_run=False, **fold_kwargs):
+        # TensorFlow Fold's back_prop, parallel_iterations, swap_memory, ...: see fold_options.
+        self._back_prop = back_prop_from_fold_kwargs(fold_kwargs)
         if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer))
                                       or max_depth < 1):
             raise ValueError(f"max_depth must be None or a positive int, got {max_depth!r}")
@@ -83,6 +90,7 @@ class Loom:
             if not isinstance(ts, TypeShape):
                 raise TypeError(f"extra_type_shapes must be TypeShapes, got {ts!r}")
             type_shapes.add(ts)
+        _check_tags(type_shapes)
         self._type_shapes = sorted(type_shapes)
         self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
         self._check_names()
@@ -224,6 +232,7 @@ class Loom:
         md = loom_def.metadata
         self._max_depth = md.max_depth or None
         self._dry_run = False
+        self._back_prop = True
         try:
             self._type_shapes = [TypeShape(dtypes._ALL[ts.dtype], tuple(ts.shape), ts.tag) for ts in md.type_shapes]
             self._named = [(nt.name, v, self._type_shapes[nt.type_shape]) for nt, v in zip(md.named_tensors,
@@ -234,7 +243,11 @@ class Loom:
         self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
         self._named_tensor_names = [name for name, _, _ in self._named]
         self._named_tensor_indices = {name: i for i, name in enumerate(self._named_tensor_names)}
-        self._ops = [(op.name, None) for op in md.ops[len(self._type_shapes):]]
+        from treadle.loom.saving import loaded_ops
+        try:
+            self._ops = loaded_ops(loom_def, self._type_shapes, captures)
+        except (IndexError, TypeError, ValueError) as e:
+            raise ValueError(f"the saved loom's ops are invalid: {e}") from None
         self._batch_inputs = dict(zip(self._batch_input_order, batch_values))
         self._check_names()
         self._metadata = md
@@ -266,6 +279,19 @@ class Loom:
     @property
     def named_ops(self):
         return dict(self._ops)
+
+    @property
+    def variables(self):
+        """Every td.Variable the loom reads (named tensors, batch inputs, its ops'
+        captures), each once: what to train or save, also for a loaded loom."""
+        values = [v for _, v, _ in self._named] + list(self._batch_inputs.values()) + \
+            list(getattr(self, "_captures", None) or [])
+        unique = {id(v): v for v in values if isinstance(v, Variable)}
+        return list(unique.values())
+
+    @property
+    def trainable_variables(self):
+        return [v for v in self.variables if v.trainable]
 
     def _type_shape_index(self, type_shape):
         try:
@@ -348,6 +374,12 @@ class Loom:
         return self._run(schedule)[self._type_shape_index(type_shape)]
 
     def _run(self, schedule):
+        if not self._back_prop:
+            with not_recorded():
+                return self._run_recorded(schedule)
+        return self._run_recorded(schedule)
+
+    def _run_recorded(self, schedule):
         if self._dry_run:
             raise ValueError("this loom was built with dry_run=True: it makes schedules but cannot run them")
         inputs = [v.read_value() if isinstance(v, Variable) else v for v in self._input_sources]
@@ -405,6 +437,16 @@ class Loom:
     def __repr__(self):
         return (f"<td.loom.Loom: {len(self._type_shapes)} type shapes, {len(self._ops)} ops, "
                 f"{len(self._named)} named tensors, max_depth={self._max_depth}>")
+
+
+def _check_tags(type_shapes):
+    """A tag names one type shape, as in TensorFlow Fold: two type shapes of
+    different dtype or shape under one (non-empty) tag are a TypeError."""
+    by_tag = {}
+    for ts in sorted(type_shapes):
+        if ts.tag and by_tag.setdefault(ts.tag, ts) != ts:
+            raise TypeError(f"the type shapes {by_tag[ts.tag]} and {ts} share the tag {ts.tag!r}; a tag must name "
+                            "one dtype and shape")
 
 
 def _message_bytes(schedule):

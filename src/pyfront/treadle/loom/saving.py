@@ -2,9 +2,13 @@
 the loom's metadata, its ops' batched functions and the values it reads
 (variables saved as variables), so a saved loom runs without its Python code."""
 
-from treadle import errors, loom_pb2
+from treadle import _core, errors, loom_pb2
+from treadle.framework import context
+from treadle.framework.tensor import convert_to_tensor
+from treadle.framework.variables import Variable
 from treadle.io.container import file_kind, read_container, write_container
 from treadle.io.saved_values import SavedValueWriter, read_value, restore_variables
+from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
 
 KIND_LOOM = 2
 FORMAT_VERSION = 1
@@ -54,3 +58,52 @@ def load_loom(path):
     batch = [value(c, f"batch input {i}") for i, c in enumerate(saved.batch_inputs)]
     captures = [value(c, f"captured value {i}") for i, c in enumerate(saved.captures)]
     return Loom._restore(saved.loom, named, batch, captures)
+
+
+class LoadedLoomOp(LoomOp):
+    """An op of a loaded loom: its type shapes and its saved batched function,
+    with no Python code behind it. `instantiate_batch` runs that function
+    eagerly on a batch (reading the variables it captured); it cannot be traced
+    into a new loom, since the saved function is not a Python function."""
+
+    def __init__(self, name, input_type_shapes, output_type_shapes, function_name, library, captures):
+        super().__init__(input_type_shapes, output_type_shapes)
+        self.name = name
+        self.function_name = function_name
+        self._library = library
+        self._captures = captures
+        self._executable = None
+
+    def instantiate_batch(self, inputs):
+        if not context.executing_eagerly():
+            raise TypeError(f"the loaded loom op '{self.name}' runs only eagerly: its saved function cannot be "
+                            "traced into a new loom or td.function (run the loaded loom itself)")
+        if len(inputs) != len(self._input_type_shapes):
+            raise ValueError(f"loom op '{self.name}' takes {len(self._input_type_shapes)} input batches, "
+                             f"got {len(inputs)}")
+        if self._executable is None:
+            self._executable = _core.Executable.from_function(self._library, self.function_name)
+        batches = [convert_to_tensor(x, dtype=ts.dtype) for x, ts in zip(inputs, self._input_type_shapes)]
+        captured = [c.read_value() if isinstance(c, Variable) else c for c in self._captures]
+        return list(self._executable.run(batches + captured))
+
+    def __repr__(self):
+        return f"<loaded LoomOp '{self.name}': {self._input_type_shapes} -> {self._output_type_shapes}>"
+
+
+def loaded_ops(loom_def, type_shapes, captures):
+    """[(name, LoomOp)] for a loaded loom's named ops, each with its share of `captures`."""
+    library = None
+    ops, position = [], 0
+    for op in loom_def.metadata.ops[len(type_shapes):]:
+        inputs = [type_shapes[i] for i in op.input_type_shapes]
+        outputs = [type_shapes[i] for i in op.output_type_shapes]
+        if op.pass_through:
+            ops.append((op.name, PassThroughLoomOp(inputs[0])))
+            continue
+        if library is None:
+            library = loom_def.library.SerializeToString()
+        mine = list(captures[position:position + op.num_captures])
+        position += op.num_captures
+        ops.append((op.name, LoadedLoomOp(op.name, inputs, outputs, op.function_name, library, mine)))
+    return ops

@@ -2,6 +2,7 @@
 (length, masked CRC-32C of the length, data, masked CRC-32C of the data), so
 tf.data.TFRecordDataset reads ours and we read TensorFlow's."""
 
+import errno
 import os
 
 from treadle import _core
@@ -22,5 +23,9 @@ def write_schedules(path, messages):
 
 
 def read_schedules(path):
-    """The records of `path` as a list of bytes; DataLossError for a truncated or corrupt file."""
-    return _core.read_records(os.fspath(path))
+    """The records of `path` as a list of bytes; DataLossError for a truncated or corrupt file,
+    IsADirectoryError for a directory (which the record reader would see as an empty file)."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, "a schedule file is expected, not a directory", path)
+    return _core.read_records(path)

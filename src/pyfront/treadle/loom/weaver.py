@@ -4,6 +4,7 @@ Weaver: results are plain ints, and `weaver.<op_name>` is a C++ builtin."""
 import numpy as np
 
 from treadle import _core
+from treadle.loom.schedule_type import ScheduleType
 from treadle.loom.type_shape import TypeShape
 
 
@@ -35,6 +36,10 @@ class Weaver(_core.LoomWeaver):
     @property
     def loom(self):
         return self._loom
+
+    def __tf_tracing_type__(self, context):
+        # As a td.function argument: any schedule of this loom, fed as a string tensor.
+        return ScheduleType(self._loom.fingerprint)
 
     def op(self, op_name, args):
         """Calls op `op_name` on `args` (results); returns the list of its results."""
