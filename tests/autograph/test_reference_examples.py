@@ -97,8 +97,9 @@ def test_a_python_list_does_not_become_a_loop_variable():
             values.append(i)
         return td.stack(values)
 
-    # The list holds a tensor of the loop body, which does not exist outside it.
-    with pytest.raises(TypeError, match="out of scope"):
+    # The list holds a tensor of the loop body, which does not exist outside it:
+    # TensorFlow's InaccessibleTensorError, a ValueError.
+    with pytest.raises(td.errors.InaccessibleTensorError, match="out of scope"):
         collect(td.constant(3))
 
 

@@ -7,7 +7,7 @@ constants made during tracing become Const nodes."""
 
 import itertools
 
-from treadle import _core
+from treadle import _core, errors
 from treadle.framework import context, dtypes
 from treadle.framework.graph_tensor import Operation, SymbolicTensor
 from treadle.framework.ops import op_handle
@@ -69,6 +69,19 @@ class FuncGraph:
             graph = graph.outer_graph
         return False
 
+    def _encloses_graph_of(self, value):
+        """True when `value` was made in a graph nested (at any depth) in this
+        graph or in one of the graphs enclosing it (not made in an enclosing
+        graph itself, which it may capture)."""
+        if value.graph.is_ancestor_of(self):
+            return False
+        inner = value.graph.outer_graph
+        while inner is not None:
+            if inner.is_ancestor_of(self):
+                return True
+            inner = inner.outer_graph
+        return False
+
     # -------------------------------------------------------------- nodes
     def add_placeholder(self, dtype, shape, name="arg"):
         dtype = dtypes.as_dtype(dtype)
@@ -100,6 +113,10 @@ class FuncGraph:
         """The placeholder standing for an outside tensor (an eager tensor, or a
         tensor of an enclosing graph) inside this graph; made once per tensor."""
         if isinstance(value, SymbolicTensor) and value.graph is not self.outer_graph:
+            if self._encloses_graph_of(value):
+                # Made in a graph nested in this one or in one enclosing it (a loop
+                # body or branch): as TensorFlow, InaccessibleTensorError, a ValueError.
+                raise errors.InaccessibleTensorError(_OUT_OF_SCOPE.format(t=value))
             if value.graph.finalized or not value.graph.is_ancestor_of(self.outer_graph):
                 raise TypeError(_OUT_OF_SCOPE.format(t=value))
             # Thread it through the graphs in between: this graph captures (and

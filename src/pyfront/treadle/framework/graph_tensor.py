@@ -80,7 +80,8 @@ class SymbolicTensor(Tensor):
         raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
 
     def __bool__(self):
-        raise TypeError(
+        from treadle.errors import OperatorNotAllowedInGraphError
+        raise OperatorNotAllowedInGraphError(
             f"Using a symbolic `td.Tensor` ({_where_used_as_bool(self)}) as a Python `bool` is not allowed. "
             "You can attempt the following "
             "resolutions to the problem: If you are running in Graph mode, use Eager execution mode or "

@@ -1,0 +1,214 @@
+"""Behaviours of td.function checked side by side with TensorFlow 2.21 (issue
+17); each test states what TensorFlow does."""
+
+import dataclasses
+import warnings
+
+import numpy as np
+import pytest
+
+import treadle as td
+
+
+# ---------------------------------------------------------------- returned Python values
+
+def test_python_values_returned_become_tensors():
+    # TF: tf.function(lambda: 3)() is <tf.Tensor: shape=(), dtype=int32, numpy=3>.
+    out = td.function(lambda: 3)()
+    assert isinstance(out, td.Tensor) and out.dtype == td.int32 and out.numpy() == 3
+    s, b, f = td.function(lambda: ("a", True, 2.5))()
+    assert (s.dtype, s.numpy()) == (td.string, b"a")
+    assert (b.dtype, bool(b.numpy())) == (td.bool, True)
+    assert (f.dtype, float(f.numpy())) == (td.float32, 2.5)
+    # NumPy values keep their dtype, as TF's convert_to_tensor does.
+    d, a = td.function(lambda: (np.float64(1.0), np.array([1, 2], np.int64)))()
+    assert d.dtype == td.float64 and a.dtype == td.int64 and a.numpy().tolist() == [1, 2]
+    assert td.function(lambda: None)() is None
+
+
+def test_captured_python_int_comes_back_int32():
+    box = {"foo": 2}
+    out = td.function(lambda: 1 + box["foo"])()
+    assert out.dtype == td.int32 and out.numpy() == 3
+
+
+def test_numpy_arguments_are_tensors_traced_once_per_shape():
+    f = td.function(lambda x: x + 1)
+    out = f(np.array([1, 2], np.int32))
+    assert isinstance(out, td.Tensor) and out.numpy().tolist() == [2, 3]
+    f(np.array([5, 6], np.int32))
+    assert f.experimental_get_tracing_count() == 1
+    f(np.array([1, 2, 3], np.int32))
+    assert f.experimental_get_tracing_count() == 2
+    f(np.array([1.0, 2.0]))  # float64: a new dtype
+    assert f.experimental_get_tracing_count() == 3
+    # Arrays inside structures too.
+    g = td.function(lambda d: d["a"] * 2)
+    assert g({"a": np.ones(2, np.float32)}).numpy().tolist() == [2.0, 2.0]
+    g({"a": np.zeros(2, np.float32)})
+    assert g.experimental_get_tracing_count() == 1
+
+
+def test_print_of_structures_prints_values(capfd):
+    # TF: tf.print({'k': x}) prints {'k': [1 2]}, tf.print([x, y]) prints [[1 2], 3].
+    @td.function
+    def f(x, y):
+        td.print({"k": x})
+        td.print([x, y])
+        td.print("list:", [x, "s"], sep="|")
+
+    f(td.constant([1, 2]), td.constant(3))
+    assert capfd.readouterr().err == "{'k': [1 2]}\n[[1 2], 3]\nlist:|[[1 2], 's']\n"
+
+
+# ---------------------------------------------------------------- retracing
+
+def test_one_trace_for_1_1point0_and_true():
+    f = td.function(lambda x: x)
+    assert f(1).numpy() == 1
+    f(1.0)
+    f(True)
+    # TF shares the trace (Python's 1 == 1.0 == True), and returns what it traced.
+    assert f.experimental_get_tracing_count() == 1
+    assert f(True).dtype == td.int32
+
+
+class _Key:
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return isinstance(other, _Key) and other.v == self.v
+
+    def __hash__(self):
+        return hash(self.v)
+
+
+def test_equal_live_objects_share_a_trace():
+    f = td.function(lambda k: td.constant(k.v))
+    a, b = _Key(1), _Key(1)
+    f(a)
+    f(b)
+    assert f.experimental_get_tracing_count() == 1
+    c = _Key(2)
+    f(c)
+    assert f.experimental_get_tracing_count() == 2
+
+
+def test_unhashable_dataclass_is_a_type_error():
+    @dataclasses.dataclass
+    class D:
+        a: int
+
+    with pytest.raises(TypeError, match="Could not generate a generic TraceType"):
+        td.function(lambda d: d.a)(D(1))
+
+
+# ---------------------------------------------------------------- signatures
+
+def test_positional_input_signature():
+    f = td.function(lambda x: x + 1, [td.TensorSpec([None], td.int32)])
+    assert f(td.constant([1])).numpy().tolist() == [2]
+    with pytest.raises(TypeError):
+        td.function(lambda x: x, td.TensorSpec([None]))  # a spec, not a list of them
+
+
+def test_function_type_prints_the_output():
+    f = td.function(lambda x: x + 1, [td.TensorSpec([None], td.int32)])
+    text = str(f.get_concrete_function().function_type)
+    # TF: (x: TensorSpec(shape=(None,), dtype=tf.int32, name=None)) -> TensorSpec(shape=(None,), ...)
+    assert text == ("(x: TensorSpec(shape=(None,), dtype=td.int32, name=None)) -> "
+                    "TensorSpec(shape=(None,), dtype=td.int32, name=None)")
+
+
+def test_concrete_function_for_scalars_refuses_vectors():
+    # Treadle's choice (TF 2.21 runs it): a graph traced for shape () is not
+    # run on shape (2,), because ops in it were specialized to the shape it
+    # was traced with. Trace for TensorSpec([None]) or TensorSpec(None) instead.
+    c = td.function(lambda a: a * 2).get_concrete_function(td.TensorSpec([], td.float32))
+    with pytest.raises(TypeError, match="not compatible"):
+        c(td.constant([1.0, 2.0]))
+
+
+# ---------------------------------------------------------------- td.function's parameters
+
+def test_function_parameters_and_attributes():
+    def add_one(x: td.Tensor):
+        return x + 1
+
+    f = td.function(add_one, experimental_follow_type_hints=True)
+    assert f.name == "add_one"
+    f(1)
+    f(2)
+    assert f.experimental_get_tracing_count() == 1  # the hint made the ints tensors
+    assert str(f.function_type) == "(x)"
+    g = td.function(add_one, input_signature=[td.TensorSpec([], td.int32)])
+    assert str(g.function_type) == "(x: TensorSpec(shape=(), dtype=td.int32, name=None))"
+    with pytest.warns(UserWarning, match="uncompiled"):
+        h = td.function(add_one, jit_compile=True)
+    assert h(td.constant(1)).numpy() == 2
+    with pytest.raises(NotImplementedError, match="experimental_attributes"):
+        td.function(add_one, experimental_attributes={"_noinline": True})
+    with pytest.raises(NotImplementedError, match="optional"):
+        td.function(add_one, experimental_autograph_options=("LISTS",))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        td.function(add_one, experimental_autograph_options=())
+
+
+# ---------------------------------------------------------------- errors
+
+def test_tensor_as_python_bool_is_operator_not_allowed():
+    assert issubclass(td.errors.OperatorNotAllowedInGraphError, TypeError)
+
+    @td.function
+    def f(t):
+        return bool(t)
+
+    with pytest.raises(td.errors.OperatorNotAllowedInGraphError, match="as a Python `bool` is not allowed"):
+        f(td.constant(True))
+
+
+def test_list_append_in_a_graph_loop_is_inaccessible_tensor_error():
+    assert issubclass(td.errors.InaccessibleTensorError, ValueError)
+
+    @td.function
+    def f(n):
+        values = []
+        for i in td.range(n):
+            values.append(i)
+        return values
+
+    with pytest.raises(ValueError, match="out of scope"):
+        f(td.constant(3))
+
+
+def test_structure_mismatch_in_a_loop_is_a_type_error():
+    @td.function
+    def f(n):
+        values = []
+        for i in td.range(n):
+            values = values + [i]
+        return values
+
+    with pytest.raises(TypeError, match="'values' does not have the same nested structure"):
+        f(td.constant(3))
+
+
+def test_leaked_tensor_from_another_function_is_a_type_error():
+    # The guide: a tensor leaked from one function's trace, used in another.
+    leaked = []
+
+    @td.function
+    def leaky(a):
+        leaked.append(a + 1)
+        return a + 2
+
+    leaky(td.constant(1))
+
+    @td.function
+    def captures_leaked_tensor(b):
+        return b + leaked[0]
+
+    with pytest.raises(TypeError, match="out of scope"):
+        captures_leaked_tensor(td.constant(2))
