@@ -1,0 +1,86 @@
+"""td.linalg from existing ops: products, transposes, diagonals, identity
+matrices and norms. Decompositions and solvers (inv, solve, cholesky, det)
+are not implemented: they would need kernels of their own."""
+
+from treadle.framework import dtypes
+from treadle.ops import array_ops, math_ops
+from treadle.ops.array_ops import _tensor
+from treadle.ops.math_extra_ops import norm
+
+_ops = math_ops.OPERATOR_FUNCTIONS
+
+
+def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, name=None):
+    """a @ b (batched over leading dimensions); adjoint is transpose for real tensors."""
+    return math_ops.matmul(a, b, transpose_a=transpose_a or adjoint_a, transpose_b=transpose_b or adjoint_b,
+                           name=name)
+
+
+def matrix_transpose(a, name="matrix_transpose", conjugate=False):
+    """a with its last two dimensions swapped."""
+    a = _tensor(a)
+    rank = a.shape.rank
+    if rank is None:
+        raise ValueError("td.linalg.matrix_transpose: the rank of a must be known")
+    if rank < 2:
+        raise ValueError(f"td.linalg.matrix_transpose: a must have rank >= 2, got shape {a.shape}")
+    perm = list(range(rank - 2)) + [rank - 1, rank - 2]
+    return array_ops.transpose(a, perm)
+
+
+def matvec(a, b, transpose_a=False, adjoint_a=False, name=None):
+    """a @ b for matrices a [..., M, N] and vectors b [..., N]."""
+    b = _tensor(b)
+    product = matmul(a, array_ops.expand_dims(b, -1), transpose_a=transpose_a, adjoint_a=adjoint_a)
+    return array_ops.squeeze(product, axis=[-1])
+
+
+def _eye_mask(num_rows, num_columns):
+    rows = array_ops._range(0, num_rows, 1)
+    cols = array_ops._range(0, num_columns, 1)
+    return _ops["equal"](array_ops.expand_dims(rows, -1), array_ops.expand_dims(cols, 0))
+
+
+def eye(num_rows, num_columns=None, batch_shape=None, dtype=dtypes.float32, name=None):
+    """The identity matrix [num_rows, num_columns] (square by default), repeated over batch_shape."""
+    num_columns = num_rows if num_columns is None else num_columns
+    out = math_ops.cast(_eye_mask(num_rows, num_columns), dtype)
+    if batch_shape is not None:
+        shape = list(batch_shape) + [1, 1]
+        out = _ops["multiply"](out, array_ops.ones(shape, dtype=dtype))
+    return out
+
+
+def diag(diagonal, name="diag"):
+    """The [..., N, N] matrices with `diagonal` [..., N] on their diagonals and zeros elsewhere."""
+    d = _tensor(diagonal)
+    n = array_ops.shape(d)[-1]
+    mask = math_ops.cast(_eye_mask(n, n), d.dtype)
+    return _ops["multiply"](array_ops.expand_dims(d, -1), mask)
+
+
+def diag_part(input, name="diag_part", k=0):  # noqa: A002 (TensorFlow's argument name)
+    """The main diagonals [..., min(M, N)] of matrices [..., M, N]."""
+    if k != 0:
+        raise NotImplementedError("td.linalg.diag_part: only the main diagonal (k=0) is supported")
+    m = _tensor(input)
+    shape = array_ops.shape(m)
+    rows, cols = shape[-2], shape[-1]
+    size = math_ops.reduce_min(array_ops.stack([rows, cols]))
+    square = m[..., :size, :size]
+    mask = math_ops.cast(_eye_mask(size, size), m.dtype)
+    return math_ops.reduce_sum(_ops["multiply"](square, mask), axis=-1)
+
+
+def trace(x, name=None):
+    """The sum of the main diagonal of each matrix."""
+    return math_ops.reduce_sum(diag_part(x), axis=-1, name=name)
+
+
+def adjoint(matrix, name=None):
+    """The conjugate transpose of each matrix: the transpose, for treadle's real dtypes."""
+    return matrix_transpose(matrix)
+
+PUBLIC = {"linalg": ["matmul", "matrix_transpose", "matvec", "eye", "diag", "diag_part", "trace", "adjoint",
+                     "norm"],
+          "": ["eye"]}
