@@ -212,3 +212,27 @@ def test_leaked_tensor_from_another_function_is_a_type_error():
 
     with pytest.raises(TypeError, match="out of scope"):
         captures_leaked_tensor(td.constant(2))
+
+
+# ---------------------------------------------------------------- graphs
+
+def test_graph_def_nodes_follow_tensorflow():
+    @td.function
+    def double(a):
+        return a + a
+
+    nodes = [(n.name, n.op, list(n.input))
+             for n in double.get_concrete_function(td.constant("a")).graph.as_graph_def().node]
+    # TF 2.21: [('a', 'Placeholder', []), ('add', 'Add', ['a', 'a']), ('Identity', 'Identity', ['add'])]
+    assert nodes == [("a", "Placeholder", []), ("add", "Add", ["a", "a"]), ("Identity", "Identity", ["add"])]
+    nodes = [(n.name, n.op) for n in double.get_concrete_function(td.constant(1.0)).graph.as_graph_def().node]
+    assert nodes == [("a", "Placeholder"), ("add", "AddV2"), ("Identity", "Identity")]
+    assert double(td.constant("x")).numpy() == b"xx"
+
+    @td.function
+    def ops(a, b):
+        return a - b, a * b, a / b, a @ b, a
+
+    names = [n.name for n in ops.get_concrete_function(td.ones([2, 2]), td.ones([2, 2])).graph.as_graph_def().node]
+    assert names == ["a", "b", "sub", "mul", "truediv", "matmul", "Identity", "Identity_1", "Identity_2",
+                     "Identity_3", "Identity_4"]

@@ -269,15 +269,15 @@ class Function:
                         # floats float32), not values frozen at trace time.
                         leaf = convert_to_tensor(leaf)
                     if isinstance(leaf, Tensor):
-                        t = graph._graph_input(leaf)
+                        t = _output_identity(graph, leaf)
                         flat_out.append(t)
                         packed.append(t)
                     elif isinstance(leaf, indexed_slices.IndexedSlices):  # returned as its parts
-                        parts = [graph._graph_input(t) for t in indexed_slices.flatten(leaf)]
+                        parts = [_output_identity(graph, t) for t in indexed_slices.flatten(leaf)]
                         flat_out.extend(parts)
                         packed.append(indexed_slices.rebuild(leaf, parts))
                     elif hasattr(leaf, "read_value") and hasattr(leaf, "assign"):  # a Variable: return its value
-                        t = graph._graph_input(leaf.read_value())
+                        t = _output_identity(graph, leaf.read_value())
                         flat_out.append(t)
                         packed.append(t)
                     else:
@@ -356,6 +356,12 @@ def _convert_numpy_arguments(bound):
                 continue
             if any(_is_numpy_value(x) for x in leaves):
                 bound.arguments[name] = nest.pack_sequence_as(value, [_numpy_to_tensor(x) for x in leaves])
+
+
+def _output_identity(graph, t):
+    """Each output of a traced function is an Identity node of its graph, as in
+    TensorFlow's (an argument or capture returned as it is included)."""
+    return graph.create_op("Identity", [graph._graph_input(t)])[0]
 
 
 def _output_type(outputs):
