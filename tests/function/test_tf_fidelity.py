@@ -236,3 +236,44 @@ def test_graph_def_nodes_follow_tensorflow():
     names = [n.name for n in ops.get_concrete_function(td.ones([2, 2]), td.ones([2, 2])).graph.as_graph_def().node]
     assert names == ["a", "b", "sub", "mul", "truediv", "matmul", "Identity", "Identity_1", "Identity_2",
                      "Identity_3", "Identity_4"]
+
+
+def test_control_flow_op_names_follow_tensorflow():
+    # TF 2.21: StatelessIf / StatelessWhile unless a branch or the body has effects.
+    @td.function
+    def branch(t):
+        if t > 0:
+            return t
+        return -t
+
+    @td.function
+    def loop(n):
+        i = 0
+        while i < n:
+            i += 1
+        return i
+
+    v = td.Variable(1)
+
+    @td.function
+    def effect(t):
+        if t > 0:
+            v.assign_add(1)
+        return t
+
+    def kinds(f):
+        return [n.op for n in f.get_concrete_function(td.constant(1)).graph.as_graph_def().node]
+
+    assert "StatelessIf" in kinds(branch) and "If" not in kinds(branch)
+    assert "StatelessWhile" in kinds(loop)
+    assert "If" in kinds(effect)
+    assert branch(td.constant(-3)).numpy() == 3 and loop(td.constant(4)).numpy() == 4
+
+
+def test_to_code_names_the_function_as_tensorflow():
+    def f(x):
+        if x > 0:
+            x = x * 2
+        return x
+
+    assert td.autograph.to_code(f).startswith("def tf__f(x):")
