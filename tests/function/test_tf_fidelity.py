@@ -277,3 +277,39 @@ def test_to_code_names_the_function_as_tensorflow():
         return x
 
     assert td.autograph.to_code(f).startswith("def tf__f(x):")
+
+
+# ---------------------------------------------------------------- saving modules
+
+class _Scaler(td.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = td.Variable(2.0)
+
+    @td.function(input_signature=[td.TensorSpec([None], td.float32)])
+    def __call__(self, x):
+        return x * self.w
+
+    @td.function
+    def shifted(self, x, k):
+        return x * self.w + k
+
+
+def test_save_a_module_with_function_methods(tmp_path):
+    # TF: tf.saved_model.save(module, path, signatures=...) keeps each traced
+    # tf.function method, callable on the loaded object, and the signatures.
+    m = _Scaler()
+    m.shifted(td.constant([1.0]), 1.0)
+    m.shifted(td.constant([1.0, 2.0]), 3.0)
+    path = str(tmp_path / "scaler.td")
+    td.saved_model.save(m, path, signatures=m.__call__)
+    m.w.assign(5.0)  # the saved file keeps the value at save time
+    loaded = td.saved_model.load(path)
+    assert loaded(td.constant([1.0, 3.0])).numpy().tolist() == [2.0, 6.0]
+    assert loaded.shifted(td.constant([1.0]), 1.0).numpy().tolist() == [3.0]
+    assert loaded.shifted(td.constant([1.0, 2.0]), 3.0).numpy().tolist() == [5.0, 7.0]
+    out = loaded.signatures["serving_default"](x=td.constant([4.0]))
+    assert list(out) == ["output_0"] and out["output_0"].numpy().tolist() == [8.0]
+    assert [v.numpy() for v in loaded.trainable_variables] == [2.0]
+    with pytest.raises(TypeError, match="has none"):
+        td.save(td.Module(), path)
