@@ -119,3 +119,13 @@ def _tensor_scatter_update_grad(op, dy):
 @RegisterGradient("EnsureShape")
 def _ensure_shape_grad(op, dy):
     return [dy]
+
+
+@RegisterGradient("CheckNumerics")
+def _check_numerics_grad(op, dy):
+    # As TensorFlow: the gradient is checked too.
+    return [run("CheckNumerics", [dy], {"message": "Not a number (NaN) or infinity (Inf) values detected in "
+                                                   "gradient. " + get_attr(op, "message")})]
+
+
+NotDifferentiable("Assert")

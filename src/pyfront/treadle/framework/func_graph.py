@@ -37,6 +37,7 @@ class FuncGraph:
         self._names = {}
         self._const_cache = {}
         self.variables = []
+        self._control_dependencies = []  # lists of ops, one per open td.control_dependencies block
 
     # -------------------------------------------------------------- naming
     def unique_name(self, base):
@@ -157,12 +158,24 @@ class FuncGraph:
         if sig.stateful:
             if self.stateful_ops:
                 control.append(self.stateful_ops[-1])
+        for ops in self._control_dependencies:
+            control.extend(op for op in ops if op not in control)
         op = Operation(self, self.unique_name(name or op_type), op_type, inputs, canonical, control)
         op.outputs = [SymbolicTensor(op, i, d, s) for i, (d, s) in enumerate(zip(out_dtypes, out_shapes))]
         self.operations.append(op)
         if sig.stateful:
             self.stateful_ops.append(op)
         return op.outputs
+
+    def create_noop(self, name="NoOp"):
+        """A NoOp node (with the control inputs of the open control_dependencies
+        blocks): what td.group returns."""
+        control = []
+        for ops in self._control_dependencies:
+            control.extend(op for op in ops if op not in control)
+        op = Operation(self, self.unique_name(name), "NoOp", [], {}, control)
+        self.operations.append(op)
+        return op
 
     def as_graph_def(self):
         """The graph as a GraphDef protobuf message (placeholders as nodes, with its function library)."""
