@@ -252,3 +252,4 @@ case("TensorScatterSub", "", lambda x, v: td.tensor_scatter_nd_sub(x, [[1]], v),
 case("EnsureShape", "", lambda x: td.ensure_shape(x, [None, 2]) * x, u(3, 2))
 case("IdentityN", "", lambda x, y: td.identity_n([x, y])[0] * td.identity_n([x, y])[1], u(3), u(3))
 case("CheckNumerics", "", lambda x: td.debugging.check_numerics(x, "checked") * x, u(3))
+case("TopKV2", "", lambda x: td.math.top_k(x, 2).values, distinct(3, 4))

@@ -315,3 +315,51 @@ def test_custom_gradient_with_two_inputs_and_outputs():
     assert (gx.numpy(), gy.numpy()) == (11.0, 100.0)
     with pytest.raises(TypeError, match="gradient function"):
         td.custom_gradient(lambda x: (x, None))(x)
+
+
+# ---------------------------------------------------------------- sorting
+
+def test_top_k_sort_argsort():
+    x = a(3, 5)
+    values, indices = td.math.top_k(x, 2)
+    order = np.argsort(-x, axis=1, kind="stable")[:, :2]
+    np.testing.assert_array_equal(indices.numpy(), order)
+    np.testing.assert_array_equal(values.numpy(), np.take_along_axis(x, order, 1))
+    ties = td.math.top_k(td.constant([1, 3, 3, 2]), 3)
+    assert ties.indices.numpy().tolist() == [1, 2, 3]  # equal values in index order
+    np.testing.assert_array_equal(both(lambda t: td.sort(t), x), np.sort(x, axis=1))
+    np.testing.assert_array_equal(td.sort(x, axis=0, direction="DESCENDING").numpy(), -np.sort(-x, axis=0))
+    ints = np.array([5, -2**31, 7, 0], np.int32)
+    np.testing.assert_array_equal(td.sort(ints).numpy(), np.sort(ints))  # no overflow at the minimum
+    np.testing.assert_array_equal(td.argsort(x).numpy(), np.argsort(x, axis=1, kind="stable"))
+    with pytest.raises(td.errors.InvalidArgumentError, match="at least k"):
+        td.math.top_k(td.constant([1.0, 2.0]), 3)
+    with pytest.raises(ValueError, match="direction"):
+        td.sort(x, direction="UP")
+
+
+# ---------------------------------------------------------------- random
+
+def test_stateless_random_and_generator():
+    u1 = td.random.stateless_uniform([4, 3], seed=[1, 2])
+    u2 = td.random.stateless_uniform([4, 3], seed=[1, 2])
+    np.testing.assert_array_equal(u1.numpy(), u2.numpy())  # a function of the seed
+    assert not np.array_equal(u1.numpy(), td.random.stateless_uniform([4, 3], seed=[1, 3]).numpy())
+    assert ((u1.numpy() >= 0) & (u1.numpy() < 1)).all()
+    r = td.random.stateless_uniform([1000], seed=[3, 4], minval=-2.0, maxval=2.0, dtype=td.float64).numpy()
+    assert r.dtype == np.float64 and -2 <= r.min() and r.max() < 2 and abs(r.mean()) < 0.2
+    n = td.random.stateless_normal([20000], seed=[5, 6], mean=1.0, stddev=2.0).numpy()
+    assert abs(n.mean() - 1.0) < 0.05 and abs(n.std() - 2.0) < 0.05
+    f = td.function(lambda s: td.random.stateless_normal([3], seed=s))
+    np.testing.assert_array_equal(f(td.constant([7, 8])).numpy(), f(td.constant([7, 8])).numpy())
+    with pytest.raises(ValueError, match="shape \\[2\\]"):
+        td.random.stateless_uniform([2], seed=[1, 2, 3])
+
+    g = td.random.Generator.from_seed(42)
+    a1, a2 = g.normal([3]).numpy(), g.normal([3]).numpy()
+    assert not np.array_equal(a1, a2)  # the state advances
+    g2 = td.random.Generator.from_seed(42)
+    np.testing.assert_array_equal(g2.normal([3]).numpy(), a1)  # the same seed, the same draws
+    draw = td.function(lambda: g2.uniform([2], minval=5.0, maxval=6.0))
+    d1, d2 = draw().numpy(), draw().numpy()
+    assert not np.array_equal(d1, d2) and ((d1 >= 5) & (d1 < 6)).all()

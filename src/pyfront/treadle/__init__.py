@@ -49,7 +49,7 @@ from treadle.module.module import Module  # noqa: E402
 from treadle.autodiff import GradientTape, UnconnectedGradients  # noqa: E402
 from treadle.autodiff.custom_gradient import custom_gradient  # noqa: E402
 
-from treadle import bitwise, config, debugging, linalg, math, nest, nn, random, saved_model, types  # noqa: E402
+from treadle import bitwise, config, debugging, linalg, math, nest, nn, random, saved_model, train, types  # noqa: E402
 from treadle import experimental  # noqa: E402
 from treadle import optimizers  # noqa: E402
 from treadle import loom  # noqa: E402

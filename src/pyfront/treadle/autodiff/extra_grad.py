@@ -129,3 +129,20 @@ def _check_numerics_grad(op, dy):
 
 
 NotDifferentiable("Assert")
+
+
+@RegisterGradient("TopKV2")
+def _top_k_grad(op, dvalues, dindices=None):
+    # Each value came from one position of its row: put dvalues back there.
+    from treadle.ops import array_ops
+    x, indices = op.inputs[0], op.outputs[1]
+    if dvalues is None:
+        return [None, None]
+    n = array_ops.shape(x)[-1] if _ops.static_shape(x) is None or _ops.static_shape(x)[-1] is None \
+        else _ops.static_shape(x)[-1]
+    hot = array_ops.one_hot(indices, n, dtype=dvalues.dtype)
+    placed = mul(hot, run("ExpandDims", [dvalues, scalar(-1, dtypes.int32)]))
+    return [_ops.reduce_sum(placed, scalar(-2, dtypes.int32)), None]
+
+
+NotDifferentiable("StatelessRandomUniform", "StatelessRandomNormal")
