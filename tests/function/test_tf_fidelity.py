@@ -313,3 +313,51 @@ def test_save_a_module_with_function_methods(tmp_path):
     assert [v.numpy() for v in loaded.trainable_variables] == [2.0]
     with pytest.raises(TypeError, match="has none"):
         td.save(td.Module(), path)
+
+
+# ---------------------------------------------------------------- types
+
+class MaskedTensor(td.experimental.ExtensionType):
+    values: td.Tensor
+    mask: td.Tensor
+    label: str = "m"
+
+
+def test_extension_type_fields_and_tracing():
+    mt = MaskedTensor([1.0, 2.0], [True, False])
+    assert mt.values.dtype == td.float32 and mt.label == "m"
+    assert mt == MaskedTensor([1.0, 2.0], [True, False]) and mt != MaskedTensor([1.0, 3.0], [True, False])
+    assert repr(mt).startswith("MaskedTensor(values=<td.Tensor")
+    with pytest.raises(AttributeError, match="Cannot mutate"):
+        mt.values = td.constant([0.0, 0.0])
+    with pytest.raises(TypeError, match="missing required field 'mask'"):
+        MaskedTensor([1.0])
+
+    @td.function
+    def masked_double(m):
+        if td.reduce_any(m.mask):
+            out = MaskedTensor(m.values * 2.0, m.mask, m.label)
+        else:
+            out = m
+        return out
+
+    r = masked_double(mt)
+    assert isinstance(r, MaskedTensor) and r.values.numpy().tolist() == [2.0, 4.0] and r.label == "m"
+    masked_double(MaskedTensor([5.0, 6.0], [False, False]))
+    # TF: values of the same field types share a trace (the TraceType is the fields' specs).
+    assert masked_double.experimental_get_tracing_count() == 1
+    masked_double(MaskedTensor([5.0, 6.0, 7.0], [False, False, True]))
+    assert masked_double.experimental_get_tracing_count() == 2
+    text = str(masked_double.get_concrete_function(mt).function_type)
+    assert text.startswith("(m: MaskedTensor[values: TensorSpec(shape=(2,), dtype=td.float32, name=None)")
+
+
+def test_type_spec_and_function_types():
+    assert isinstance(td.TensorSpec([2]), td.TypeSpec)
+    assert isinstance(td.TensorSpec([2]), td.types.experimental.TraceType)
+    assert td.TensorSpec([2]).value_type is td.Tensor
+    f = td.function(lambda x: x)
+    assert isinstance(f, td.types.experimental.PolymorphicFunction)
+    c = f.get_concrete_function(td.constant(1))
+    assert isinstance(c, td.types.experimental.ConcreteFunction)
+    assert isinstance(c.function_type, td.types.experimental.FunctionType)

@@ -39,6 +39,7 @@ from treadle.framework import op_def_library as _op_def_library  # noqa: E402
 from treadle.framework.op_def_library import raw_ops  # noqa: E402
 
 from treadle.framework.tensor_spec import TensorSpec  # noqa: E402
+from treadle.framework.type_spec import TypeSpec  # noqa: E402
 from treadle.function.polymorphic_function import function  # noqa: E402
 from treadle.framework.context import executing_eagerly, init_scope  # noqa: E402
 from treadle.framework.variables import Variable  # noqa: E402

@@ -16,7 +16,7 @@ from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.function import trace_type
-from treadle.function.concrete_function import ConcreteFunction
+from treadle.function.concrete_function import ConcreteFunction, is_extension_value
 from treadle.function.function_type import FunctionCache, FunctionType, Parameter
 from treadle.util import nest
 
@@ -276,6 +276,10 @@ class Function:
                         parts = [_output_identity(graph, t) for t in indexed_slices.flatten(leaf)]
                         flat_out.extend(parts)
                         packed.append(indexed_slices.rebuild(leaf, parts))
+                    elif is_extension_value(leaf):  # returned as its tensors, rebuilt by the caller
+                        parts = [_output_identity(graph, t) for t in leaf._to_components()]
+                        flat_out.extend(parts)
+                        packed.append(leaf._from_components(parts))
                     elif hasattr(leaf, "read_value") and hasattr(leaf, "assign"):  # a Variable: return its value
                         t = _output_identity(graph, leaf.read_value())
                         flat_out.append(t)

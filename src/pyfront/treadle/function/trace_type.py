@@ -47,6 +47,11 @@ class TraceType(metaclass=abc.ABCMeta):
         ...
 
 
+# As in TensorFlow, a TypeSpec (TensorSpec among them) is a TraceType.
+from treadle.framework.type_spec import TypeSpec  # noqa: E402
+TraceType.register(TypeSpec)
+
+
 class PlaceholderContext:
     """Handed to placeholder_value while tracing: makes graph placeholders."""
 
@@ -416,6 +421,62 @@ class DictType(TraceType):
 
     def __repr__(self):
         return f"Dict[{', '.join(f'{k!r}: {v!r}' for k, v in self.mapping.items())}]"
+
+
+class CompositeType(TraceType):
+    """An object made of named fields (a td.experimental.ExtensionType): its
+    class and each field's type; its tensors are the fields' tensors in
+    field order. The class builds a value from fields with `_from_fields`."""
+
+    __slots__ = ("cls", "names", "types")
+
+    def __init__(self, cls, names, types):
+        self.cls = cls
+        self.names = tuple(names)
+        self.types = tuple(types)
+
+    def _same_kind(self, other):
+        return type(other) is CompositeType and other.cls is self.cls and other.names == self.names
+
+    def is_subtype_of(self, other):
+        return self._same_kind(other) and all(a.is_subtype_of(b) for a, b in zip(self.types, other.types))
+
+    def most_specific_common_supertype(self, others):
+        if not all(self._same_kind(o) for o in others):
+            return None
+        types = []
+        for i, t in enumerate(self.types):
+            s = t.most_specific_common_supertype([o.types[i] for o in others])
+            if s is None:
+                return None
+            types.append(s)
+        return CompositeType(self.cls, self.names, types)
+
+    def placeholder_value(self, placeholder_context=None):
+        return self.cls._from_fields({
+            n: t.placeholder_value(placeholder_context.with_name(f"{placeholder_context.name}_{n}")
+                                   if placeholder_context is not None else None)
+            for n, t in zip(self.names, self.types)})
+
+    def to_tensors(self, value):
+        out = []
+        for n, t in zip(self.names, self.types):
+            out.extend(t.to_tensors(getattr(value, n)))
+        return out
+
+    def cast(self, value, casting_context=None):
+        if type(value) is not self.cls:
+            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        return self.cls._from_fields({n: t.cast(getattr(value, n)) for n, t in zip(self.names, self.types)})
+
+    def __eq__(self, other):
+        return self._same_kind(other) and self.types == other.types
+
+    def __hash__(self):
+        return hash((self.cls, self.names, self.types))
+
+    def __repr__(self):
+        return f"{self.cls.__name__}[{', '.join(f'{n}: {t!r}' for n, t in zip(self.names, self.types))}]"
 
 
 def _sort_key(k):
