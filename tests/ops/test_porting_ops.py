@@ -363,3 +363,34 @@ def test_stateless_random_and_generator():
     draw = td.function(lambda: g2.uniform([2], minval=5.0, maxval=6.0))
     d1, d2 = draw().numpy(), draw().numpy()
     assert not np.array_equal(d1, d2) and ((d1 >= 5) & (d1 < 6)).all()
+
+
+# ---------------------------------------------------------------- einsum
+
+@pytest.mark.parametrize("equation,shapes", [
+    ("ij,jk->ik", [(2, 3), (3, 4)]), ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]), ("bij,bjk,k->bi", [(2, 3, 4),
+                                                                                                   (2, 4, 5), (5,)]),
+    ("ijk->kji", [(2, 3, 4)]), ("ijk->", [(2, 3, 4)]), ("ij,ij->ij", [(2, 3), (2, 3)]), ("i,j->ij", [(3,), (4,)]),
+    ("ij,jk", [(2, 3), (3, 4)]), ("abc,cd->da", [(2, 3, 4), (4, 5)]),
+])
+def test_einsum_against_numpy(equation, shapes):
+    ops = [a(*s, dtype=np.float64) for s in shapes]
+    np.testing.assert_allclose(both(lambda *t: td.einsum(equation, *t), *ops), np.einsum(equation, *ops),
+                               rtol=1e-12)
+
+
+def test_einsum_gradient_and_errors():
+    x, y = a(2, 3, dtype=np.float64), a(3, 4, dtype=np.float64)
+    tx, ty = td.constant(x), td.constant(y)
+    with td.GradientTape() as tape:
+        tape.watch([tx, ty])
+        out = td.reduce_sum(td.einsum("ij,jk->ik", tx, ty) ** 2)
+    gx, gy = tape.gradient(out, [tx, ty])
+    np.testing.assert_allclose(gx.numpy(), 2 * (x @ y) @ y.T)
+    np.testing.assert_allclose(gy.numpy(), 2 * x.T @ (x @ y))
+    with pytest.raises(NotImplementedError, match="ellipsis"):
+        td.einsum("...ij->...ji", tx)
+    with pytest.raises(NotImplementedError, match="repeated"):
+        td.einsum("ii->i", td.constant(np.eye(2)))
+    with pytest.raises(ValueError, match="operands"):
+        td.einsum("ij,jk->ik", tx)
