@@ -253,3 +253,15 @@ case("EnsureShape", "", lambda x: td.ensure_shape(x, [None, 2]) * x, u(3, 2))
 case("IdentityN", "", lambda x, y: td.identity_n([x, y])[0] * td.identity_n([x, y])[1], u(3), u(3))
 case("CheckNumerics", "", lambda x: td.debugging.check_numerics(x, "checked") * x, u(3))
 case("TopKV2", "", lambda x: td.math.top_k(x, 2).values, distinct(3, 4))
+_WELL_CONDITIONED = np.eye(3) * 3.0
+
+
+def _spd(x):
+    """A symmetric positive definite matrix that depends on every entry of x."""
+    return td.linalg.matmul(x, x, transpose_b=True) + td.constant(_WELL_CONDITIONED)
+
+
+case("MatrixInverse", "", lambda x: td.linalg.inv(x), u(2, 3, 3) + _WELL_CONDITIONED)
+case("MatrixSolve", "", lambda a, b: td.linalg.solve(a, b), u(3, 3) + _WELL_CONDITIONED, u(3, 2))
+case("MatrixDeterminant", "", lambda x: td.linalg.det(x), u(2, 3, 3) + _WELL_CONDITIONED)
+case("Cholesky", "", lambda x: td.linalg.cholesky(_spd(x)), u(3, 3))

@@ -394,3 +394,25 @@ def test_einsum_gradient_and_errors():
         td.einsum("ii->i", td.constant(np.eye(2)))
     with pytest.raises(ValueError, match="operands"):
         td.einsum("ij,jk->ik", tx)
+
+
+def test_linalg_decompositions():
+    m = a(2, 4, 4, dtype=np.float64) + 4 * np.eye(4)
+    rhs = a(2, 4, 3, dtype=np.float64)
+    np.testing.assert_allclose(both(td.linalg.inv, m), np.linalg.inv(m), rtol=1e-10)
+    np.testing.assert_allclose(both(td.linalg.solve, m, rhs), np.linalg.solve(m, rhs), rtol=1e-10)
+    np.testing.assert_allclose(td.linalg.solve(m, rhs, adjoint=True).numpy(),
+                               np.linalg.solve(np.swapaxes(m, -1, -2), rhs), rtol=1e-10)
+    np.testing.assert_allclose(both(td.linalg.det, m), np.linalg.det(m), rtol=1e-10)
+    spd = m @ np.swapaxes(m, -1, -2)
+    np.testing.assert_allclose(both(td.linalg.cholesky, spd), np.linalg.cholesky(spd), rtol=1e-10)
+    f32 = td.linalg.inv(m[0].astype(np.float32))
+    assert f32.dtype == td.float32
+    np.testing.assert_allclose(f32.numpy(), np.linalg.inv(m[0]), rtol=1e-4)
+    assert td.linalg.det(np.array([[1.0, 2.0], [2.0, 4.0]])).numpy() == 0.0
+    with pytest.raises(td.errors.InvalidArgumentError, match="not invertible"):
+        td.linalg.inv(np.array([[1.0, 2.0], [2.0, 4.0]]))
+    with pytest.raises(td.errors.InvalidArgumentError, match="Cholesky"):
+        td.linalg.cholesky(np.array([[1.0, 2.0], [2.0, 1.0]]))
+    with pytest.raises((ValueError, td.errors.InvalidArgumentError), match="square"):
+        td.linalg.det(np.ones((2, 3)))

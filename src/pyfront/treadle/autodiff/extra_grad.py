@@ -146,3 +146,62 @@ def _top_k_grad(op, dvalues, dindices=None):
 
 
 NotDifferentiable("StatelessRandomUniform", "StatelessRandomNormal")
+
+
+# ---------------------------------------------------------------- linear algebra
+
+def _bmm(a, b, adj_a=False, adj_b=False):
+    return run("BatchMatMulV2", [a, b], {"adj_x": adj_a, "adj_y": adj_b})
+
+
+def _transpose_last2(t):
+    shape = _ops.static_shape(t)
+    if shape is not None:
+        r = len(shape)
+        return run("Transpose", [t, _ops.ints(list(range(r - 2)) + [r - 1, r - 2])])
+    # Unknown rank: the permutation [0, ..., r-3, r-1, r-2] computed when the graph runs.
+    r = run("Rank", [t])
+    one, two = scalar(1, dtypes.int32), scalar(2, dtypes.int32)
+    lead = run("Range", [scalar(0, dtypes.int32), _ops.sub(r, two), one])
+    last = run("Pack", [_ops.sub(r, one), _ops.sub(r, two)], {"axis": 0})
+    return run("Transpose", [t, run("ConcatV2", [lead, last, scalar(0, dtypes.int32)])])
+
+
+@RegisterGradient("MatrixInverse")
+def _matrix_inverse_grad(op, dy):
+    y = op.outputs[0]  # d(A^-1) = -A^-1 dA A^-1
+    return [neg(_bmm(_bmm(y, dy, adj_a=True), y, adj_b=True))]
+
+
+@RegisterGradient("MatrixSolve")
+def _matrix_solve_grad(op, dx):
+    a, x = op.inputs[0], op.outputs[0]
+    db = run("MatrixSolve", [_transpose_last2(a), dx])
+    da = neg(_bmm(db, x, adj_b=True)) if input_wanted(0) else None
+    return [da, db]
+
+
+@RegisterGradient("MatrixDeterminant")
+def _matrix_determinant_grad(op, dy):
+    a, det = op.inputs[0], op.outputs[0]
+    scale = mul(dy, det)
+    scale = run("ExpandDims", [run("ExpandDims", [scale, scalar(-1, dtypes.int32)]), scalar(-1, dtypes.int32)])
+    return [mul(scale, _transpose_last2(run("MatrixInverse", [a])))]
+
+
+@RegisterGradient("Cholesky")
+def _cholesky_grad(op, dl):
+    # TensorFlow's rule (Murray, 2016): symmetric, from the lower triangle of L^T dL with its diagonal halved.
+    from treadle.ops import array_ops
+    l = op.outputs[0]
+    n = array_ops.shape(l)[-1]
+    rows = run("ExpandDims", [run("Range", [scalar(0, dtypes.int32), n, scalar(1, dtypes.int32)]),
+                              scalar(-1, dtypes.int32)])
+    cols = run("Range", [scalar(0, dtypes.int32), n, scalar(1, dtypes.int32)])
+    strict = _ops.cast(run("Greater", [rows, cols]), l.dtype)
+    diag = _ops.cast(run("Equal", [rows, cols]), l.dtype)
+    mask = _ops.add(strict, mul(diag, scalar(0.5, l.dtype)))
+    l_inverse = run("MatrixInverse", [l])
+    middle = mul(_bmm(l, dl, adj_a=True), mask)
+    grad = _bmm(_bmm(l_inverse, middle, adj_a=True), l_inverse)
+    return [mul(_ops.add(grad, _transpose_last2(grad)), scalar(0.5, l.dtype))]

@@ -1,8 +1,10 @@
-"""td.linalg from existing ops: products, transposes, diagonals, identity
-matrices and norms. Decompositions and solvers (inv, solve, cholesky, det)
-are not implemented: they would need kernels of their own."""
+"""td.linalg: products, transposes, diagonals, identity matrices and norms
+from existing ops, and inv, solve, det and cholesky on their own kernels
+(MatrixInverse, MatrixSolve, MatrixDeterminant, Cholesky)."""
 
 from treadle.framework import dtypes
+from treadle.framework.ops import execute
+from treadle.framework.tensor import convert_to_tensor
 from treadle.ops import array_ops, math_ops
 from treadle.ops.array_ops import _tensor
 from treadle.ops.math_extra_ops import norm
@@ -81,6 +83,32 @@ def adjoint(matrix, name=None):
     """The conjugate transpose of each matrix: the transpose, for treadle's real dtypes."""
     return matrix_transpose(matrix)
 
+def inv(input, adjoint=False, name=None):  # noqa: A002 (TensorFlow's argument name)
+    """The inverse of each square matrix (InvalidArgumentError when one is singular)."""
+    m = _tensor(input)
+    if adjoint:
+        m = matrix_transpose(m)
+    return execute("MatrixInverse", [m], name=name)[0]
+
+
+def solve(matrix, rhs, adjoint=False, name=None):
+    """X with matrix @ X = rhs (matrix [..., n, n], rhs [..., n, m])."""
+    m = _tensor(matrix)
+    if adjoint:
+        m = matrix_transpose(m)
+    return execute("MatrixSolve", [m, convert_to_tensor(rhs, dtype_hint=m.dtype)], name=name)[0]
+
+
+def det(input, name=None):  # noqa: A002
+    """The determinant of each square matrix."""
+    return execute("MatrixDeterminant", [_tensor(input)], name=name)[0]
+
+
+def cholesky(input, name=None):  # noqa: A002
+    """The lower-triangular Cholesky factor of each symmetric positive definite matrix."""
+    return execute("Cholesky", [_tensor(input)], name=name)[0]
+
+
 PUBLIC = {"linalg": ["matmul", "matrix_transpose", "matvec", "eye", "diag", "diag_part", "trace", "adjoint",
-                     "norm"],
+                     "norm", "inv", "solve", "det", "cholesky"],
           "": ["eye"]}
