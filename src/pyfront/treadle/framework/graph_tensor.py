@@ -96,12 +96,14 @@ class SymbolicTensor(Tensor):
         return self._shape[0]
 
     def __iter__(self):
+        # TensorFlow's error class (a TypeError) where the iteration cannot be unrolled.
+        from treadle.errors import OperatorNotAllowedInGraphError
         if self._shape.rank is None:
-            raise TypeError("Cannot iterate over a tensor with unknown shape.")
+            raise OperatorNotAllowedInGraphError("Cannot iterate over a tensor with unknown shape.")
         if self._shape.rank == 0:
-            raise TypeError("Cannot iterate over a scalar tensor.")
+            raise OperatorNotAllowedInGraphError("Cannot iterate over a scalar tensor.")
         if self._shape[0] is None:
-            raise TypeError("Cannot iterate over a tensor with unknown first dimension.")
+            raise OperatorNotAllowedInGraphError("Cannot iterate over a tensor with unknown first dimension.")
         from treadle.ops import array_ops
         return iter(array_ops.unstack(self, num=self._shape[0]))
 

@@ -7,7 +7,6 @@ branches td.cond, so gradients come from those."""
 import contextlib
 
 from treadle.framework import context, dtypes
-from treadle.framework.ops import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_array import TensorArray
 from treadle.framework.tensor_spec import TensorSpec

@@ -7,7 +7,7 @@ from treadle.framework.ops import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.ops import array_ops, math_ops
 from treadle.ops.array_ops import _tensor
-from treadle.ops.math_extra_ops import norm
+from treadle.ops.math_extra_ops import norm  # noqa: F401 (td.linalg.norm)
 
 _ops = math_ops.OPERATOR_FUNCTIONS
 
