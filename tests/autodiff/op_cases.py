@@ -226,3 +226,42 @@ def _stateful_called(x):
 
 case("PartitionedCall", "", _call, u(3, 2), u(3, 2))
 case("StatefulPartitionedCall", "", _stateful_called, u(3, 2))
+
+# ---------------------------------------------------------------- TensorFlow's porting names (issue 17)
+case("Add", "numbers", lambda x, y: R.Add(x=x, y=y), u(3, 2), u(2))
+case("Log1p", "", lambda x: td.math.log1p(x), u(3, 2, low=-0.5, high=2.0))
+case("Softplus", "", lambda x: td.nn.softplus(x), u(3, 2, low=-4, high=4))
+case("Erf", "", lambda x: td.math.erf(x), u(3, 2))
+for _excl in (False, True):
+    for _rev in (False, True):
+        case("Cumsum", f"exclusive={_excl} reverse={_rev}",
+             lambda x, e=_excl, r=_rev: td.cumsum(x, axis=1, exclusive=e, reverse=r), u(3, 4))
+        case("Cumprod", f"exclusive={_excl} reverse={_rev}",
+             lambda x, e=_excl, r=_rev: td.math.cumprod(x, axis=0, exclusive=e, reverse=r), away_from_zero(4, 2))
+case("ReverseV2", "", lambda x: td.reverse(x, [0, 2]), u(2, 3, 2))
+case("Roll", "", lambda x: td.roll(x, [1, -1], [0, 1]), u(3, 4))
+case("PadV2", "", lambda x: td.pad(x, [[1, 0], [0, 2]]), u(2, 3))
+case("PadV2", "constant value", lambda x, c: R.PadV2(input=x, paddings=[[0, 1], [2, 0]], constant_values=c) * 1.5,
+     u(2, 3), u())
+case("GatherNd", "", lambda x: td.gather_nd(x, [[0, 1], [2, 0], [0, 1]]), u(3, 2))
+case("GatherNd", "slices", lambda x: td.gather_nd(x, [[1], [0]]), u(3, 2))
+case("ScatterNd", "", lambda v: td.scatter_nd([[1], [0], [1]], v, [3, 2]), u(3, 2))
+case("TensorScatterUpdate", "", lambda x, v: td.tensor_scatter_nd_update(x, [[2], [0]], v), u(3, 2), u(2, 2))
+case("TensorScatterAdd", "", lambda x, v: td.tensor_scatter_nd_add(x, [[2, 1], [2, 1]], v), u(3, 2), u(2))
+case("TensorScatterSub", "", lambda x, v: td.tensor_scatter_nd_sub(x, [[1]], v), u(3, 2), u(1, 2))
+case("EnsureShape", "", lambda x: td.ensure_shape(x, [None, 2]) * x, u(3, 2))
+case("IdentityN", "", lambda x, y: td.identity_n([x, y])[0] * td.identity_n([x, y])[1], u(3), u(3))
+case("CheckNumerics", "", lambda x: td.debugging.check_numerics(x, "checked") * x, u(3))
+case("TopKV2", "", lambda x: td.math.top_k(x, 2).values, distinct(3, 4))
+_WELL_CONDITIONED = np.eye(3) * 3.0
+
+
+def _spd(x):
+    """A symmetric positive definite matrix that depends on every entry of x."""
+    return td.linalg.matmul(x, x, transpose_b=True) + td.constant(_WELL_CONDITIONED)
+
+
+case("MatrixInverse", "", lambda x: td.linalg.inv(x), u(2, 3, 3) + _WELL_CONDITIONED)
+case("MatrixSolve", "", lambda a, b: td.linalg.solve(a, b), u(3, 3) + _WELL_CONDITIONED, u(3, 2))
+case("MatrixDeterminant", "", lambda x: td.linalg.det(x), u(2, 3, 3) + _WELL_CONDITIONED)
+case("Cholesky", "", lambda x: td.linalg.cholesky(_spd(x)), u(3, 3))

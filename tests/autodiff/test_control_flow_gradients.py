@@ -43,6 +43,21 @@ def while_simple(x, y):
     return out
 
 
+def _effect():
+    """Zero, from a stateful op: a branch or body using it has effects, so the
+    node is If/While rather than StatelessIf/StatelessWhile."""
+    return td.random.uniform([], dtype=td.float64) * 0.0
+
+
+def cond_with_effects(x, y):
+    return td.cond(td.reduce_sum(x) > 0.0, lambda: td.tanh(x) * y + _effect(), lambda: x * y)
+
+
+def while_with_effects(x, y):
+    _, out = td.while_loop(lambda i, v: i < 3, lambda i, v: (i + 1, td.tanh(v) * y + x + _effect()), [0, x])
+    return out
+
+
 def while_no_iteration(x, y):
     return td.while_loop(lambda i, v: i < 0, lambda i, v: (i + 1, v * y), [0, x])[1] * y
 
@@ -165,6 +180,8 @@ CASES = [
     ("nested td.function calls", nested_functions, [POS, u(3)]),
     ("td.function in loop", nested_function_in_loop, [u(3), u(3)]),
     ("call of td.function with loop and cond", call_of_function_with_control_flow, [POS, u(3)]),
+    ("cond with effects", cond_with_effects, [POS, u(3)]),
+    ("while with effects", while_with_effects, [u(3), u(3)]),
 ]
 IDS = [c[0] for c in CASES]
 
@@ -201,9 +218,12 @@ def test_second_order_through_function_call(name, fn, inputs):
 
 
 def test_cases_build_if_and_while_ops():
-    assert "If" in traced_op_types(cond_both, [POS, u(3)])
+    # As in TensorFlow: StatelessIf/StatelessWhile unless a branch or the body has effects.
+    assert "StatelessIf" in traced_op_types(cond_both, [POS, u(3)])
+    assert "If" in traced_op_types(cond_with_effects, [POS, u(3)])
     types = traced_op_types(while_simple, [u(3), u(3)])
-    assert "While" in types and "TensorListSetItem" in types  # the loop collects what the gradient needs
+    assert "StatelessWhile" in types and "TensorListSetItem" in types  # the loop collects what the gradient needs
+    assert "While" in traced_op_types(while_with_effects, [u(3), u(3)])
 
 
 def test_while_gradient_collects_per_iteration_values():
@@ -220,7 +240,7 @@ def test_while_gradient_collects_per_iteration_values():
         return tape.gradient(out, x)
 
     graph = step.get_concrete_function(x, y).graph
-    whiles = [op for op in graph.operations if op.type == "While"]
+    whiles = [op for op in graph.operations if op.type in ("While", "StatelessWhile")]
     assert len(whiles) == 2
     forward = whiles[0]
     assert len(forward.outputs) > 2  # loop variables + iteration counter + collected values

@@ -55,7 +55,7 @@ def test_case_exercises_its_op(op_type, ident, fn, inputs, tol):
     assert op_type in traced_op_types(fn, inputs)
 
 
-CONTROL_FLOW = {"If", "While"}  # checked in test_control_flow_gradients.py
+CONTROL_FLOW = {"If", "While", "StatelessIf", "StatelessWhile"}  # checked in test_control_flow_gradients.py
 # The Loom's ops and their rules: checked by finite differences in tests/loom/test_loom_gradients.py.
 LOOM = {"LoomRun", "LoomInitialState", "LoomLayer", "LoomGatherOutputs"}
 

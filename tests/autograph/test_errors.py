@@ -120,7 +120,8 @@ def different_structures_in_branches(x):
 
 
 def test_branches_with_different_structures():
-    m = _raises(ValueError, different_structures_in_branches, td.constant(1),
+    # TensorFlow raises TypeError for structures that differ.
+    m = _raises(TypeError, different_structures_in_branches, td.constant(1),
                 match="'y' must have the same nested structure in the if and else branches")
     _points_at(m, different_structures_in_branches, "if x > 0:")
 
@@ -176,7 +177,7 @@ def structure_changes_in_loop(n):
 
 
 def test_loop_variable_changes_structure():
-    m = _raises(ValueError, structure_changes_in_loop, td.constant(3),
+    m = _raises(TypeError, structure_changes_in_loop, td.constant(3),
                 match="'v' does not have the same nested structure after one iteration")
     _points_at(m, structure_changes_in_loop, "while i < n:")
 
@@ -191,8 +192,24 @@ def none_before_loop(n):
 
 
 def test_loop_variable_none_before_the_loop():
-    m = _raises(ValueError, none_before_loop, td.constant(3), match="'y' is None before the loop")
-    _points_at(m, none_before_loop, "while i < n:")
+    # As in TensorFlow, None before the loop counts as not defined yet: the
+    # loop defines it (and must run at least once).
+    assert td.function(none_before_loop)(td.constant(3)).numpy() == 2
+    with pytest.raises(UnboundLocalError, match="loop ran no iteration"):
+        td.function(none_before_loop)(td.constant(0))
+
+
+def read_before_assigned(n):
+    x = 0
+    for i in td.range(n):
+        x = prev + 1  # noqa: F821 - assigned below, read first
+        prev = i
+    return x
+
+
+def test_loop_reads_a_variable_before_assigning_it():
+    m = _raises(ValueError, read_before_assigned, td.constant(3), match="'prev' must be defined before the loop")
+    _points_at(m, read_before_assigned, "for i in td.range(n):")
 
 
 def condition_becomes_tensor(x):

@@ -10,9 +10,15 @@ import treadle as td
 I32 = td.TensorSpec([], td.int32)
 
 
+def _kind(op_type):
+    """If and While whether stateless or not (TensorFlow's StatelessIf/StatelessWhile
+    are the forms without effects; tests/function/test_tf_fidelity.py checks the names)."""
+    return op_type[len("Stateless"):] if op_type in ("StatelessIf", "StatelessWhile") else op_type
+
+
 def _graph_ops(fn, *specs):
     """Op types of the traced graph of `fn` (top level only)."""
-    return [op.type for op in td.function(fn).get_concrete_function(*specs).graph.operations]
+    return [_kind(op.type) for op in td.function(fn).get_concrete_function(*specs).graph.operations]
 
 
 def _all_ops(fn, *specs):
@@ -21,7 +27,7 @@ def _all_ops(fn, *specs):
     found, seen, stack = [], set(), [graph]
     while stack:
         g = stack.pop()
-        found.extend(op.type for op in g.operations)
+        found.extend(_kind(op.type) for op in g.operations)
         for f in g.functions.values():
             if id(f.graph) not in seen:
                 seen.add(id(f.graph))
@@ -184,7 +190,7 @@ def loop_variable_only_read_after(n):
 
 def test_loop_variables_come_from_liveness():
     graph = td.function(loop_variable_only_read_after).get_concrete_function(I32).graph
-    loop = next(op for op in graph.operations if op.type == "While")
+    loop = next(op for op in graph.operations if op.type in ("While", "StatelessWhile"))
     # i and last (n is captured, not a loop variable)
     assert len(loop.attrs["T"]) - len(loop.inputs[2:]) <= 2
     assert _value(td.function(loop_variable_only_read_after)(td.constant(4))) == 30
@@ -201,7 +207,7 @@ def temporaries_are_not_loop_variables(n):
 
 def test_temporaries_of_the_body_are_not_loop_variables():
     graph = td.function(temporaries_are_not_loop_variables).get_concrete_function(I32).graph
-    loop = next(op for op in graph.operations if op.type == "While")
+    loop = next(op for op in graph.operations if op.type in ("While", "StatelessWhile"))
     assert len(loop.outputs) == 3  # i, s and the captured n
     assert _value(td.function(temporaries_are_not_loop_variables)(td.constant(4))) == 14
 
@@ -285,7 +291,7 @@ def constant_range():
 
 def test_known_iteration_count_becomes_maximum_iterations():
     graph = td.function(constant_range).get_concrete_function().graph
-    loop = next(op for op in graph.operations if op.type == "While")
+    loop = next(op for op in graph.operations if op.type in ("While", "StatelessWhile"))
     # the iteration counter of maximum_iterations is the first loop variable
     assert len(loop.inputs) == len(loop.attrs["T"])
     assert _value(td.function(constant_range)()) == 10
@@ -312,7 +318,7 @@ def test_for_over_a_tensor_iterates_its_first_dimension():
 
 def test_for_over_a_tensor_of_unknown_length():
     f = td.function(for_over_tensor, input_signature=[td.TensorSpec([None], td.int32)])
-    assert "While" in [op.type for op in f.get_concrete_function().graph.operations]
+    assert {"While", "StatelessWhile"} & set([op.type for op in f.get_concrete_function().graph.operations])
     assert _value(f(td.constant([5, 6, 7]))) == 18
     assert _value(f(td.constant(np.zeros([0], np.int32)))) == 0
 
@@ -338,7 +344,7 @@ def enumerate_tensor(xs):
 
 def test_enumerate_over_a_tensor_is_staged():
     f = td.function(enumerate_tensor)
-    assert "While" in _graph_ops(enumerate_tensor, td.TensorSpec([3], td.int32))
+    assert {"While", "StatelessWhile"} & set(_graph_ops(enumerate_tensor, td.TensorSpec([3], td.int32)))
     assert _value(f(td.constant([10, 20, 30]))) == 10 + 40 + 90
 
 
@@ -484,7 +490,7 @@ def return_flag_stays_python(x):
 
 def test_a_return_in_both_branches_needs_one_output():
     graph = td.function(return_flag_stays_python).get_concrete_function(I32).graph
-    node = next(op for op in graph.operations if op.type == "If")
+    node = next(op for op in graph.operations if op.type in ("If", "StatelessIf"))
     assert len(node.outputs) == 1  # the value; the return flag is True on both paths
 
 

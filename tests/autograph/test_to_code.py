@@ -1,4 +1,5 @@
-"""td.autograph.to_code: the converted source, readable Python."""
+"""td.autograph.to_code: the converted source, readable Python; as in TensorFlow, the
+converted function is shown as `tf__<name>`."""
 
 import ast
 import textwrap
@@ -22,7 +23,7 @@ def if_else(x):
 
 def test_if_statement():
     assert _code(if_else) == textwrap.dedent('''\
-        def if_else(x):
+        def tf__if_else(x):
 
             def get_state():
                 return (ag__.ldu(lambda: y, 'y'),)
@@ -53,7 +54,7 @@ def while_loop(n):
 
 def test_while_statement():
     assert _code(while_loop) == textwrap.dedent('''\
-        def while_loop(n):
+        def tf__while_loop(n):
             i = 0
 
             def get_state():
@@ -132,7 +133,7 @@ def tail_return_only(x):
 
 def test_a_single_final_return_is_kept():
     assert _code(tail_return_only) == textwrap.dedent('''\
-        def tail_return_only(x):
+        def tf__tail_return_only(x):
             y = x + 1
             return y
         ''')

@@ -357,10 +357,12 @@ def test_trace_types_rules():
     assert tt.from_value(td.constant(np.zeros((2, 3), np.float32))).is_subtype_of(spec)
     assert not tt.from_value(td.constant(np.zeros((2, 4), np.float32))).is_subtype_of(spec)
     assert spec.is_subtype_of(tt.from_value(td.TensorSpec(None)))
-    assert tt.from_value(1) != tt.from_value(True)
+    # As in TensorFlow: literals match by ==, so 1, 1.0 and True are one type.
+    assert tt.from_value(1) == tt.from_value(True) == tt.from_value(1.0)
+    assert tt.from_value(1) != tt.from_value(2)
     assert tt.from_value({"a": 1, "b": 2}) == tt.from_value({"b": 2, "a": 1})
     assert tt.from_value([1, 2]) != tt.from_value((1, 2))
-    with pytest.raises(TypeError, match="neither hashable nor weakly referenceable"):
+    with pytest.raises(TypeError, match="Could not generate a generic TraceType"):
         tt.from_value(bytearray(b"x"))
     common = tt.from_value(td.TensorSpec([2, 3])).most_specific_common_supertype([tt.from_value(td.TensorSpec([4, 3]))])
     assert common == tt.from_value(td.TensorSpec([None, 3]))
@@ -465,6 +467,22 @@ def test_recursive_function_fails_instead_of_hanging():
 
     with pytest.raises(RecursionError):
         recursive_fn(td.constant(5))
+
+
+def test_recursive_function_over_a_python_int():
+    # The guide's example: each Python int is its own type, so TensorFlow
+    # traces once per value (5, 4, ..., 0) and returns the int32 tensor 1.
+    @td.function
+    def recursive_fn(n):
+        if n > 0:
+            return recursive_fn(n - 1)
+        else:
+            return 1
+
+    with pytest.warns(UserWarning, match="retracing"):
+        out = recursive_fn(5)
+    assert out.dtype == td.int32 and out.numpy() == 1
+    assert recursive_fn.experimental_get_tracing_count() == 6
 
 
 def test_namedtuple_and_attrs_arguments():

@@ -27,6 +27,10 @@ constexpr CallRule kCallRules[] = {
     {"If", "else_branch", true, "Tin", "Tout"},
     {"While", "cond", false, "T", nullptr},
     {"While", "body", false, "T", "T"},
+    {"StatelessIf", "then_branch", true, "Tin", "Tout"},
+    {"StatelessIf", "else_branch", true, "Tin", "Tout"},
+    {"StatelessWhile", "cond", false, "T", nullptr},
+    {"StatelessWhile", "body", false, "T", "T"},
     {"PartitionedCall", "f", false, "Tin", "Tout"},
     {"StatefulPartitionedCall", "f", false, "Tin", "Tout"},
 };
@@ -90,12 +94,12 @@ std::vector<PartialShape> PromisedShapes(const Node& node, const std::vector<Par
     return out;
   };
   const std::string& op = node.op->name;
-  if (op == "If") {
+  if (op == "If" || op == "StatelessIf") {
     std::vector<PartialShape> a = result_shapes("then_branch"), b = result_shapes("else_branch");
     for (size_t k = 0; k < a.size(); ++k) a[k] = GeneralizeShapes(a[k], b[k]);
     return a;
   }
-  if (op == "While") {
+  if (op == "While" || op == "StatelessWhile") {
     // The results are the inputs (no iteration) or what the body returned.
     std::vector<PartialShape> body = result_shapes("body");
     for (size_t k = 0; k < body.size() && k < input_shapes.size(); ++k) {

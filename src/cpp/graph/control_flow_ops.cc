@@ -88,9 +88,11 @@ void IfKernel(KernelContext& ctx) {
   SetResults(ctx, ctx.functions->CallFunction(fname, args), fname);
 }
 
-OpDef IfOp() {
+// "If", and "StatelessIf" (TensorFlow's name when neither branch has effects):
+// the same op under the two names TensorFlow's graphs use.
+OpDef IfOp(const char* name) {
   OpDef op;
-  op.name = "If";
+  op.name = name;
   op.inputs = {{"cond", false, "", {}}, {"input", true, "", {}}};
   op.outputs = {"output"};
   op.attrs = {{"Tin", AttrType::kTypeList, std::nullopt},
@@ -104,7 +106,9 @@ OpDef IfOp() {
   };
   op.shape_fn = [](const InferContext& c) { return DeclaredOutputShapes(c, "Tout"); };
   op.kernel = IfKernel;
-  op.stateful = true;  // its branches may have effects: never fold or merge it
+  // Its branches may have effects (If), or the stateless form may be traced
+  // with ones that cannot be seen yet: never fold or merge either.
+  op.stateful = true;
   op.doc = "Runs then_branch(input) when cond is true, else_branch(input) otherwise.";
   return op;
 }
@@ -148,9 +152,10 @@ void WhileKernel(KernelContext& ctx) {
   SetResults(ctx, std::move(vars), body);
 }
 
-OpDef WhileOp() {
+// "While", and "StatelessWhile" (TensorFlow's name when cond and body have no effects).
+OpDef WhileOp(const char* name) {
   OpDef op;
-  op.name = "While";
+  op.name = name;
   op.inputs = {{"input", true, "", {}}};
   op.outputs = {"output"};
   op.attrs = {{"T", AttrType::kTypeList, std::nullopt},
@@ -213,8 +218,10 @@ OpDef CallOp(const char* name, bool stateful) {
   return op;
 }
 
-OpRegistrar if_op(IfOp());
-OpRegistrar while_op(WhileOp());
+OpRegistrar if_op(IfOp("If"));
+OpRegistrar stateless_if_op(IfOp("StatelessIf"));
+OpRegistrar while_op(WhileOp("While"));
+OpRegistrar stateless_while_op(WhileOp("StatelessWhile"));
 OpRegistrar partitioned_call_op(CallOp("PartitionedCall", false));
 OpRegistrar stateful_partitioned_call_op(CallOp("StatefulPartitionedCall", true));
 

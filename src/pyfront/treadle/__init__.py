@@ -39,6 +39,7 @@ from treadle.framework import op_def_library as _op_def_library  # noqa: E402
 from treadle.framework.op_def_library import raw_ops  # noqa: E402
 
 from treadle.framework.tensor_spec import TensorSpec  # noqa: E402
+from treadle.framework.type_spec import TypeSpec  # noqa: E402
 from treadle.function.polymorphic_function import function  # noqa: E402
 from treadle.framework.context import executing_eagerly, init_scope  # noqa: E402
 from treadle.framework.variables import Variable  # noqa: E402
@@ -47,8 +48,9 @@ from treadle.io.saving import load, save  # noqa: E402
 
 from treadle.module.module import Module  # noqa: E402
 from treadle.autodiff import GradientTape, UnconnectedGradients  # noqa: E402
+from treadle.autodiff.custom_gradient import custom_gradient  # noqa: E402
 
-from treadle import bitwise, config, math, nn, random, types  # noqa: E402
+from treadle import bitwise, config, debugging, linalg, math, nest, nn, random, saved_model, train, types  # noqa: E402
 from treadle import experimental  # noqa: E402
 from treadle import optimizers  # noqa: E402
 from treadle import loom  # noqa: E402

@@ -46,3 +46,13 @@ DataLossError = _subclass("DataLossError", 15, "Data is corrupt or truncated (a 
 _BY_CODE = {cls.error_code: cls for cls in (
     UnknownError, InvalidArgumentError, NotFoundError, FailedPreconditionError, OutOfRangeError,
     UnimplementedError, InternalError, DataLossError)}
+
+
+class OperatorNotAllowedInGraphError(TypeError):
+    """A Python operation that needs a concrete value (bool(), iteration) was
+    applied to a symbolic tensor while a graph is traced."""
+
+
+class InaccessibleTensorError(ValueError):
+    """A tensor made inside an inner graph (a loop body, a branch) was used
+    outside it."""

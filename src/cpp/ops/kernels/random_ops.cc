@@ -9,6 +9,7 @@
 // continues that op's stream instead of repeating it: a per-(op, dtype, seed,
 // seed2) counter says where the next call starts. td.random.set_seed resets
 // the counters. Seeds (0, 0) mean "nondeterministic": fresh random seeds.
+#include "ops/kernels/array_util.h"
 #include "ops/kernels/random_ops.h"
 
 #include <array>
@@ -146,17 +147,24 @@ template <typename T> struct UniformInt {
 };
 
 template <typename T, typename Dist>
+void FillFromStream(Tensor& out, const PhiloxStream& stream, const Dist& dist) {
+  const int64_t n = out.num_elements();
+  const uint64_t blocks = static_cast<uint64_t>((n + Dist::kPerBlock - 1) / Dist::kPerBlock);
+  T* po = out.data<T>();
+  for (uint64_t bi = 0; bi < blocks; ++bi) {
+    const int64_t start = static_cast<int64_t>(bi) * Dist::kPerBlock;
+    dist.Fill(stream.Block(bi), po + start, static_cast<int>(std::min<int64_t>(Dist::kPerBlock, n - start)));
+  }
+}
+
+template <typename T, typename Dist>
 void FillRandom(KernelContext& ctx, const Dist& dist) {
   Tensor& out = ctx.allocate_output(0);
   const int64_t n = out.num_elements();
   const uint64_t blocks = static_cast<uint64_t>((n + Dist::kPerBlock - 1) / Dist::kPerBlock);
   PhiloxStream stream =
       ReserveStream(ctx.op.name, out.dtype(), ctx.attrs.GetInt("seed"), ctx.attrs.GetInt("seed2"), blocks);
-  T* po = out.data<T>();
-  for (uint64_t bi = 0; bi < blocks; ++bi) {
-    const int64_t start = static_cast<int64_t>(bi) * Dist::kPerBlock;
-    dist.Fill(stream.Block(bi), po + start, static_cast<int>(std::min<int64_t>(Dist::kPerBlock, n - start)));
-  }
+  FillFromStream<T>(out, stream, dist);
 }
 
 // ---------------------------------------------------------------- op defs
@@ -252,6 +260,49 @@ OpDef MakeRandomUniformInt() {
 }
 
 OpRegistrar uniform_int_op(MakeRandomUniformInt());
+
+// Stateless random ops: the values depend only on the shape and the `seed`
+// input (two integers), never on earlier calls; the same seed gives the same
+// values, as TensorFlow's StatelessRandomUniform/StatelessRandomNormal.
+template <template <typename> class Dist>
+OpDef StatelessFloatRandomOp(const char* name, const char* doc) {
+  OpDef op;
+  op.name = name;
+  op.inputs = {{"shape", false, "T", kIndexTypes}, {"seed", false, "Tseed", kIndexTypes}};
+  op.outputs = {"output"};
+  op.attrs = {{"dtype", AttrType::kType, AttrValue(DType::kFloat32)}};
+  op.dtype_fn = [name](const InferContext& c) {
+    DType t = c.attrs.GetType("dtype");
+    if (t != DType::kFloat32 && t != DType::kFloat64) {
+      ThrowTypeError(name, ": dtype must be float32 or float64, got ", DTypeName(t));
+    }
+    return std::vector<DType>{t};
+  };
+  op.shape_fn = [](const InferContext& c) {
+    const PartialShape& seed = c.shapes[1];
+    if (seed.known_rank && (seed.rank() != 1 || (seed.dims[0] != kUnknownDim && seed.dims[0] != 2))) {
+      ThrowValueError(c.op.name, ": seed must have shape [2], got ", seed.ToString());
+    }
+    return std::vector<PartialShape>{ShapeFromInput(c, 0)};
+  };
+  op.kernel = [name](KernelContext& ctx) {
+    const std::vector<int64_t> seed = ReadInts(ctx.input(1));
+    if (seed.size() != 2) ThrowInvalidArgument(name, ": seed must have shape [2], got ", seed.size(), " values");
+    const PhiloxStream stream{static_cast<uint64_t>(seed[0]), static_cast<uint64_t>(seed[1]), 0};
+    Tensor& out = ctx.allocate_output(0);
+    VisitFloat(ctx.out_dtypes[0], name, [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      FillFromStream<T>(out, stream, Dist<T>{});
+    });
+  };
+  op.doc = doc;
+  return op;
+}
+
+OpRegistrar stateless_uniform_op(StatelessFloatRandomOp<Uniform>(
+    "StatelessRandomUniform", "Uniform floats in [0, 1) of the given shape, a function of `seed` ([2] integers)."));
+OpRegistrar stateless_normal_op(StatelessFloatRandomOp<Normal>(
+    "StatelessRandomNormal", "Standard normal floats of the given shape, a function of `seed` ([2] integers)."));
 
 }  // namespace
 

@@ -137,7 +137,7 @@ class _IfState:
                           for i, ((a, _), sh) in enumerate(zip(added, shapes)))
 
 
-@RegisterGradient("If")
+@RegisterGradient("If", "StatelessIf")
 def _if_grad(op, *dys):
     state = _IF_STATES.get(op)
     if state is None:
@@ -301,7 +301,7 @@ def _grad_shape_invariant(t):
     return t.shape
 
 
-@RegisterGradient("While")
+@RegisterGradient("While", "StatelessWhile")
 def _while_grad(op, *dys):
     dys = list(dys) + [None] * (len(op.outputs) - len(dys))
     state = _while_state(op, dys)

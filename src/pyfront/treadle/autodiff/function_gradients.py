@@ -189,11 +189,11 @@ def list_element_dtype(t):
             if consumer.type != "TensorListAddN" and "element_dtype" in (consumer.attrs or {}) and \
                     any(x is t for x in consumer.inputs):
                 return consumer.attrs["element_dtype"]
-        if op.type == "While":
+        if op.type in ("While", "StatelessWhile"):
             todo.append(op.inputs[t.value_index])
             body = graph.functions[op.attrs["body"]]
             todo.append(body.graph.inputs[t.value_index])
-        elif op.type in ("If", "PartitionedCall", "StatefulPartitionedCall"):
+        elif op.type in ("If", "StatelessIf", "PartitionedCall", "StatefulPartitionedCall"):
             for attr in ("then_branch", "else_branch", "f"):
                 if attr in op.attrs:
                     fn = graph.functions[op.attrs[attr]]

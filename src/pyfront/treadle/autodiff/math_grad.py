@@ -22,7 +22,7 @@ def _wants():
 
 # ---------------------------------------------------------------- binary arithmetic
 
-@RegisterGradient("AddV2")
+@RegisterGradient("AddV2", "Add")  # Add: TensorFlow's op for strings, the same rule for numbers
 def _add_grad(op, dz):
     wx, wy = _wants()
     return unbroadcast(op.inputs[0], op.inputs[1], dz if wx else None, dz if wy else None)

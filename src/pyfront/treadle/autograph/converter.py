@@ -16,6 +16,7 @@ source cannot be read run unconverted with a warning."""
 
 import __future__
 import ast
+import copy
 import functools
 import inspect
 import linecache
@@ -166,8 +167,14 @@ class _Converted:
         self._source = None
 
     def source(self):
+        """The converted code as text. As TensorFlow's to_code shows it, the
+        function is named `tf__<name>` (the code that runs keeps the name)."""
         if self._source is None:
-            self._source = ast.unparse(self.node) + "\n"
+            node = self.node
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                node = copy.copy(node)
+                node.name = "tf__" + node.name
+            self._source = ast.unparse(node) + "\n"
         return self._source
 
     def instantiate(self, fn):

@@ -7,7 +7,7 @@ constants made during tracing become Const nodes."""
 
 import itertools
 
-from treadle import _core
+from treadle import _core, errors
 from treadle.framework import context, dtypes
 from treadle.framework.graph_tensor import Operation, SymbolicTensor
 from treadle.framework.ops import op_handle
@@ -37,6 +37,7 @@ class FuncGraph:
         self._names = {}
         self._const_cache = {}
         self.variables = []
+        self._control_dependencies = []  # lists of ops, one per open td.control_dependencies block
 
     # -------------------------------------------------------------- naming
     def unique_name(self, base):
@@ -67,6 +68,19 @@ class FuncGraph:
             if graph is self:
                 return True
             graph = graph.outer_graph
+        return False
+
+    def _encloses_graph_of(self, value):
+        """True when `value` was made in a graph nested (at any depth) in this
+        graph or in one of the graphs enclosing it (not made in an enclosing
+        graph itself, which it may capture)."""
+        if value.graph.is_ancestor_of(self):
+            return False
+        inner = value.graph.outer_graph
+        while inner is not None:
+            if inner.is_ancestor_of(self):
+                return True
+            inner = inner.outer_graph
         return False
 
     # -------------------------------------------------------------- nodes
@@ -100,6 +114,10 @@ class FuncGraph:
         """The placeholder standing for an outside tensor (an eager tensor, or a
         tensor of an enclosing graph) inside this graph; made once per tensor."""
         if isinstance(value, SymbolicTensor) and value.graph is not self.outer_graph:
+            if self._encloses_graph_of(value):
+                # Made in a graph nested in this one or in one enclosing it (a loop
+                # body or branch): as TensorFlow, InaccessibleTensorError, a ValueError.
+                raise errors.InaccessibleTensorError(_OUT_OF_SCOPE.format(t=value))
             if value.graph.finalized or not value.graph.is_ancestor_of(self.outer_graph):
                 raise TypeError(_OUT_OF_SCOPE.format(t=value))
             # Thread it through the graphs in between: this graph captures (and
@@ -140,12 +158,24 @@ class FuncGraph:
         if sig.stateful:
             if self.stateful_ops:
                 control.append(self.stateful_ops[-1])
+        for ops in self._control_dependencies:
+            control.extend(op for op in ops if op not in control)
         op = Operation(self, self.unique_name(name or op_type), op_type, inputs, canonical, control)
         op.outputs = [SymbolicTensor(op, i, d, s) for i, (d, s) in enumerate(zip(out_dtypes, out_shapes))]
         self.operations.append(op)
         if sig.stateful:
             self.stateful_ops.append(op)
         return op.outputs
+
+    def create_noop(self, name="NoOp"):
+        """A NoOp node (with the control inputs of the open control_dependencies
+        blocks): what td.group returns."""
+        control = []
+        for ops in self._control_dependencies:
+            control.extend(op for op in ops if op not in control)
+        op = Operation(self, self.unique_name(name), "NoOp", [], {}, control)
+        self.operations.append(op)
+        return op
 
     def as_graph_def(self):
         """The graph as a GraphDef protobuf message (placeholders as nodes, with its function library)."""

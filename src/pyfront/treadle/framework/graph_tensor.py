@@ -80,7 +80,8 @@ class SymbolicTensor(Tensor):
         raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
 
     def __bool__(self):
-        raise TypeError(
+        from treadle.errors import OperatorNotAllowedInGraphError
+        raise OperatorNotAllowedInGraphError(
             f"Using a symbolic `td.Tensor` ({_where_used_as_bool(self)}) as a Python `bool` is not allowed. "
             "You can attempt the following "
             "resolutions to the problem: If you are running in Graph mode, use Eager execution mode or "
@@ -95,12 +96,14 @@ class SymbolicTensor(Tensor):
         return self._shape[0]
 
     def __iter__(self):
+        # TensorFlow's error class (a TypeError) where the iteration cannot be unrolled.
+        from treadle.errors import OperatorNotAllowedInGraphError
         if self._shape.rank is None:
-            raise TypeError("Cannot iterate over a tensor with unknown shape.")
+            raise OperatorNotAllowedInGraphError("Cannot iterate over a tensor with unknown shape.")
         if self._shape.rank == 0:
-            raise TypeError("Cannot iterate over a scalar tensor.")
+            raise OperatorNotAllowedInGraphError("Cannot iterate over a scalar tensor.")
         if self._shape[0] is None:
-            raise TypeError("Cannot iterate over a tensor with unknown first dimension.")
+            raise OperatorNotAllowedInGraphError("Cannot iterate over a tensor with unknown first dimension.")
         from treadle.ops import array_ops
         return iter(array_ops.unstack(self, num=self._shape[0]))
 

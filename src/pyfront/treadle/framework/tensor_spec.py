@@ -2,9 +2,10 @@
 
 from treadle.framework import dtypes
 from treadle.framework.tensor_shape import TensorShape, as_shape
+from treadle.framework.type_spec import TypeSpec
 
 
-class TensorSpec:
+class TensorSpec(TypeSpec):
     __slots__ = ("_shape", "_dtype", "_name")
 
     def __init__(self, shape, dtype=dtypes.float32, name=None):
@@ -19,6 +20,11 @@ class TensorSpec:
     @property
     def shape(self):
         return self._shape
+
+    @property
+    def value_type(self):
+        from treadle.framework.tensor import Tensor
+        return Tensor
 
     @property
     def dtype(self):

@@ -187,6 +187,9 @@ class ConcreteFunction:
             elif isinstance(leaf, indexed_slices.IndexedSlices):
                 parts = [next(it) for _ in range(indexed_slices.num_components(leaf))]
                 leaves.append(indexed_slices.rebuild(leaf, parts))
+            elif is_extension_value(leaf):
+                parts = [next(it) for _ in range(len(leaf._to_components()))]
+                leaves.append(leaf._from_components(parts))
             else:
                 leaves.append(leaf)
         return nest.pack_sequence_as(self.structured_outputs, leaves)
@@ -201,6 +204,11 @@ class ConcreteFunction:
 
     def __str__(self):
         return "ConcreteFunction " + self.pretty_printed_signature()
+
+
+def is_extension_value(value):
+    """A value made of tensors that a function returns as its parts (a td.experimental.ExtensionType)."""
+    return getattr(type(value), "_td_extension_type", False)
 
 
 def _first(outputs):
@@ -223,4 +231,6 @@ def _carries_tensors(t):
         return any(_carries_tensors(c) for c in t.components)
     if isinstance(t, trace_type.DictType):
         return any(_carries_tensors(c) for c in t.mapping.values())
+    if isinstance(t, trace_type.CompositeType):
+        return any(_carries_tensors(c) for c in t.types)
     return False

@@ -39,17 +39,23 @@ class Parameter:
         return hash((self.name, self.kind, self.type))
 
     def __repr__(self):
-        return f"{self.name}: {self.type!r}"
+        return self.name if self.type is None else f"{self.name}: {self.type!r}"
 
 
 class FunctionType:
-    """Ordered parameters, each with a TraceType."""
+    """Ordered parameters, each with a TraceType, and (for a traced function)
+    the type of its output. The output is not part of dispatch: two types with
+    the same parameters are equal."""
 
-    __slots__ = ("parameters", "_hash")
+    __slots__ = ("parameters", "output", "_hash")
 
-    def __init__(self, parameters):
+    def __init__(self, parameters, output=None):
         self.parameters = tuple(parameters)
+        self.output = output
         self._hash = hash(self.parameters)
+
+    def with_output(self, output):
+        return FunctionType(self.parameters, output)
 
     @classmethod
     def from_bound(cls, bound):
@@ -100,7 +106,8 @@ class FunctionType:
         return self._hash
 
     def __repr__(self):
-        return f"({', '.join(map(repr, self.parameters))})"
+        text = f"({', '.join(map(repr, self.parameters))})"
+        return text if self.output is None else f"{text} -> {self.output!r}"
 
 
 def _skeleton(t):

@@ -8,17 +8,20 @@ import threading
 import warnings
 import weakref
 
+import numpy as np
+
 from treadle import _core
 from treadle.framework import context, indexed_slices
 from treadle.framework.func_graph import FuncGraph, unique_function_name
-from treadle.framework.tensor import Tensor
+from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.function import trace_type
-from treadle.function.concrete_function import ConcreteFunction
+from treadle.function.concrete_function import ConcreteFunction, is_extension_value
 from treadle.function.function_type import FunctionCache, FunctionType, Parameter
 from treadle.util import nest
 
 _RUN_EAGERLY = False
+_RETURNED_AS_TENSORS = (bool, int, float, str, bytes, np.generic, np.ndarray)
 _RETRACE_WARNING_THRESHOLD = 5
 
 
@@ -36,11 +39,13 @@ class Function:
     """The object `@td.function` makes: call it like the Python function."""
 
     def __init__(self, python_function, name=None, input_signature=None, autograph=True,
-                 reduce_retracing=False):
+                 reduce_retracing=False, jit_compile=None, follow_type_hints=False):
         self._python_function = python_function
         self._name = name or getattr(python_function, "__name__", "function")
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
+        self._jit_compile = jit_compile
+        self._follow_type_hints = follow_type_hints
         self._signature = inspect.signature(python_function)
         self._input_signature = None
         self._signature_type = None
@@ -51,7 +56,7 @@ class Function:
         self._concrete_functions = []
         self._tracing_count = 0
         self._lock = threading.RLock()
-        self._tracing_thread = None
+        self._tracing = set()  # (thread, FunctionType) of the traces under way
         self._traced_once = False
         self._warned_retracing = False
         self._instances = weakref.WeakKeyDictionary()
@@ -77,6 +82,29 @@ class Function:
         return self._python_function
 
     @property
+    def name(self):
+        return self._name
+
+    @property
+    def function_type(self):
+        """The FunctionType of the Python signature: each parameter's type is
+        its input_signature entry, or None where any value is accepted."""
+        if self._signature_type is not None:
+            typed = {p.name: p.type for p in self._signature_type.parameters}
+        else:
+            typed = {}
+        return FunctionType([Parameter(p.name, p.kind, typed.get(p.name))
+                             for p in self._signature.parameters.values()])
+
+    @property
+    def jit_compile(self):
+        return self._jit_compile
+
+    @property
+    def experimental_follow_type_hints(self):
+        return self._follow_type_hints
+
+    @property
     def input_signature(self):
         return self._input_signature
 
@@ -95,7 +123,8 @@ class Function:
         bound = self._instances.get(instance)
         if bound is None:
             bound = Function(self._python_function.__get__(instance, owner), self._name,
-                             self._input_signature, self._autograph, self._reduce_retracing)
+                             self._input_signature, self._autograph, self._reduce_retracing,
+                             self._jit_compile, self._follow_type_hints)
             self._instances[instance] = bound
         return bound
 
@@ -120,7 +149,17 @@ class Function:
             raise TypeError(f"Binding inputs to td.function failed due to `{e}`. Received args: {args} and "
                             f"kwargs: {kwargs} for signature: {self._signature}.") from None
         bound.apply_defaults()
+        _convert_numpy_arguments(bound)
+        if self._follow_type_hints:
+            self._convert_hinted_arguments(bound)
         return bound
+
+    def _convert_hinted_arguments(self, bound):
+        """experimental_follow_type_hints: arguments annotated td.Tensor become
+        tensors, so Python numbers passed for them do not retrace."""
+        for name, value in bound.arguments.items():
+            if self._signature.parameters[name].annotation is Tensor and not isinstance(value, Tensor):
+                bound.arguments[name] = convert_to_tensor(value)
 
     def _dispatch(self, args, kwargs):
         """(ConcreteFunction, flat tensor arguments) for a call, tracing if needed."""
@@ -175,12 +214,17 @@ class Function:
 
     # ---------------------------------------------------------- tracing
     def _trace(self, ftype):
-        if self._tracing_thread == threading.get_ident():
+        # A call of the function on the types it is being traced for, from
+        # inside that trace, would recurse forever. Other types are traced
+        # (the guide's recursion over a Python int: one trace per value).
+        key = (threading.get_ident(), ftype)
+        if key in self._tracing:
             raise RecursionError(
-                f"td.function '{self._name}' calls itself while it is being traced. A recursive td.function "
-                "would need an infinitely large graph; write the recursion as a loop (td.while_loop or a "
-                "Python while on tensors), or call the undecorated Python function.")
-        self._tracing_thread = threading.get_ident()
+                f"td.function '{self._name}' calls itself with arguments of the types it is being traced for "
+                f"{ftype!r}. A recursive td.function over tensors would need an infinitely large graph; write the "
+                "recursion as a loop (td.while_loop or a Python while on tensors), or call the undecorated Python "
+                "function.")
+        self._tracing.add(key)
         try:
             first = not self._concrete_functions and not self._traced_once
             self._traced_once = True
@@ -191,7 +235,7 @@ class Function:
                 # traced again, and that trace must find them made.
                 concrete = self._trace_unguarded(ftype, allow_variables=False, created=[])
         finally:
-            self._tracing_thread = None
+            self._tracing.discard(key)
         self._tracing_count += 1
         self._concrete_functions.append(concrete)
         if self._tracing_count >= _RETRACE_WARNING_THRESHOLD and not self._warned_retracing:
@@ -219,16 +263,25 @@ class Function:
                 outputs = self._converted_function()(*bound.args, **bound.kwargs)
                 flat_out, packed = [], []
                 for leaf in nest.flatten(outputs):
+                    if isinstance(leaf, _RETURNED_AS_TENSORS):
+                        # As in TensorFlow: Python numbers, strings, bools and
+                        # NumPy values returned become tensors (ints int32,
+                        # floats float32), not values frozen at trace time.
+                        leaf = convert_to_tensor(leaf)
                     if isinstance(leaf, Tensor):
-                        t = graph._graph_input(leaf)
+                        t = _output_identity(graph, leaf)
                         flat_out.append(t)
                         packed.append(t)
                     elif isinstance(leaf, indexed_slices.IndexedSlices):  # returned as its parts
-                        parts = [graph._graph_input(t) for t in indexed_slices.flatten(leaf)]
+                        parts = [_output_identity(graph, t) for t in indexed_slices.flatten(leaf)]
                         flat_out.extend(parts)
                         packed.append(indexed_slices.rebuild(leaf, parts))
+                    elif is_extension_value(leaf):  # returned as its tensors, rebuilt by the caller
+                        parts = [_output_identity(graph, t) for t in leaf._to_components()]
+                        flat_out.extend(parts)
+                        packed.append(leaf._from_components(parts))
                     elif hasattr(leaf, "read_value") and hasattr(leaf, "assign"):  # a Variable: return its value
-                        t = graph._graph_input(leaf.read_value())
+                        t = _output_identity(graph, leaf.read_value())
                         flat_out.append(t)
                         packed.append(t)
                     else:
@@ -241,7 +294,7 @@ class Function:
         structured_args = (tuple(arg_specs[n] for n in arg_specs), {})
         concrete = ConcreteFunction(graph, unique_function_name(self._name), structured_args, flat_out,
                                     self._python_function)
-        concrete.function_type = ftype
+        concrete.function_type = ftype.with_output(_output_type(graph.structured_outputs))
         concrete._signature = self._signature
         concrete.function_def()
         graph.finalized = True
@@ -286,6 +339,53 @@ class Function:
         return f"<td.function {self._name}>"
 
 
+def _is_numpy_value(x):
+    return isinstance(x, (np.ndarray, np.generic)) and not isinstance(x, (np.str_, np.bytes_))
+
+
+def _numpy_to_tensor(x):
+    return convert_to_tensor(x) if _is_numpy_value(x) else x
+
+
+def _convert_numpy_arguments(bound):
+    """NumPy arrays and scalars in the arguments become tensors, as in
+    TensorFlow: a trace per dtype and shape, not per array object."""
+    for name, value in bound.arguments.items():
+        if _is_numpy_value(value):
+            bound.arguments[name] = convert_to_tensor(value)
+        elif nest.is_nested(value):
+            try:
+                leaves = nest.flatten(value)
+            except TypeError:  # a mapping nest cannot order: its trace type says what it is
+                continue
+            if any(_is_numpy_value(x) for x in leaves):
+                bound.arguments[name] = nest.pack_sequence_as(value, [_numpy_to_tensor(x) for x in leaves])
+
+
+def _output_identity(graph, t):
+    """Each output of a traced function is an Identity node of its graph, as in
+    TensorFlow's (an argument or capture returned as it is included)."""
+    return graph.create_op("Identity", [graph._graph_input(t)])[0]
+
+
+def _output_type(outputs):
+    """The TraceType of a traced function's structured outputs (for printing)."""
+    try:
+        return trace_type.from_value(outputs)
+    except TypeError:  # an unhashable Python object, returned as it is
+        return _TypeName(outputs)
+
+
+class _TypeName:
+    """Prints as the type name of a value that has no TraceType."""
+
+    def __init__(self, value):
+        self._text = type(value).__name__
+
+    def __repr__(self):
+        return self._text
+
+
 def _describe(t):
     if isinstance(t, trace_type.TensorType):
         return repr(t.spec())
@@ -305,16 +405,49 @@ def _spec_structure(t, name=None):
     return t
 
 
-def function(func=None, *, input_signature=None, autograph=True, reduce_retracing=False, jit_compile=None,
-             name=None, experimental_relax_shapes=None):
-    """Compiles a Python function into a callable graph (TensorFlow's tf.function)."""
+def function(func=None, input_signature=None, autograph=True, jit_compile=None, reduce_retracing=False,
+             experimental_implements=None, experimental_autograph_options=None, experimental_attributes=None,
+             experimental_relax_shapes=None, experimental_compile=None, experimental_follow_type_hints=None, *,
+             name=None):
+    """Compiles a Python function into a callable graph (TensorFlow's tf.function,
+    with its parameters in its order)."""
     if experimental_relax_shapes:
         reduce_retracing = True
+    if experimental_compile is not None and jit_compile is None:
+        jit_compile = experimental_compile
+    if jit_compile:
+        warnings.warn("td.function(jit_compile=True): treadle has no XLA compiler; the function runs as an "
+                      "uncompiled graph on treadle's executor.", UserWarning, stacklevel=2)
+    _refuse("experimental_implements", experimental_implements,
+            "treadle has no graph rewrites that replace a function by a known implementation")
+    _refuse("experimental_attributes", experimental_attributes or None,
+            "treadle's FunctionDef has no attribute map to record them in")
+    _check_autograph_options(experimental_autograph_options)
+    if input_signature is not None and not isinstance(input_signature, (list, tuple)):
+        raise TypeError(f"input_signature must be a list or tuple of TensorSpecs, got {input_signature!r}")
 
     def decorate(f):
         return Function(f, name=name, input_signature=input_signature, autograph=autograph,
-                        reduce_retracing=reduce_retracing)
+                        reduce_retracing=reduce_retracing, jit_compile=jit_compile,
+                        follow_type_hints=bool(experimental_follow_type_hints))
 
     if func is not None:
         return decorate(func)
     return decorate
+
+
+def _refuse(parameter, value, why):
+    if value is not None:
+        raise NotImplementedError(f"td.function({parameter}=...) is not supported: {why}.")
+
+
+def _check_autograph_options(options):
+    """AutoGraph's optional features (tf.autograph.experimental.Feature) are not
+    implemented; none (None or an empty tuple) is accepted."""
+    if options is None:
+        return
+    features = options if isinstance(options, (list, tuple, set, frozenset)) else (options,)
+    if features:
+        raise NotImplementedError(
+            f"td.function(experimental_autograph_options={options!r}): treadle's AutoGraph has no optional "
+            "features to turn on; only None or () is accepted.")

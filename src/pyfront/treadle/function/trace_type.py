@@ -47,6 +47,11 @@ class TraceType(metaclass=abc.ABCMeta):
         ...
 
 
+# As in TensorFlow, a TypeSpec (TensorSpec among them) is a TraceType.
+from treadle.framework.type_spec import TypeSpec  # noqa: E402
+TraceType.register(TypeSpec)
+
+
 class PlaceholderContext:
     """Handed to placeholder_value while tracing: makes graph placeholders."""
 
@@ -149,12 +154,14 @@ class VariableType(TraceType):
 # ------------------------------------------------------------------ Python values
 
 class Literal(TraceType):
-    """A Python primitive, matched by value (and type: True is not 1)."""
+    """A Python primitive, matched by value with Python's `==`: as in
+    TensorFlow, 1, 1.0 and True are one type and share a trace."""
 
-    __slots__ = ("value",)
+    __slots__ = ("value", "_hash")
 
     def __init__(self, value):
         self.value = value
+        self._hash = hash(value)
 
     def is_subtype_of(self, other):
         return self == other
@@ -166,28 +173,40 @@ class Literal(TraceType):
         return self.value
 
     def cast(self, value, casting_context=None):
-        if type(value) is not type(self.value) or value != self.value:
+        if type(value) not in _PRIMITIVES or value != self.value:
             raise ValueError(f"Can not cast {value!r} to Literal[{self.value!r}]")
         return value
 
     def __eq__(self, other):
-        return type(other) is type(self) and type(self.value) is type(other.value) and self.value == other.value
+        return type(other) is type(self) and _equal(self.value, other.value)
 
     def __hash__(self):
-        return hash((type(self.value), self.value))
+        return self._hash
 
     def __repr__(self):
         return f"Literal[{self.value!r}]"
 
 
-class Weakref(TraceType):
-    """Any other object: matched by identity while it lives."""
+def _equal(a, b):
+    """Python's `==` as a bool, False where it gives no bool (arrays) or fails."""
+    if a is b:
+        return True
+    try:
+        return (a == b) is True
+    except Exception:  # an __eq__ that raises does not make two types equal
+        return False
 
-    __slots__ = ("_ref", "_id")
+
+class Weakref(TraceType):
+    """Any other hashable object, held weakly: matched while it lives by
+    `==` and `hash` (identity, for objects that do not define them), as
+    TensorFlow's guide says; a dead object matches nothing."""
+
+    __slots__ = ("_ref", "_hash")
 
     def __init__(self, obj):
         self._ref = weakref.ref(obj)
-        self._id = id(obj)
+        self._hash = hash(obj)  # TypeError for unhashable objects
 
     def is_subtype_of(self, other):
         return self == other
@@ -202,10 +221,10 @@ class Weakref(TraceType):
         if type(other) is not Weakref:
             return False
         a, b = self._ref(), other._ref()
-        return a is not None and a is b
+        return a is not None and b is not None and _equal(a, b)
 
     def __hash__(self):
-        return self._id
+        return self._hash
 
     def __repr__(self):
         return f"Weakref[{self._ref()!r}]"
@@ -404,6 +423,62 @@ class DictType(TraceType):
         return f"Dict[{', '.join(f'{k!r}: {v!r}' for k, v in self.mapping.items())}]"
 
 
+class CompositeType(TraceType):
+    """An object made of named fields (a td.experimental.ExtensionType): its
+    class and each field's type; its tensors are the fields' tensors in
+    field order. The class builds a value from fields with `_from_fields`."""
+
+    __slots__ = ("cls", "names", "types")
+
+    def __init__(self, cls, names, types):
+        self.cls = cls
+        self.names = tuple(names)
+        self.types = tuple(types)
+
+    def _same_kind(self, other):
+        return type(other) is CompositeType and other.cls is self.cls and other.names == self.names
+
+    def is_subtype_of(self, other):
+        return self._same_kind(other) and all(a.is_subtype_of(b) for a, b in zip(self.types, other.types))
+
+    def most_specific_common_supertype(self, others):
+        if not all(self._same_kind(o) for o in others):
+            return None
+        types = []
+        for i, t in enumerate(self.types):
+            s = t.most_specific_common_supertype([o.types[i] for o in others])
+            if s is None:
+                return None
+            types.append(s)
+        return CompositeType(self.cls, self.names, types)
+
+    def placeholder_value(self, placeholder_context=None):
+        return self.cls._from_fields({
+            n: t.placeholder_value(placeholder_context.with_name(f"{placeholder_context.name}_{n}")
+                                   if placeholder_context is not None else None)
+            for n, t in zip(self.names, self.types)})
+
+    def to_tensors(self, value):
+        out = []
+        for n, t in zip(self.names, self.types):
+            out.extend(t.to_tensors(getattr(value, n)))
+        return out
+
+    def cast(self, value, casting_context=None):
+        if type(value) is not self.cls:
+            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        return self.cls._from_fields({n: t.cast(getattr(value, n)) for n, t in zip(self.names, self.types)})
+
+    def __eq__(self, other):
+        return self._same_kind(other) and self.types == other.types
+
+    def __hash__(self):
+        return hash((self.cls, self.names, self.types))
+
+    def __repr__(self):
+        return f"{self.cls.__name__}[{', '.join(f'{n}: {t!r}' for n, t in zip(self.names, self.types))}]"
+
+
 def _sort_key(k):
     return (type(k).__name__, k) if not isinstance(k, str) else ("str", k)
 
@@ -455,16 +530,15 @@ def from_value(value, context=_CONTEXT):
     if isinstance(value, (list, tuple)):
         return ListType([from_value(v, context) for v in value])
     try:
-        return Weakref(value)
-    except TypeError:
-        pass
-    try:
         hash(value)
     except TypeError:
-        raise TypeError(f"Could not generate a generic TraceType for {value!r} of type {t.__name__}: it is "
-                        "neither hashable nor weakly referenceable. Please verify that it is immutable/hashable, "
-                        "or implement the tracing protocol (__tf_tracing_type__) for it.") from None
-    return Hashable(value)
+        raise TypeError(f"Could not generate a generic TraceType for {value!r} of type {t.__name__}: it is not "
+                        "hashable. Please verify that it is immutable/hashable, or implement the tracing protocol "
+                        "(__tf_tracing_type__) for it.") from None
+    try:
+        return Weakref(value)
+    except TypeError:  # hashable but not weakly referenceable
+        return Hashable(value)
 
 
 def from_spec_structure(value):

@@ -32,13 +32,74 @@ def _concrete_functions(obj):
     raise TypeError(f"td.save expects a td.function, a ConcreteFunction or a Loom, got {type(obj).__name__}")
 
 
+def _is_function(obj):
+    from treadle.function.concrete_function import ConcreteFunction
+    from treadle.function.polymorphic_function import Function
+    return isinstance(obj, (Function, ConcreteFunction))
+
+
+def _attribute_functions(obj):
+    """(attribute name, td.function) for the public td.function attributes of
+    an object (methods bound to it included), in name order."""
+    from treadle.function.polymorphic_function import Function
+    names = set(n for n in dir(type(obj)) if isinstance(getattr(type(obj), n, None), Function))
+    if hasattr(obj, "__dict__"):
+        names.update(n for n, v in vars(obj).items() if isinstance(v, Function))
+    return [(n, getattr(obj, n)) for n in sorted(names) if not n.startswith("_") or n == "__call__"]
+
+
+def _signature_functions(signatures):
+    """(signature key, ConcreteFunction) for td.save's `signatures`: a td.function
+    (traced for its input_signature) or ConcreteFunction for the key
+    "serving_default", or a dict of them by key."""
+    if signatures is None:
+        return []
+    items = signatures.items() if isinstance(signatures, dict) else [("serving_default", signatures)]
+    out = []
+    for key, fn in items:
+        if not _is_function(fn):
+            raise ValueError(f"td.save: signature {key!r} must be a td.function or a ConcreteFunction, got {fn!r}")
+        if not hasattr(fn, "graph"):  # a td.function: its one concrete function
+            if fn.input_signature is None:
+                raise ValueError(f"td.save: the td.function for signature {key!r} needs an input_signature (or "
+                                 "pass its get_concrete_function(...))")
+            fn = fn.get_concrete_function()
+        out.append((str(key), fn))
+    return out
+
+
+def _saved_entries(obj, signatures):
+    """(attribute, signature key, ConcreteFunction) for everything to save."""
+    entries = []
+    if _is_function(obj):
+        entries = [("", "", fn) for fn in _concrete_functions(obj)]
+    elif not hasattr(obj, "_save_to_file"):
+        attrs = _attribute_functions(obj)
+        for name, fn in attrs:
+            try:
+                entries.extend((name, "", c) for c in _concrete_functions(fn))
+            except ValueError:  # never traced and no input_signature: nothing to save for it
+                continue
+        if not entries and signatures is None:
+            raise TypeError(f"td.save expects a td.function, a ConcreteFunction, a Loom or an object (such as a "
+                            f"td.Module) with traced td.function attributes; {type(obj).__name__} has none")
+    entries.extend(("", key, fn) for key, fn in _signature_functions(signatures))
+    return entries
+
+
 def _output_spec(outputs):
     return nest.map_structure(lambda v: TensorSpec(v.shape, v.dtype) if isinstance(v, Tensor) else v, outputs)
 
 
-def save(obj, path):
-    """Writes `obj` (a td.function, ConcreteFunction or Loom) to `path`."""
+def save(obj, path, signatures=None, options=None):
+    """Writes `obj` to `path`: a td.function, ConcreteFunction or Loom, or an
+    object (a td.Module) whose td.function attributes are saved with their
+    traces (as tf.saved_model.save does), plus the `signatures` given (a
+    td.function with an input_signature or a ConcreteFunction, or a dict of
+    them by key; one alone is "serving_default")."""
     if hasattr(obj, "_save_to_file"):
+        if signatures is not None:
+            raise ValueError("td.save: a Loom has no signatures")
         return obj._save_to_file(path)
     from treadle.framework.variables import variable_for_handle
     saved = saved_pb2.SavedFile()
@@ -46,12 +107,12 @@ def save(obj, path):
     saved.graph.versions.min_consumer = graph_serialization.MIN_CONSUMER
     seen_functions = set()
     writer = SavedValueWriter(saved.variables)
-    for fn in _concrete_functions(obj):
+    for attribute, signature_key, fn in _saved_entries(obj, signatures):
         for fdef in fn.library_graph_def().library.function:
             if fdef.signature.name not in seen_functions:
                 seen_functions.add(fdef.signature.name)
                 saved.graph.library.function.append(fdef)
-        sf = saved.functions.add(function_name=fn.name)
+        sf = saved.functions.add(function_name=fn.name, attribute=attribute, signature_key=signature_key)
         for external, _ in fn.graph.captures.values():
             var = variable_for_handle(external)
             writer.write(external if var is None else var, sf.captures.add(), "a capture of")
@@ -67,6 +128,8 @@ class LoadedFunction:
 
     def __init__(self, library_bytes, proto, variables):
         self.name = proto.function_name
+        self.attribute = proto.attribute
+        self.signature_key = proto.signature_key
         self._executable = _core.Executable.from_function(library_bytes, proto.function_name)
         self.structured_input_signature = structure.decode(proto.input_signature)
         self.structured_outputs = structure.decode(proto.output_structure)
@@ -154,7 +217,57 @@ def load(path):
     functions = [LoadedFunction(library, f, variables) for f in saved.functions]
     if not functions:
         raise errors.DataLossError(None, None, f"{path}: the file holds no function")
-    return LoadedObject(functions, variables)
+    if all(not f.attribute and not f.signature_key for f in saved.functions):
+        return LoadedObject(functions, variables)
+    return LoadedModule([(f.attribute, f.signature_key, fn) for f, fn in zip(saved.functions, functions)],
+                        variables)
 
 
+class LoadedModule:
+    """What td.load returns for a saved object: each saved td.function
+    attribute as a callable attribute, `signatures` by key (called with
+    keyword arguments, returning a dict of outputs as TensorFlow's do), and
+    the restored `variables`. Functions saved by themselves make it callable."""
 
+    def __init__(self, entries, variables):
+        self.variables = variables
+        self.trainable_variables = [v for v in variables if getattr(v, "trainable", False)]
+        by_attribute, self._own = {}, []
+        self.signatures = {}
+        for attribute, key, fn in entries:
+            if key:
+                self.signatures[key] = _LoadedSignature(key, fn)
+            elif attribute:
+                by_attribute.setdefault(attribute, []).append(fn)
+            else:
+                self._own.append(fn)
+        self._own.extend(by_attribute.pop("__call__", []))  # a saved __call__ makes the object callable
+        for attribute, fns in by_attribute.items():
+            setattr(self, attribute, LoadedObject(fns, variables))
+
+    def __call__(self, *args, **kwargs):
+        if not self._own:
+            raise TypeError("this saved object is not callable (call one of its attributes or signatures)")
+        return LoadedObject(self._own, self.variables)(*args, **kwargs)
+
+    def __repr__(self):
+        return f"<td.load'ed object with signatures {sorted(self.signatures)}>"
+
+
+class _LoadedSignature:
+    """A saved signature: keyword arguments in, a dict of tensors out."""
+
+    def __init__(self, key, fn):
+        self.key = key
+        self.function = fn
+        self.structured_input_signature = fn.structured_input_signature
+
+    def __call__(self, *args, **kwargs):
+        out = self.function(*args, **kwargs)
+        if isinstance(out, dict):
+            return out
+        flat = nest.flatten(out)
+        return {f"output_{i}": v for i, v in enumerate(flat)}
+
+    def __repr__(self):
+        return f"<signature {self.key!r}>"

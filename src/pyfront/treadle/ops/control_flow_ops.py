@@ -100,6 +100,15 @@ def _unify_captures(graphs, n_args):
 
 # ------------------------------------------------------------------- cond
 
+_STATELESS_CONTROL_FLOW = frozenset(["StatelessIf", "StatelessWhile"])
+
+
+def _has_effects(graph):
+    """Whether a branch or loop body has ops with effects (a nested stateless
+    conditional or loop has none of its own)."""
+    return any(op.type not in _STATELESS_CONTROL_FLOW for op in graph.stateful_ops)
+
+
 def cond(pred, true_fn=None, false_fn=None, name=None):
     """Runs true_fn() if pred else false_fn(): in a graph, as an If node."""
     if not callable(true_fn) or not callable(false_fn):
@@ -132,7 +141,9 @@ def cond(pred, true_fn=None, false_fn=None, name=None):
     outer.add_function(then_fn)
     outer.add_function(else_fn)
     shapes = [a.shape.most_specific_compatible_shape(b.shape).dims for a, b in zip(true_flat, false_flat)]
-    outputs = execute("If", [pred] + list(externals), {
+    # As TensorFlow: StatelessIf when neither branch has effects.
+    op_type = "If" if _has_effects(true_graph) or _has_effects(false_graph) else "StatelessIf"
+    outputs = execute(op_type, [pred] + list(externals), {
         "Tin": [e.dtype for e in externals], "Tout": [t.dtype for t in true_flat],
         "then_branch": then_fn.name, "else_branch": else_fn.name, "output_shapes": shapes}, name=name)
     return nest.pack_sequence_as(true_out, _from_components(nest.flatten(true_out), outputs))
@@ -215,7 +226,8 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     outer.add_function(cond_fn)
     outer.add_function(body_fn)
     inputs = flat + list(externals)
-    outputs = execute("While", inputs, {
+    op_type = "While" if _has_effects(cond_graph) or _has_effects(body_graph) else "StatelessWhile"
+    outputs = execute(op_type, inputs, {
         "T": [t.dtype for t in inputs], "cond": cond_fn.name, "body": body_fn.name,
         "output_shapes": [s.dims for s in invariants] + [e.shape.dims for e in externals],
         "parallel_iterations": int(parallel_iterations)}, name=name)

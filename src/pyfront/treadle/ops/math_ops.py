@@ -158,24 +158,40 @@ def invert_(x, name=None):
     return _run1("Invert", [x], name=name)
 
 
-def _op2(op_name):
+def _op2(op_name, node_name=None):
+    """The function of a binary op; `node_name` is the graph node name
+    TensorFlow gives the Python operator (`a + b` makes node "add")."""
     def fn(x, y, name=None):
         x, y = _binary_inputs(x, y)
-        return _run1(op_name, [x, y], name=name)
+        return _run1(op_name, [x, y], name=name or node_name)
     fn.__name__ = op_name
     return fn
 
 
+def _operator_add(x, y, name=None):
+    """x + y. As in TensorFlow, strings use the op Add (numbers AddV2)."""
+    x, y = _binary_inputs(x, y)
+    op_name = "Add" if x.dtype == dtypes.string and y.dtype == dtypes.string else "AddV2"
+    return _run1(op_name, [x, y], name=name or "add")
+
+
+def _named(fn, node_name):
+    def named(x, y, name=None):
+        return fn(x, y, name=name or node_name)
+    named.__name__ = fn.__name__
+    return named
+
+
 # Python operator name -> function, used by the operators of every tensor kind.
 OPERATOR_FUNCTIONS = {
-    "add": _op2("AddV2"),
-    "subtract": _op2("Sub"),
-    "multiply": _op2("Mul"),
-    "truediv": truediv,
-    "floordiv": _op2("FloorDiv"),
-    "mod": _op2("FloorMod"),
-    "pow": _op2("Pow"),
-    "matmul": matmul,
+    "add": _operator_add,
+    "subtract": _op2("Sub", "sub"),
+    "multiply": _op2("Mul", "mul"),
+    "truediv": _named(truediv, "truediv"),
+    "floordiv": _op2("FloorDiv", "floordiv"),
+    "mod": _op2("FloorMod", "mod"),
+    "pow": _op2("Pow", "pow"),
+    "matmul": _named(matmul, "matmul"),
     "and": _and,
     "or": _or,
     "less": _op2("Less"),

@@ -216,7 +216,7 @@ class _Merge:
         try:
             nest.assert_same_structure(a, b, check_types=False)
         except (ValueError, TypeError) as e:
-            raise errors.located(ValueError, f"{describe(name)} must have the same nested structure in the if "
+            raise errors.located(TypeError, f"{describe(name)} must have the same nested structure in the if "
                                              f"and else branches of a conditional on a tensor: {e}") from None
         la, lb = nest.flatten(a), nest.flatten(b)
         return _Plan("graph", leaves=self._leaf_pairs(name, la, lb), structure=a)

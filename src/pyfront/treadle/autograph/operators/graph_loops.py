@@ -26,7 +26,9 @@ def staged_loop(test, body, get_state, set_state, names, opts, maximum_iteration
     if set_state is None:
         set_state = _ignore
     invariants = _invariant_overrides(opts.get("shape_invariants"))
-    missing = [i for i, v in enumerate(init) if isinstance(v, Undefined)]
+    # As in TensorFlow, a variable that is None before the loop is defined by
+    # it, like one that has no value yet.
+    missing = [i for i, v in enumerate(init) if isinstance(v, Undefined) or v is None]
     first_defined = [names[i] for i in missing if not isinstance(init[i], UndefinedReturnValue)]
     init = [v if i in missing else _entry_value(n, v) for i, (n, v) in enumerate(zip(names, init))]
     if missing:
@@ -111,10 +113,6 @@ def _ignore(values):
 
 def _entry_value(name, value):
     """A loop variable's value as it enters a graph loop: tensors (or composite values)."""
-    if value is None:
-        raise errors.located(ValueError, f"{describe(name)} is None before the loop; a variable of a loop over a "
-                                         "tensor must have a value (a tensor or a number) before the loop")
-
     def leaf(v):
         if isinstance(v, Tensor) or conditionals._is_composite(v):
             return v
@@ -139,7 +137,7 @@ def _checked_iteration(names, before, after):
         try:
             nest.assert_same_structure(b, a, check_types=False)
         except (ValueError, TypeError) as e:
-            raise errors.located(ValueError, f"{describe(name)} does not have the same nested structure after one "
+            raise errors.located(TypeError, f"{describe(name)} does not have the same nested structure after one "
                                              f"iteration of the loop: {e}") from None
         leaves = [_checked_leaf(name, x, y) for x, y in zip(nest.flatten(b), nest.flatten(a))]
         out.append(nest.pack_sequence_as(b, leaves))
@@ -208,8 +206,12 @@ def _discover(init, missing, body, set_state, get_state, names, invariants):
     (and its traced shape as invariant, since the zeros' shape is a guess)."""
     graph = FuncGraph("autograph_dry_run", outer_graph=context.current_graph())
     with graph, conditionals.dry_run():
-        set_state(tuple(v if isinstance(v, Undefined) else _placeholders_like(graph, v) for v in init))
-        body()
+        set_state(tuple(v if isinstance(v, Undefined) or v is None else _placeholders_like(graph, v)
+                        for v in init))
+        try:
+            body()
+        except UnboundLocalError as e:
+            raise _not_defined_before_loop(e, [names[i] for i in missing]) from None
         after = tuple(get_state())
     set_state(tuple(init))
     for i in missing:
@@ -226,6 +228,17 @@ def _discover(init, missing, body, set_state, get_state, names, invariants):
                 invariants[id(z)] = shape
             zeros.append(z)
         init[i] = nest.pack_sequence_as(value, zeros)
+
+
+def _not_defined_before_loop(error, missing):
+    """TensorFlow's error for a loop that reads a variable before assigning it:
+    "'prev' must be defined before the loop" (naming the variable read if it is
+    one of the loop's, else the first one the loop defines)."""
+    text = str(error)
+    named = [n for n in missing if f"'{n}'" in text]
+    name = (named or missing)[0]
+    return errors.located(ValueError, f"{describe(name)} must be defined before the loop.\nNote: AutoGraph tried "
+                                      f"to define it automatically, but ran into a UnboundLocalError: {text}")
 
 
 def _placeholders_like(graph, value):

@@ -1,0 +1,207 @@
+"""Gradient rules of the ops added for TensorFlow's porting names (issue 17):
+log1p, softplus, erf, cumulative sums and products, reverse, roll, pad and
+the index-tuple ops (gather_nd, scatter_nd, tensor_scatter_nd_*)."""
+
+import math
+
+from treadle.autodiff import _ops
+from treadle.autodiff._ops import mul, neg, run, scalar
+from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr, input_wanted
+from treadle.framework import dtypes
+
+NotDifferentiable("StopGradient")
+
+
+# ---------------------------------------------------------------- elementwise
+
+@RegisterGradient("Log1p")
+def _log1p_grad(op, dy):
+    x = op.inputs[0]
+    return [_ops.div(dy, _ops.add(x, scalar(1, x.dtype)))]
+
+
+@RegisterGradient("Softplus")
+def _softplus_grad(op, dy):
+    return [mul(dy, run("Sigmoid", [op.inputs[0]]))]
+
+
+@RegisterGradient("Erf")
+def _erf_grad(op, dy):
+    x = op.inputs[0]
+    two_over_sqrt_pi = scalar(2.0 / math.sqrt(math.pi), x.dtype)
+    return [mul(dy, mul(two_over_sqrt_pi, run("Exp", [neg(mul(x, x))])))]
+
+
+# ---------------------------------------------------------------- scans
+
+def _cumsum(x, axis, exclusive, reverse):
+    return run("Cumsum", [x, axis], {"exclusive": exclusive, "reverse": reverse})
+
+
+@RegisterGradient("Cumsum")
+def _cumsum_grad(op, dy):
+    # Each input reaches the outputs after it (before it, reversed): sum dy the other way.
+    exclusive, reverse = get_attr(op, "exclusive"), get_attr(op, "reverse")
+    return [_cumsum(dy, op.inputs[1], exclusive, not reverse), None]
+
+
+@RegisterGradient("Cumprod")
+def _cumprod_grad(op, dy):
+    # d out_j / d x_i = out_j / x_i for the j that include i; as TensorFlow, valid where x != 0.
+    x, axis = op.inputs
+    exclusive, reverse = get_attr(op, "exclusive"), get_attr(op, "reverse")
+    summed = _cumsum(mul(op.outputs[0], dy), axis, exclusive, not reverse)
+    return [_ops.div(summed, x), None]
+
+
+# ---------------------------------------------------------------- reordering
+
+@RegisterGradient("ReverseV2")
+def _reverse_grad(op, dy):
+    return [run("ReverseV2", [dy, op.inputs[1]]), None]
+
+
+@RegisterGradient("Roll")
+def _roll_grad(op, dy):
+    return [run("Roll", [dy, neg(op.inputs[1]), op.inputs[2]]), None, None]
+
+
+@RegisterGradient("PadV2")
+def _pad_grad(op, dy):
+    # The interior of dy: begin at the leading paddings, as large as the input.
+    x, paddings = op.inputs[0], op.inputs[1]
+    begin = run("StridedSlice", [_ops.cast(paddings, dtypes.int32), _ops.ints([0, 0]), _ops.ints([0, 1]),
+                                 _ops.ints([1, 1])], {"begin_mask": 1, "end_mask": 1, "shrink_axis_mask": 2})
+    end = _ops.add(begin, _ops.shape(x))
+    strides = run("OnesLike", [begin])
+    dx = run("StridedSlice", [dy, begin, end, strides])
+    dvalue = _ops.sub(_ops.reduce_sum(dy, _ops.all_axes(dy)), _ops.reduce_sum(dx, _ops.all_axes(dx))) \
+        if input_wanted(2) else None
+    return [dx, None, dvalue]
+
+
+# ---------------------------------------------------------------- index tuples
+
+def _gather_nd(t, indices):
+    return run("GatherNd", [t, indices])
+
+
+@RegisterGradient("GatherNd")
+def _gather_nd_grad(op, dy):
+    params, indices = op.inputs
+    shape = _ops.cast(_ops.shape(params), indices.dtype)
+    return [run("ScatterNd", [indices, dy, shape]), None]
+
+
+@RegisterGradient("ScatterNd")
+def _scatter_nd_grad(op, dy):
+    return [None, _gather_nd(dy, op.inputs[0]), None]
+
+
+@RegisterGradient("TensorScatterAdd")
+def _tensor_scatter_add_grad(op, dy):
+    return [dy, None, _gather_nd(dy, op.inputs[1])]
+
+
+@RegisterGradient("TensorScatterSub")
+def _tensor_scatter_sub_grad(op, dy):
+    return [dy, None, neg(_gather_nd(dy, op.inputs[1]))]
+
+
+@RegisterGradient("TensorScatterUpdate")
+def _tensor_scatter_update_grad(op, dy):
+    # The replaced slices get no gradient from the tensor; the updates get theirs.
+    indices, updates = op.inputs[1], op.inputs[2]
+    dtensor = run("TensorScatterUpdate", [dy, indices, _ops.zeros_like(updates)]) if input_wanted(0) else None
+    return [dtensor, None, _gather_nd(dy, indices)]
+
+
+@RegisterGradient("EnsureShape")
+def _ensure_shape_grad(op, dy):
+    return [dy]
+
+
+@RegisterGradient("CheckNumerics")
+def _check_numerics_grad(op, dy):
+    # As TensorFlow: the gradient is checked too.
+    return [run("CheckNumerics", [dy], {"message": "Not a number (NaN) or infinity (Inf) values detected in "
+                                                   "gradient. " + get_attr(op, "message")})]
+
+
+NotDifferentiable("Assert")
+
+
+@RegisterGradient("TopKV2")
+def _top_k_grad(op, dvalues, dindices=None):
+    # Each value came from one position of its row: put dvalues back there.
+    from treadle.ops import array_ops
+    x, indices = op.inputs[0], op.outputs[1]
+    if dvalues is None:
+        return [None, None]
+    n = array_ops.shape(x)[-1] if _ops.static_shape(x) is None or _ops.static_shape(x)[-1] is None \
+        else _ops.static_shape(x)[-1]
+    hot = array_ops.one_hot(indices, n, dtype=dvalues.dtype)
+    placed = mul(hot, run("ExpandDims", [dvalues, scalar(-1, dtypes.int32)]))
+    return [_ops.reduce_sum(placed, scalar(-2, dtypes.int32)), None]
+
+
+NotDifferentiable("StatelessRandomUniform", "StatelessRandomNormal")
+
+
+# ---------------------------------------------------------------- linear algebra
+
+def _bmm(a, b, adj_a=False, adj_b=False):
+    return run("BatchMatMulV2", [a, b], {"adj_x": adj_a, "adj_y": adj_b})
+
+
+def _transpose_last2(t):
+    shape = _ops.static_shape(t)
+    if shape is not None:
+        r = len(shape)
+        return run("Transpose", [t, _ops.ints(list(range(r - 2)) + [r - 1, r - 2])])
+    # Unknown rank: the permutation [0, ..., r-3, r-1, r-2] computed when the graph runs.
+    r = run("Rank", [t])
+    one, two = scalar(1, dtypes.int32), scalar(2, dtypes.int32)
+    lead = run("Range", [scalar(0, dtypes.int32), _ops.sub(r, two), one])
+    last = run("Pack", [_ops.sub(r, one), _ops.sub(r, two)], {"axis": 0})
+    return run("Transpose", [t, run("ConcatV2", [lead, last, scalar(0, dtypes.int32)])])
+
+
+@RegisterGradient("MatrixInverse")
+def _matrix_inverse_grad(op, dy):
+    y = op.outputs[0]  # d(A^-1) = -A^-1 dA A^-1
+    return [neg(_bmm(_bmm(y, dy, adj_a=True), y, adj_b=True))]
+
+
+@RegisterGradient("MatrixSolve")
+def _matrix_solve_grad(op, dx):
+    a, x = op.inputs[0], op.outputs[0]
+    db = run("MatrixSolve", [_transpose_last2(a), dx])
+    da = neg(_bmm(db, x, adj_b=True)) if input_wanted(0) else None
+    return [da, db]
+
+
+@RegisterGradient("MatrixDeterminant")
+def _matrix_determinant_grad(op, dy):
+    a, det = op.inputs[0], op.outputs[0]
+    scale = mul(dy, det)
+    scale = run("ExpandDims", [run("ExpandDims", [scale, scalar(-1, dtypes.int32)]), scalar(-1, dtypes.int32)])
+    return [mul(scale, _transpose_last2(run("MatrixInverse", [a])))]
+
+
+@RegisterGradient("Cholesky")
+def _cholesky_grad(op, dl):
+    # TensorFlow's rule (Murray, 2016): symmetric, from the lower triangle of L^T dL with its diagonal halved.
+    from treadle.ops import array_ops
+    l = op.outputs[0]
+    n = array_ops.shape(l)[-1]
+    rows = run("ExpandDims", [run("Range", [scalar(0, dtypes.int32), n, scalar(1, dtypes.int32)]),
+                              scalar(-1, dtypes.int32)])
+    cols = run("Range", [scalar(0, dtypes.int32), n, scalar(1, dtypes.int32)])
+    strict = _ops.cast(run("Greater", [rows, cols]), l.dtype)
+    diag = _ops.cast(run("Equal", [rows, cols]), l.dtype)
+    mask = _ops.add(strict, mul(diag, scalar(0.5, l.dtype)))
+    l_inverse = run("MatrixInverse", [l])
+    middle = mul(_bmm(l, dl, adj_a=True), mask)
+    grad = _bmm(_bmm(l_inverse, middle, adj_a=True), l_inverse)
+    return [mul(_ops.add(grad, _transpose_last2(grad)), scalar(0.5, l.dtype))]
