@@ -2,6 +2,7 @@
 --version, --debug, closed pipes, help texts), `info`/`show` on every kind of
 file treadle writes, `loom run` outputs, and the Loom demo."""
 
+import re
 import argparse
 import os
 import subprocess
@@ -257,7 +258,7 @@ def test_info_on_a_saved_loom(files, capsys):
         assert "add: [0, 0] -> [0] (with gradient)" in out
         assert "named tensor x: type shape 0" in out
     code, out, _ = run(["show", str(tmp / "v.loom")], capsys)
-    assert code == 0 and "AddV2 = AddV2(input_0, input_1)" in out
+    assert code == 0 and re.search(r"\w+ = AddV2\(input_0, input_1\)", out)
 
 
 def test_info_on_a_schedule_file(files, capsys):
