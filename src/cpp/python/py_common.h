@@ -49,5 +49,6 @@ void RegisterGraph(py::module_& m);
 void RegisterDispatch(py::module_& m);
 void RegisterDLPack(py::module_& m);  // after RegisterTensor: adds EagerTensor methods
 void RegisterLoom(py::module_& m);
+void RegisterData(py::module_& m);
 
 }  // namespace treadle::python
