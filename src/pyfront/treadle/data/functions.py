@@ -14,7 +14,9 @@ class StructuredFunction:
     into positional arguments, as tf.data does)."""
 
     def __init__(self, fn, arg_specs, what, unpack_tuples=True):
+        from treadle.autograph import converter
         from treadle.function.polymorphic_function import function
+        fn = converter.convert(fn)  # AutoGraph, as td.function would: `if x > 0` on tensors becomes an If
         self._what = what
         self._arg_specs = arg_specs
         self._arg_flat = [structure.flat_specs(s) for s in arg_specs]
@@ -38,7 +40,7 @@ class StructuredFunction:
 
         traced.__name__ = getattr(fn, "__name__", what).replace("<", "_").replace(">", "_")
         flat_in = [s for specs in self._arg_flat for s in specs]
-        self._concrete = function(traced, autograph=True).get_concrete_function(*flat_in)
+        self._concrete = function(traced, autograph=False).get_concrete_function(*flat_in)
         self.output_structure = holder["structure"]
         self.output_spec = nest.map_structure(lambda t: TensorSpec(t.shape, t.dtype), self.output_structure)
         self._output_flat_specs = structure.flat_specs(self.output_spec)

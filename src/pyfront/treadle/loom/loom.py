@@ -14,6 +14,7 @@ from treadle.framework import context, dtypes
 from treadle.framework import ops
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
+from treadle.loom import foreign_schedules
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
 from treadle.loom.type_shape import TypeShape, type_shape_of
 from treadle.loom.weaver import Weaver
@@ -394,8 +395,12 @@ class Loom:
             if eager:
                 return self._spec.merge(messages)
             return constant(np.array(messages, dtype=object)) if messages else constant([], dtype="string")
-        raise TypeError(f"a loom schedule must be a Weaver, serialized WeaverMessage bytes, a list of those or a "
-                        f"string tensor, got {type(schedule).__name__}")
+        converted = foreign_schedules.as_messages(schedule)
+        if converted is not None:
+            return self._schedule_tensor(converted)
+        raise TypeError(f"a loom schedule must be a Weaver, serialized WeaverMessage bytes, a list of those, a "
+                        f"string tensor or an object with the buffer protocol or DLPack, got "
+                        f"{type(schedule).__name__}")
 
     # ------------------------------------------------------------ saving
     def _save_to_file(self, path):
@@ -412,4 +417,7 @@ def _message_bytes(schedule):
         return schedule.serialize()
     if isinstance(schedule, (bytes, bytearray, memoryview)):
         return bytes(schedule)
+    converted = foreign_schedules.as_messages(schedule)
+    if isinstance(converted, bytes):
+        return converted
     raise TypeError(f"expected a Weaver or serialized WeaverMessage bytes, got {type(schedule).__name__}")
