@@ -246,6 +246,46 @@ class Loom:
         self._set_loom_def(loom_def)
         return self
 
+    def weaving_loom(self):
+        """A loom that only makes weavers (like dry_run=True), rebuilt from this
+        loom's metadata: it holds no values or functions, pickles as that
+        metadata, and its schedules carry this loom's fingerprint. Worker
+        processes weave with it (td.data.experimental.parallel_weave)."""
+        return Loom._weaving_only(self._metadata.SerializeToString())
+
+    @classmethod
+    def _weaving_only(cls, metadata_bytes):
+        md = loom_pb2.LoomMetadata()
+        md.ParseFromString(metadata_bytes)
+        self = cls.__new__(cls)
+        self._max_depth = md.max_depth or None
+        self._dry_run = True
+        try:
+            self._type_shapes = [TypeShape(dtypes._ALL[ts.dtype], tuple(ts.shape), ts.tag) for ts in md.type_shapes]
+            self._named = [(nt.name, None, self._type_shapes[nt.type_shape]) for nt in md.named_tensors]
+            self._batch_input_order = [self._type_shapes[i] for i in md.batch_input_type_shapes]
+        except (IndexError, TypeError) as e:
+            raise ValueError(f"the loom metadata is invalid: {e}") from None
+        self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
+        self._named_tensor_names = [name for name, _, _ in self._named]
+        self._named_tensor_indices = {name: i for i, name in enumerate(self._named_tensor_names)}
+        self._ops = [(op.name, None) for op in md.ops[len(self._type_shapes):]]
+        self._batch_inputs = {}
+        self._check_names()
+        self._metadata = md
+        self._spec = _core.LoomSpec(metadata_bytes)
+        self._constant_keys = {}
+        self._traced = None
+        self._loom_def = None
+        return self
+
+    def __reduce__(self):
+        if not self._dry_run:
+            raise TypeError("a td.loom.Loom holding its ops' functions and values cannot be pickled; pickle "
+                            "loom.weaving_loom() (it makes the same schedules) or rebuild the loom in the other "
+                            "process")
+        return (Loom._weaving_only, (self._metadata.SerializeToString(),))
+
     # ------------------------------------------------------------ description
     @property
     def type_shapes(self):
