@@ -49,11 +49,21 @@ class Dataset:
     # ------------------------------------------------------------ iteration
     def __iter__(self):
         from treadle.framework import context
-        if not context.executing_eagerly():
-            raise RuntimeError("td.data: iterating a dataset inside a td.function is not supported; iterate it "
-                               "outside the function and pass the elements in")
+        if context.current_graph() is not None:  # iter(dataset) inside a td.function
+            from treadle.data import graph_iteration
+            return graph_iteration.GraphIterator(self, self.element_spec)
         from treadle.data.iterator_ops import OwnedIterator
         return OwnedIterator(self)
+
+    def _ag_staged_iteration(self):
+        """`for x in dataset` inside a td.function (autograph/operators/dataset_loops.py)."""
+        from treadle.data import graph_iteration
+        return graph_iteration.StagedIteration(self, self.element_spec)
+
+    def __tf_tracing_type__(self, context):
+        """A dataset argument of a td.function: traced once per element_spec."""
+        from treadle.data import graph_iteration
+        return graph_iteration.DatasetType(self.element_spec)
 
     def as_numpy_iterator(self):
         from treadle.data.iterator_ops import NumpyIterator
