@@ -30,7 +30,9 @@ def parallel_weave(examples, weave_fn, loom, processes=None, ordered=True, examp
       over as soon as it is woven.
     - examples_per_schedule: examples woven into one Weaver (one schedule).
     - chunk_size: examples sent to a worker per task.
-    - use_ray / ray_address: weave in Ray tasks instead (ray_weaving.py).
+    - use_ray / ray_address: weave in Ray tasks instead (ray_weaving.py):
+      with no address, the Ray of this process or a local one started with
+      `processes` CPUs; given an address, that cluster.
 
     Elements are string scalars (or (schedule, extra) pairs): `.batch(k)`
     makes a vector that the loom merges into one run. Every schedule is
@@ -89,8 +91,10 @@ class WovenDataset(Dataset):
 
     def _executor(self):
         if self._use_ray:
-            from treadle.data.ray_weaving import RayExecutor
-            return RayExecutor(self._weaving_loom, self._weave_fn, self._ray_address)
+            if self._pool is None:
+                from treadle.data.ray_weaving import RayExecutor
+                self._pool = RayExecutor(self._weaving_loom, self._weave_fn, self._ray_address, self._processes)
+            return self._pool
         if self._pool is None:
             self._pool = concurrent.futures.ProcessPoolExecutor(
                 self._processes, mp_context=multiprocessing.get_context(self._start_method),
@@ -123,12 +127,13 @@ class WovenDataset(Dataset):
             future, first, chunk = entry
         try:
             result = future.result()
-        except concurrent.futures.process.BrokenProcessPool:
-            self._pool = None  # the next iteration starts a new pool
+        except (concurrent.futures.process.BrokenProcessPool,) + getattr(self._pool, "died_errors", ()) as e:
+            if not self._use_ray:
+                self._pool = None  # the next iteration starts a new pool
             raise weaving.WorkerDiedError(
-                f"parallel_weave: a worker process died (killed or crashed) while examples {first} to "
-                f"{first + len(chunk) - 1} were being woven; the pool is broken and its remaining work is lost"
-            ) from None
+                f"parallel_weave: a worker {'(Ray task)' if self._use_ray else 'process'} died (killed or crashed) "
+                f"while examples {first} to {first + len(chunk) - 1} were being woven; its work is lost "
+                f"({type(e).__name__})") from None
         return first, weaving.check_result(result, self._fingerprint, first, self._per_schedule)
 
     def _elements(self, first_and_items):
@@ -144,11 +149,11 @@ class WovenDataset(Dataset):
 
     def close(self):
         """Stops the worker processes (also done when the dataset is collected)."""
-        if self._pool is not None:
+        if self._pool is not None and not self._use_ray:
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
     def __del__(self):
         pool = self.__dict__.get("_pool")
-        if pool is not None:
+        if pool is not None and not self.__dict__.get("_use_ray"):
             pool.shutdown(wait=False, cancel_futures=True)
