@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from treadle import errors
+from treadle import _core, errors
 from treadle.data import structure
 from treadle.data.dataset_ops import INFINITE_CARDINALITY, Dataset, as_count
 from treadle.framework import dtypes
@@ -45,19 +45,8 @@ class BatchDataset(Dataset):
         self._spec = structure.batched_spec(input_dataset.element_spec,
                                             self._size if self._drop or infinite else None)
 
-    def _flat_iter(self):
-        from treadle.ops.array_ops import stack
-        for group in _groups(self._input._flat_iter(), self._size, self._drop):
-            out = []
-            for c, parts in enumerate(zip(*group)):
-                first = parts[0].shape
-                for k, p in enumerate(parts):
-                    if p.shape != first:
-                        raise errors.InvalidArgumentError(
-                            None, None, f"Cannot batch tensors with different shapes in component {c}. First "
-                                        f"element had shape {first} and element {k} had shape {p.shape}.")
-                out.append(stack(list(parts)))
-            yield out
+    def _cpp_stage(self):
+        return _core.data_batch(self._input._input_stage(), self._size, self._drop)
 
     def _cardinality(self):
         return _batched_cardinality(self._input._cardinality(), self._size, self._drop)
@@ -96,7 +85,7 @@ class PaddedBatchDataset(Dataset):
                             for shape, s in zip(self._shapes, flat_specs)]
         self._spec = structure.pack(spec, self._flat_specs)
 
-    def _flat_iter(self):
+    def _py_iter(self):
         for group in _groups(self._input._flat_iter(), self._size, self._drop):
             yield [self._pad(c, parts) for c, parts in enumerate(zip(*group))]
 
@@ -148,7 +137,7 @@ class UnbatchDataset(Dataset):
         self._input = input_dataset
         self._spec = structure.unbatched_spec(input_dataset.element_spec)
 
-    def _flat_iter(self):
+    def _py_iter(self):
         for flat in self._input._flat_iter():
             sizes = {t.shape[0] for t in flat}
             if len(sizes) != 1:

@@ -15,10 +15,33 @@ UNKNOWN_CARDINALITY = -2
 
 
 class Dataset:
-    """Subclasses set `_spec` (the element_spec) and implement `_flat_iter()`
-    (a new iterator of flat element lists) and `_cardinality()` (an int)."""
+    """Subclasses set `_spec` (the element_spec) and implement `_py_iter()`
+    (a new Python iterator of flat element lists), `_cardinality()` (an int)
+    and, where the stage runs in C++, `_cpp_stage()` (a _core.DataStage).
+    `_flat_iter()` runs the C++ pipeline when there is one: its elements then
+    flow between stages without Python, and prefetch threads run it ahead
+    with the GIL released."""
 
     _spec = None
+
+    def _flat_iter(self):
+        stage = self._stage()
+        return self._py_iter() if stage is None else _stage_elements(stage.iterator())
+
+    def _stage(self):
+        if "_stage_cache" not in self.__dict__:
+            self._stage_cache = self._cpp_stage()
+        return self._stage_cache
+
+    def _cpp_stage(self):
+        return None
+
+    def _input_stage(self):
+        """This dataset as the input of a C++ stage: its own C++ stage, or its
+        Python iteration behind a bridge that takes the GIL per element."""
+        from treadle import _core
+        stage = self._stage()
+        return stage if stage is not None else _core.data_python(self._py_iter)
 
     # ------------------------------------------------------------ inspection
     @property
@@ -180,6 +203,14 @@ class Dataset:
         if not isinstance(result, Dataset):
             raise TypeError(f"Dataset.apply: `transformation_func` must return a Dataset, got {type(result).__name__}")
         return result
+
+
+def _stage_elements(iterator):
+    while True:
+        element = iterator.next()
+        if element is None:
+            return
+        yield element
 
 
 def as_count(value, what):

@@ -56,6 +56,11 @@ class StructuredFunction:
             run = self._run = lambda args: executable_run(list(args) + captures)
         return run(flat_args)
 
+    def executable(self):
+        """(the _core.Executable, the captured values it takes after the arguments)."""
+        self._concrete._prepare_run()
+        return self._concrete._get_executable(), list(self._concrete._capture_values)
+
     @property
     def output_flat_specs(self):
         return self._output_flat_specs

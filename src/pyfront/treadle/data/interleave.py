@@ -46,7 +46,7 @@ class InterleaveDataset(Dataset):
             raise TypeError(f"interleave: `map_func` must return a td.data.Dataset, got {type(ds).__name__}")
         return ds
 
-    def _flat_iter(self):
+    def _py_iter(self):
         """TensorFlow's order: a slot's iterator is opened when the cycle first
         reaches it; when one ends, the cycle moves on and the slot is refilled
         from the input when the cycle comes back to it."""

@@ -1,11 +1,6 @@
-"""Iterators over datasets, and prefetch: a background thread that runs the
-pipeline ahead of the consumer into a bounded buffer."""
+"""Iterators over datasets, and prefetch."""
 
-import queue
-import threading
-import weakref
-
-from treadle import errors
+from treadle import _core, errors
 from treadle.data import structure
 from treadle.data.dataset_ops import AUTOTUNE, Dataset, as_count
 
@@ -48,6 +43,12 @@ class NumpyIterator(OwnedIterator):
 
 
 class PrefetchDataset(Dataset):
+    """prefetch: a C++ thread runs the input pipeline up to buffer_size
+    elements ahead (C++ stages without the GIL; Python stages take it per
+    element). An error is raised to the consumer at the element where it
+    happened, after the elements before it; dropping the iterator stops the
+    thread."""
+
     def __init__(self, input_dataset, buffer_size):
         self._input = input_dataset
         self._spec = input_dataset.element_spec
@@ -57,68 +58,13 @@ class PrefetchDataset(Dataset):
                                                           f"got {n}")
         self._buffer_size = 2 if n == AUTOTUNE else n
 
-    def _flat_iter(self):
+    def _cpp_stage(self):
         if self._buffer_size == 0:
-            return self._input._flat_iter()
-        return _Prefetcher(self._input._flat_iter(), self._buffer_size)
+            return self._input._stage()
+        return _core.data_prefetch(self._input._input_stage(), self._buffer_size)
+
+    def _py_iter(self):
+        return self._input._flat_iter()
 
     def _cardinality(self):
         return self._input._cardinality()
-
-
-_END = object()
-
-
-class _Prefetcher:
-    """Runs `source` in a daemon thread, at most `size` elements ahead. An
-    exception in the pipeline is re-raised to the consumer at the element
-    where it happened. When the consumer drops the iterator, the thread stops."""
-
-    def __init__(self, source, size):
-        self._queue = queue.Queue(maxsize=size)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=_fill, args=(source, self._queue, self._stop),
-                                        name="td.data.prefetch", daemon=True)
-        self._thread.start()
-        self._done = False
-        weakref.finalize(self, self._stop.set)
-
-    def __iter__(self):
-        return self
-
-    def __next__(self):
-        if self._done:
-            raise StopIteration
-        item = self._queue.get()
-        if item is _END:
-            self._done = True
-            raise StopIteration
-        if isinstance(item, _Failure):
-            self._done = True
-            raise item.error
-        return item
-
-
-class _Failure:
-    def __init__(self, error):
-        self.error = error
-
-
-def _fill(source, q, stop):
-    def put(item):
-        while not stop.is_set():
-            try:
-                q.put(item, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-    try:
-        for flat in source:
-            if not put(flat):
-                return
-    except BaseException as e:  # handed to the consumer, with its traceback
-        put(_Failure(e))
-        return
-    put(_END)

@@ -101,13 +101,13 @@ class WovenDataset(Dataset):
                 initializer=weaving.init_worker, initargs=(self._weaving_loom, self._weave_fn))
         return self._pool
 
-    def _flat_iter(self):
+    def _py_iter(self):
         pool = self._executor()
         in_flight = collections.deque()
         window = 2 * self._processes
         try:
             for first, chunk in self._chunks():
-                in_flight.append((pool.submit(weaving.weave_chunk, first, chunk, self._per_schedule), first, chunk))
+                in_flight.append((self._submit(pool, first, chunk), first, chunk))
                 while len(in_flight) >= window:
                     yield from self._elements(self._next_done(in_flight))
             while in_flight:
@@ -115,6 +115,20 @@ class WovenDataset(Dataset):
         finally:
             for future, _, _ in in_flight:
                 future.cancel()
+
+    def _submit(self, pool, first, chunk):
+        try:
+            return pool.submit(weaving.weave_chunk, first, chunk, self._per_schedule)
+        except concurrent.futures.process.BrokenProcessPool as e:  # a worker died before this chunk was sent
+            raise self._died(e, first, chunk) from None
+
+    def _died(self, error, first, chunk):
+        if not self._use_ray:
+            self._pool = None  # the next iteration starts a new pool
+        return weaving.WorkerDiedError(
+            f"parallel_weave: a worker {'(Ray task)' if self._use_ray else 'process'} died (killed or crashed) "
+            f"while examples up to {first + len(chunk) - 1} were being woven; its work is lost "
+            f"({type(error).__name__})")
 
     def _next_done(self, in_flight):
         if self._ordered:
@@ -128,12 +142,7 @@ class WovenDataset(Dataset):
         try:
             result = future.result()
         except (concurrent.futures.process.BrokenProcessPool,) + getattr(self._pool, "died_errors", ()) as e:
-            if not self._use_ray:
-                self._pool = None  # the next iteration starts a new pool
-            raise weaving.WorkerDiedError(
-                f"parallel_weave: a worker {'(Ray task)' if self._use_ray else 'process'} died (killed or crashed) "
-                f"while examples {first} to {first + len(chunk) - 1} were being woven; its work is lost "
-                f"({type(e).__name__})") from None
+            raise self._died(e, first, chunk) from None
         return first, weaving.check_result(result, self._fingerprint, first, self._per_schedule)
 
     def _elements(self, first_and_items):

@@ -51,7 +51,7 @@ class _OneFileDataset(Dataset):
         self._path = path
         self._compression = compression
 
-    def _flat_iter(self):
+    def _py_iter(self):
         reader = _core.RecordFileReader(self._path, self._compression)
         while True:
             chunk = reader.read(_READ_CHUNK)
@@ -73,6 +73,10 @@ class TFRecordDataset(Dataset):
         self._compression = _compression(compression_type)
         files = _filenames(filenames)
         compression = self._compression
+        # A fixed list of files read one after the other is a C++ stage.
+        self._paths = None
+        if not isinstance(filenames, Dataset) and num_parallel_reads in (None, 1):
+            self._paths = [os.fsdecode(n) for n in files._components[0].numpy().ravel()]
 
         def read(name):
             path = name.numpy()
@@ -86,7 +90,10 @@ class TFRecordDataset(Dataset):
         from treadle.data.interleave import InterleaveDataset
         self._records = InterleaveDataset(files, read, cycle, 1, element_spec=self._spec, traced=False)
 
-    def _flat_iter(self):
+    def _cpp_stage(self):
+        return None if self._paths is None else _core.data_records(self._paths, self._compression)
+
+    def _py_iter(self):
         return self._records._flat_iter()
 
 

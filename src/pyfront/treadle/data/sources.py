@@ -1,7 +1,7 @@
 """Datasets that make elements: from tensors, ranges, generators, and the
 combinations zip and concatenate."""
 
-from treadle import errors
+from treadle import _core, errors
 from treadle.data import structure
 from treadle.data.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, check_dataset
 from treadle.framework import dtypes
@@ -19,7 +19,7 @@ class TensorDataset(Dataset):
         self._flat = structure.flatten(self._element)
         self._spec = structure.spec_of(self._element)
 
-    def _flat_iter(self):
+    def _py_iter(self):
         return iter([list(self._flat)])
 
     def _cardinality(self):
@@ -44,14 +44,11 @@ class TensorSliceDataset(Dataset):
             raise ValueError(f"from_tensor_slices: the components' first dimensions differ: {sorted(sizes)}; "
                              "all must have the same size")
         self._count = sizes.pop()
-        # Rows are taken from NumPy views of the components: one copy per row, no op per row.
-        self._arrays = [t.numpy() for t in flat]
+        self._components = flat
         self._spec = structure.unbatched_spec(structure.spec_of(element))
 
-    def _flat_iter(self):
-        arrays = self._arrays
-        for i in range(self._count):
-            yield [constant(a[i]) for a in arrays]
+    def _cpp_stage(self):
+        return _core.data_slices(self._components)
 
     def _cardinality(self):
         return self._count
@@ -75,10 +72,9 @@ class RangeDataset(Dataset):
         self._dtype = dtypes.as_dtype(output_type) if output_type is not None else dtypes.int64
         self._spec = TensorSpec([], self._dtype)
 
-    def _flat_iter(self):
-        np_type = self._dtype.as_numpy_dtype
-        for i in self._range:
-            yield [constant(np_type(i))]
+    def _cpp_stage(self):
+        r = self._range
+        return _core.data_range(r.start, r.stop, r.step, self._dtype)
 
     def _cardinality(self):
         return len(self._range)
@@ -111,7 +107,7 @@ class GeneratorDataset(Dataset):
         self._args = tuple(args) if args is not None else ()
         self._flat_specs = structure.flat_specs(self._spec)
 
-    def _flat_iter(self):
+    def _py_iter(self):
         args = [convert_to_tensor(a) for a in self._args]
         for value in self._generator(*args):
             yield self._convert(value)
@@ -149,7 +145,7 @@ class ZipDataset(Dataset):
         self._datasets = nest.flatten(datasets)
         self._spec = nest.map_structure(lambda d: d.element_spec, datasets)
 
-    def _flat_iter(self):
+    def _py_iter(self):
         iters = [d._flat_iter() for d in self._datasets]
         while True:
             flat = []
@@ -174,7 +170,7 @@ class ConcatenateDataset(Dataset):
         self._first, self._second = first, second
         self._spec = structure.common_spec(first.element_spec, second.element_spec, "Dataset.concatenate")
 
-    def _flat_iter(self):
+    def _py_iter(self):
         yield from self._first._flat_iter()
         yield from self._second._flat_iter()
 

@@ -8,7 +8,7 @@ import threading
 
 import numpy as np
 
-from treadle import errors
+from treadle import _core, errors
 from treadle.data import structure
 from treadle.data.dataset_ops import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, as_count,
                                       parallelism)
@@ -28,13 +28,14 @@ class MapDataset(Dataset):
         self._threads = parallelism(num_parallel_calls)
         self._deterministic = deterministic is not False
 
-    def _flat_iter(self):
-        fn = self._fn
-        if self._threads == 1:
-            for flat in self._input._flat_iter():
-                yield fn(flat)
-            return
-        yield from _parallel_map(fn, self._input._flat_iter(), self._threads, self._deterministic)
+    def _cpp_stage(self):
+        if self._threads > 1:  # parallel calls run on Python threads (_py_iter)
+            return None
+        executable, captures = self._fn.executable()
+        return _core.data_map(self._input._input_stage(), executable, captures)
+
+    def _py_iter(self):
+        return _parallel_map(self._fn, self._input._flat_iter(), self._threads, self._deterministic)
 
     def _cardinality(self):
         return self._input._cardinality()
@@ -76,11 +77,9 @@ class FilterDataset(Dataset):
         self._spec = input_dataset.element_spec
         self._predicate = _predicate(predicate, self._spec, "filter")
 
-    def _flat_iter(self):
-        keep = self._predicate
-        for flat in self._input._flat_iter():
-            if keep(flat)[0].numpy():
-                yield flat
+    def _cpp_stage(self):
+        executable, captures = self._predicate.executable()
+        return _core.data_filter(self._input._input_stage(), executable, captures)
 
 
 class TakeWhileDataset(Dataset):
@@ -89,7 +88,7 @@ class TakeWhileDataset(Dataset):
         self._spec = input_dataset.element_spec
         self._predicate = _predicate(predicate, self._spec, "take_while")
 
-    def _flat_iter(self):
+    def _py_iter(self):
         keep = self._predicate
         for flat in self._input._flat_iter():
             if not keep(flat)[0].numpy():
@@ -119,7 +118,7 @@ class ShuffleDataset(Dataset):
         self._epochs = itertools.count()
         self._lock = threading.Lock()
 
-    def _flat_iter(self):
+    def _py_iter(self):
         with self._lock:
             epoch = next(self._epochs) if self._reshuffle else 0
         rng = np.random.default_rng([*self._seeds, epoch])
@@ -153,15 +152,8 @@ class RepeatDataset(Dataset):
         self._spec = input_dataset.element_spec
         self._count = -1 if count is None else as_count(count, "repeat's count")
 
-    def _flat_iter(self):
-        passes = itertools.count() if self._count < 0 else range(self._count)
-        for _ in passes:
-            empty = True
-            for flat in self._input._flat_iter():
-                empty = False
-                yield flat
-            if empty:  # an empty input repeated forever is empty, not a hang
-                return
+    def _cpp_stage(self):
+        return _core.data_repeat(self._input._input_stage(), self._count)
 
     def _cardinality(self):
         n = self._input._cardinality()
@@ -180,10 +172,8 @@ class TakeDataset(Dataset):
         self._spec = input_dataset.element_spec
         self._count = as_count(count, "take's count")
 
-    def _flat_iter(self):
-        if self._count < 0:
-            return self._input._flat_iter()
-        return itertools.islice(self._input._flat_iter(), self._count)
+    def _cpp_stage(self):
+        return _core.data_take(self._input._input_stage(), self._count)
 
     def _cardinality(self):
         n = self._input._cardinality()
@@ -202,7 +192,7 @@ class SkipDataset(Dataset):
         self._spec = input_dataset.element_spec
         self._count = as_count(count, "skip's count")
 
-    def _flat_iter(self):
+    def _py_iter(self):
         it = self._input._flat_iter()
         if self._count < 0:  # skip everything
             for _ in it:
@@ -231,7 +221,7 @@ class CacheDataset(Dataset):
         self._cache = None
         self._lock = threading.Lock()
 
-    def _flat_iter(self):
+    def _py_iter(self):
         with self._lock:
             cached = self._cache
         if cached is not None:
@@ -262,7 +252,7 @@ class ScanDataset(Dataset):
         self._spec = out[1]
         self._num_state = len(structure.flat_specs(self._state_spec))
 
-    def _flat_iter(self):
+    def _py_iter(self):
         state = structure.flatten(self._initial)
         n = self._num_state
         for flat in self._input._flat_iter():
