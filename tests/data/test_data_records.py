@@ -169,3 +169,13 @@ def test_map_that_raises_while_tracing_fails_at_map():
 
     with pytest.raises(RuntimeError, match="cannot trace this"):
         Dataset.range(3).map(bad)
+
+
+def test_the_loom_record_reader_names_a_compressed_file(tmp_path):
+    # the reader behind `treadle loom run` and LoomScheduleReader reads plain files only; it says why it fails
+    write_tfrecord_file(tmp_path / "g", RECORDS, "GZIP")
+    write_tfrecord_file(tmp_path / "z", RECORDS, "ZLIB")
+    with pytest.raises(td.errors.DataLossError, match="looks GZIP-compressed"):
+        _core.read_records(str(tmp_path / "g"))
+    with pytest.raises(td.errors.DataLossError, match="looks ZLIB-compressed"):
+        _core.read_records(str(tmp_path / "z"))

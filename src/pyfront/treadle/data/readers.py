@@ -34,6 +34,11 @@ def _filenames(filenames):
         if not isinstance(spec, TensorSpec) or spec.dtype != dtypes.string or spec.shape.rank != 0:
             raise TypeError(f"TFRecordDataset: a dataset of file names must have string scalar elements, got {spec}")
         return filenames
+    return Dataset.from_tensor_slices(np.array(_name_list(filenames), dtype=object))
+
+
+def _name_list(filenames):
+    """File names given as a name, a list of names or a string tensor, as bytes."""
     if isinstance(filenames, Tensor):
         filenames = filenames.numpy()
     if isinstance(filenames, (str, bytes, os.PathLike)):
@@ -41,7 +46,7 @@ def _filenames(filenames):
     names = [os.fsencode(n) if not isinstance(n, bytes) else n for n in np.asarray(filenames, dtype=object).ravel()]
     if not names:
         raise errors.InvalidArgumentError(None, None, "TFRecordDataset: `filenames` is empty")
-    return Dataset.from_tensor_slices(np.array(names, dtype=object))
+    return names
 
 
 class _OneFileDataset(Dataset):
@@ -76,7 +81,7 @@ class TFRecordDataset(Dataset):
         # A fixed list of files read one after the other is a C++ stage.
         self._paths = None
         if not isinstance(filenames, Dataset) and num_parallel_reads in (None, 1):
-            self._paths = [os.fsdecode(n) for n in files._components[0].numpy().ravel()]
+            self._paths = [os.fsdecode(n) for n in _name_list(filenames)]
 
         def read(name):
             path = name.numpy()

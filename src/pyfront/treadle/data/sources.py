@@ -5,7 +5,7 @@ from treadle import _core, errors
 from treadle.data import structure
 from treadle.data.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, check_dataset
 from treadle.framework import dtypes
-from treadle.framework.tensor import constant, convert_to_tensor
+from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.util import nest
