@@ -142,3 +142,18 @@ def test_dataset_trace_type():
     c = Dataset.from_tensor_slices([1.0]).__tf_tracing_type__(None)
     assert a == b and hash(a) == hash(b) and a != c
     assert a.is_subtype_of(b) and not a.is_subtype_of(c)
+
+
+def test_reduce_inside_a_function():
+    @td.function
+    def f(ds):
+        return ds.reduce(np.int64(0), lambda s, x: s + x)
+
+    @td.function
+    def g():
+        return Dataset.range(5).map(lambda x: x * 2).reduce((np.int64(0), np.int64(0)),
+                                                             lambda s, x: (s[0] + x, s[1] + 1))
+
+    assert int(f(Dataset.range(5))) == 10 and int(f(Dataset.range(0))) == 0
+    total, count = g()
+    assert (int(total), int(count)) == (20, 5)

@@ -157,7 +157,7 @@ def _check_has_value(has_value):
 
 class SymbolicDataset:
     """A dataset argument as the traced function sees it: its element_spec,
-    iteration (for loops, iter/next) and nothing else."""
+    iteration (for loops, iter/next) and reduce, nothing else."""
 
     def __init__(self, token, element_spec):
         self._token = token
@@ -168,6 +168,10 @@ class SymbolicDataset:
 
     def _ag_staged_iteration(self):
         return StagedIteration(self._token, self.element_spec)
+
+    def reduce(self, initial_state, reduce_func, name=None):
+        from treadle.data.transformations import _reduce_in_graph
+        return _reduce_in_graph(self, initial_state, reduce_func)
 
     def __getattr__(self, name):
         from treadle.data.dataset_ops import Dataset

@@ -288,6 +288,9 @@ def reduce_dataset(dataset, initial_state, reduce_func):
     """Dataset.reduce: folds reduce_func(state, element) over the dataset; the final state."""
     if dataset._cardinality() == INFINITE_CARDINALITY:
         raise errors.InvalidArgumentError(None, None, "Dataset.reduce: the dataset is infinite")
+    from treadle.framework import context
+    if context.current_graph() is not None:
+        return _reduce_in_graph(dataset, initial_state, reduce_func)
     initial = structure.to_tensors(initial_state, "reduce's initial state")
     fn, state_spec = _trace_with_state(reduce_func, initial, dataset.element_spec, "reduce",
                                        outputs_state_first=False)
@@ -295,3 +298,21 @@ def reduce_dataset(dataset, initial_state, reduce_func):
     for flat in dataset._flat_iter():
         state = fn(state + flat)
     return structure.pack(state_spec, state)
+
+
+def _reduce_in_graph(dataset, initial_state, reduce_func):
+    """Dataset.reduce inside a td.function: the same While over the dataset
+    that AutoGraph makes of `for x in dataset`, with the state as its variable."""
+    from treadle.autograph import converter
+    from treadle.autograph.operators import dataset_loops
+    fn = converter.convert(reduce_func)
+    state = [structure.to_tensors(initial_state, "reduce's initial state")]
+
+    def body(element):
+        state[0] = fn(state[0], element)
+
+    def set_state(values):
+        state[0] = values[0]
+
+    dataset_loops.for_stmt(dataset, None, body, lambda: (state[0],), set_state, ("the reduce state",), {})
+    return state[0]
