@@ -145,7 +145,9 @@ def test_cardinality_constants_and_len():
     (lambda: Dataset.range(10).repeat().skip(5), -1),
     (lambda: Dataset.range(10).repeat().batch(4), -1),
     (lambda: Dataset.range(10).shuffle(3).map(lambda x: x).prefetch(1).cache(), 10),
-    (lambda: Dataset.range(10).unbatch() if False else Dataset.range(10).batch(2).unbatch(), -2),
+    (lambda: Dataset.range(10).batch(2).unbatch(), -2),  # the batch dimension is not static
+    (lambda: Dataset.range(10).batch(2, drop_remainder=True).unbatch(), 10),
+    (lambda: Dataset.from_tensor_slices(np.zeros((3, 4, 2))).unbatch(), 12),
     (lambda: Dataset.zip((Dataset.range(3), Dataset.range(5))), 3),
     (lambda: Dataset.zip((Dataset.range(3), Dataset.range(5).repeat())), 3),
     (lambda: Dataset.range(3).concatenate(Dataset.range(5)), 8),

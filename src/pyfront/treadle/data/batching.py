@@ -4,7 +4,7 @@ import numpy as np
 
 from treadle import _core, errors
 from treadle.data import structure
-from treadle.data.dataset_ops import INFINITE_CARDINALITY, Dataset, as_count
+from treadle.data.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, as_count
 from treadle.framework import dtypes
 from treadle.framework.tensor import constant
 from treadle.framework.tensor_shape import TensorShape
@@ -136,6 +136,18 @@ class UnbatchDataset(Dataset):
     def __init__(self, input_dataset):
         self._input = input_dataset
         self._spec = structure.unbatched_spec(input_dataset.element_spec)
+
+    def _cardinality(self):
+        """Known when every component's first dimension is static (and the same), as in TensorFlow."""
+        dims = {s.shape[0] if s.shape.rank is not None else None
+                for s in structure.flat_specs(self._input.element_spec)}
+        n = self._input._cardinality()
+        if len(dims) != 1 or None in dims or n == UNKNOWN_CARDINALITY:
+            return UNKNOWN_CARDINALITY
+        dim = dims.pop()
+        if n == INFINITE_CARDINALITY:
+            return INFINITE_CARDINALITY if dim > 0 else UNKNOWN_CARDINALITY
+        return n * dim
 
     def _py_iter(self):
         for flat in self._input._flat_iter():
