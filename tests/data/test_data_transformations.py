@@ -69,12 +69,12 @@ def test_parallel_map_keeps_order_and_runs_on_threads(calls):
     seen = set()
 
     def record(x):
-        seen.add(threading.current_thread().name)
+        seen.add(threading.get_ident())
         return x
 
     ds = Dataset.range(50).map(lambda x: td.py_function(record, [x * x], td.int64), num_parallel_calls=calls)
     assert values(ds) == [i * i for i in range(50)]
-    assert all(name.startswith("td.data.map") for name in seen)
+    assert threading.get_ident() not in seen  # the map's own threads ran it
 
 
 def test_parallel_map_nondeterministic_keeps_elements():
@@ -278,3 +278,29 @@ def test_apply():
 def test_element_spec_through_a_pipeline():
     ds = Dataset.from_tensor_slices(np.zeros((10, 3), np.float32)).map(lambda x: (x, td.reduce_sum(x))).batch(4)
     assert ds.element_spec == (td.TensorSpec([None, 3], td.float32), td.TensorSpec([None], td.float32))
+
+
+def test_parallel_map_over_a_python_stage_and_dropped_early():
+    def gen():
+        yield from range(30)
+
+    src = Dataset.from_generator(gen, output_signature=td.TensorSpec([], td.int64))
+    ds = src.map(lambda x: x + 1, num_parallel_calls=3).prefetch(2)
+    assert values(ds) == list(range(1, 31))
+    it = iter(Dataset.range(10**6).map(lambda x: x * 2, num_parallel_calls=4))
+    assert [int(next(it)) for _ in range(5)] == [0, 2, 4, 6, 8]
+    del it  # joins the map's threads, which were at most 8 elements ahead
+
+
+def test_parallel_map_error_ends_the_stage():
+    def check(x):
+        if int(x) == 7:
+            raise ValueError("seven")
+        return x
+
+    it = iter(Dataset.range(20).map(lambda x: td.py_function(check, [x], td.int64), num_parallel_calls=4))
+    assert [int(next(it)) for _ in range(7)] == list(range(7))
+    with pytest.raises(ValueError, match="seven"):
+        next(it)
+    with pytest.raises(StopIteration):
+        next(it)

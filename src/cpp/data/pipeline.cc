@@ -4,6 +4,7 @@
 #include <cstring>
 #include <deque>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -228,6 +229,128 @@ class FunctionDef : public StageDef {
   bool filter_;
 };
 
+// Worker threads pull input elements (one at a time: stages are not
+// thread-safe), run the function unlocked and file the results by sequence
+// number; Next hands them out in order (or in completion order).
+class ParallelMapIt : public Stage {
+ public:
+  ParallelMapIt(std::shared_ptr<const StageDef> def, std::unique_ptr<Stage> input, const graph::Executable* fn,
+                const std::vector<Tensor>* captures, int threads, bool deterministic)
+      : def_(std::move(def)), input_(std::move(input)), fn_(fn), captures_(captures),
+        max_ahead_(2 * static_cast<size_t>(threads)), deterministic_(deterministic) {
+    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { Work(); });
+  }
+  ~ParallelMapIt() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      cancelled_ = true;
+    }
+    changed_.notify_all();
+    for (std::thread& t : workers_) t.join();
+    input_.reset();
+  }
+
+  bool Next(Element* out) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      if (failed_) return false;
+      auto it = deterministic_ ? results_.find(next_out_) : results_.begin();
+      if (it != results_.end()) {
+        Result r = std::move(it->second);
+        results_.erase(it);
+        ++next_out_;
+        changed_.notify_all();
+        if (r.error) {
+          failed_ = true;
+          std::rethrow_exception(r.error);
+        }
+        *out = std::move(r.element);
+        return true;
+      }
+      if (input_done_ && in_flight_ == 0) return false;
+      changed_.wait(lock);
+    }
+  }
+
+ private:
+  struct Result {
+    Element element;
+    std::exception_ptr error;
+  };
+
+  void Work() {
+    for (;;) {
+      Element in;
+      int64_t seq;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        changed_.wait(lock, [&] { return cancelled_ || input_done_ || results_.size() + in_flight_ < max_ahead_; });
+        if (cancelled_ || input_done_) return;
+        bool more;
+        try {
+          more = input_->Next(&in);
+        } catch (...) {
+          results_[next_in_++] = Result{{}, std::current_exception()};
+          more = false;
+        }
+        if (!more) {
+          input_done_ = true;
+          changed_.notify_all();
+          return;
+        }
+        seq = next_in_++;
+        ++in_flight_;
+      }
+      Result r;
+      try {
+        r.element = RunFunction(*fn_, std::move(in), *captures_);
+      } catch (...) {
+        r.error = std::current_exception();
+      }
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        --in_flight_;
+        results_[seq] = std::move(r);
+      }
+      changed_.notify_all();
+    }
+  }
+
+  std::shared_ptr<const StageDef> def_;  // owns *fn_ and *captures_
+  std::unique_ptr<Stage> input_;
+  const graph::Executable* fn_;
+  const std::vector<Tensor>* captures_;
+  size_t max_ahead_;
+  bool deterministic_;
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<int64_t, Result> results_;
+  int64_t next_in_ = 0, next_out_ = 0;
+  size_t in_flight_ = 0;
+  bool input_done_ = false, cancelled_ = false, failed_ = false;
+  std::vector<std::thread> workers_;
+};
+
+class ParallelMapDef : public StageDef {
+ public:
+  ParallelMapDef(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> captures, int threads, bool deterministic)
+      : input_(std::move(input)), fn_(std::move(fn)), captures_(std::move(captures)), threads_(threads),
+        deterministic_(deterministic) {
+    if (threads < 1) ThrowInvalidArgument("map: num_parallel_calls must be positive, got ", threads);
+  }
+  std::unique_ptr<Stage> MakeIterator() const override {
+    return std::make_unique<ParallelMapIt>(shared_from_this(), input_->MakeIterator(), fn_.get(), &captures_,
+                                           threads_, deterministic_);
+  }
+
+ private:
+  StageDefPtr input_;
+  ExecutablePtr fn_;
+  std::vector<Tensor> captures_;
+  int threads_;
+  bool deterministic_;
+};
+
 // ------------------------------------------------------------------ batch, take, repeat
 class BatchIt : public Stage {
  public:
@@ -435,6 +558,11 @@ StageDefPtr Map(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> capture
 }
 StageDefPtr Filter(StageDefPtr input, ExecutablePtr predicate, std::vector<Tensor> captures) {
   return std::make_shared<FunctionDef>(std::move(input), std::move(predicate), std::move(captures), true);
+}
+StageDefPtr ParallelMap(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> captures, int threads,
+                        bool deterministic) {
+  return std::make_shared<ParallelMapDef>(std::move(input), std::move(fn), std::move(captures), threads,
+                                          deterministic);
 }
 StageDefPtr Batch(StageDefPtr input, int64_t batch_size, bool drop_remainder) {
   CheckPositive(batch_size, "batch_size");

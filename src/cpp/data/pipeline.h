@@ -61,6 +61,11 @@ StageDefPtr ExternalSource(std::function<std::unique_ptr<Stage>()> make);
 // Transformations. `fn` takes the element's components then `captures`.
 StageDefPtr Map(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> captures);
 StageDefPtr Filter(StageDefPtr input, ExecutablePtr predicate, std::vector<Tensor> captures);
+// Map on `threads` threads of its own, at most 2 * threads elements ahead;
+// deterministic: in the input's order, else each as soon as it is ready. An
+// error is raised at its element's place (deterministic) and ends the stage.
+StageDefPtr ParallelMap(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> captures, int threads,
+                        bool deterministic);
 StageDefPtr Batch(StageDefPtr input, int64_t batch_size, bool drop_remainder);
 StageDefPtr Take(StageDefPtr input, int64_t count);  // count < 0: all
 StageDefPtr Repeat(StageDefPtr input, int64_t count);  // count < 0: forever

@@ -120,6 +120,10 @@ void RegisterData(py::module_& m) {
   m.def("data_filter", [](const PyStage& in, const PyExecutable& fn, const py::list& caps) {
     return FunctionStage(in, fn, caps, true);
   });
+  m.def("data_parallel_map", [](const PyStage& in, const PyExecutable& fn, const py::list& caps, int threads,
+                                bool deterministic) {
+    return PyStage{data::ParallelMap(in.def, fn.executable, TensorsFromPy(caps, "captures"), threads, deterministic)};
+  });
   m.def("data_batch", [](const PyStage& in, int64_t size, bool drop) { return PyStage{data::Batch(in.def, size, drop)}; });
   m.def("data_take", [](const PyStage& in, int64_t n) { return PyStage{data::Take(in.def, n)}; });
   m.def("data_repeat", [](const PyStage& in, int64_t n) { return PyStage{data::Repeat(in.def, n)}; });

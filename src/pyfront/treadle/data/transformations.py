@@ -1,8 +1,6 @@
 """Element-wise and ordering transformations: map, filter, shuffle, repeat,
 take, skip, cache, take_while, scan and reduce."""
 
-import collections
-import concurrent.futures
 import itertools
 import threading
 
@@ -17,8 +15,8 @@ from treadle.framework import dtypes
 
 
 class MapDataset(Dataset):
-    """map: the traced function on every element; with num_parallel_calls,
-    elements run on that many threads at once (the graph runs without the
+    """map: the traced function on every element, in C++; with
+    num_parallel_calls, on that many C++ threads (the graph runs without the
     GIL), in order unless deterministic=False."""
 
     def __init__(self, input_dataset, map_func, num_parallel_calls, deterministic):
@@ -29,37 +27,14 @@ class MapDataset(Dataset):
         self._deterministic = deterministic is not False
 
     def _cpp_stage(self):
-        if self._threads > 1:  # parallel calls run on Python threads (_py_iter)
-            return None
         executable, captures = self._fn.executable()
-        return _core.data_map(self._input._input_stage(), executable, captures)
-
-    def _py_iter(self):
-        return _parallel_map(self._fn, self._input._flat_iter(), self._threads, self._deterministic)
+        if self._threads == 1:
+            return _core.data_map(self._input._input_stage(), executable, captures)
+        return _core.data_parallel_map(self._input._input_stage(), executable, captures, self._threads,
+                                       self._deterministic)
 
     def _cardinality(self):
         return self._input._cardinality()
-
-
-def _parallel_map(fn, source, threads, deterministic):
-    """fn over source on a pool, keeping `threads` calls in flight."""
-    with concurrent.futures.ThreadPoolExecutor(threads, thread_name_prefix="td.data.map") as pool:
-        pending = collections.deque()
-        for flat in source:
-            pending.append(pool.submit(fn, flat))
-            if len(pending) >= threads:
-                yield _next_done(pending, deterministic)
-        while pending:
-            yield _next_done(pending, deterministic)
-
-
-def _next_done(pending, deterministic):
-    if deterministic:
-        return pending.popleft().result()
-    done, _ = concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
-    first = next(f for f in pending if f in done)
-    pending.remove(first)
-    return first.result()
 
 
 def _predicate(fn, spec, what, arg_specs=None):
