@@ -1,11 +1,13 @@
 #include "data/pipeline.h"
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <exception>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
 #include <utility>
 
@@ -417,7 +419,73 @@ class RepeatIt : public Stage {
   bool produced_ = false;
 };
 
-enum class Kind { kBatch, kTake, kRepeat };
+class SkipIt : public Stage {
+ public:
+  SkipIt(std::unique_ptr<Stage> input, int64_t count) : input_(std::move(input)), count_(count) {}
+  bool Next(Element* out) override {
+    for (; count_ != 0; count_ = count_ > 0 ? count_ - 1 : count_) {
+      if (!input_->Next(out)) return false;
+    }
+    return input_->Next(out);
+  }
+
+ private:
+  std::unique_ptr<Stage> input_;
+  int64_t count_;
+};
+
+class ShuffleIt : public Stage {
+ public:
+  ShuffleIt(std::unique_ptr<Stage> input, size_t size, std::seed_seq& seeds)
+      : input_(std::move(input)), size_(size), rng_(seeds) {}
+  bool Next(Element* out) override {
+    while (!input_done_ && buffer_.size() < size_) {
+      Element e;
+      if (!input_->Next(&e)) {
+        input_done_ = true;
+        break;
+      }
+      buffer_.push_back(std::move(e));
+    }
+    if (buffer_.empty()) return false;
+    const size_t i = std::uniform_int_distribution<size_t>(0, buffer_.size() - 1)(rng_);
+    *out = std::move(buffer_[i]);
+    if (i != buffer_.size() - 1) buffer_[i] = std::move(buffer_.back());
+    buffer_.pop_back();
+    return true;
+  }
+
+ private:
+  std::unique_ptr<Stage> input_;
+  size_t size_;
+  std::mt19937_64 rng_;
+  std::vector<Element> buffer_;
+  bool input_done_ = false;
+};
+
+class ShuffleDef : public StageDef {
+ public:
+  ShuffleDef(StageDefPtr input, int64_t size, uint64_t seed, uint64_t seed2, bool reshuffle)
+      : input_(std::move(input)), size_(size), seed_(seed), seed2_(seed2), reshuffle_(reshuffle) {
+    if (size < 1) ThrowInvalidArgument("shuffle: buffer_size must be greater than zero, got ", size);
+  }
+  std::unique_ptr<Stage> MakeIterator() const override {
+    const uint64_t epoch = reshuffle_ ? epochs_.fetch_add(1) : 0;
+    std::seed_seq seeds{static_cast<uint32_t>(seed_), static_cast<uint32_t>(seed_ >> 32),
+                        static_cast<uint32_t>(seed2_), static_cast<uint32_t>(seed2_ >> 32),
+                        static_cast<uint32_t>(epoch), static_cast<uint32_t>(epoch >> 32)};
+    return std::make_unique<ShuffleIt>(input_->MakeIterator(), static_cast<size_t>(size_), seeds);
+  }
+
+ private:
+  StageDefPtr input_;
+  int64_t size_;
+  uint64_t seed_, seed2_;
+  bool reshuffle_;
+  mutable std::atomic<uint64_t> epochs_{0};
+};
+
+enum class Kind { kBatch, kTake, kSkip, kRepeat };
 
 class SimpleDef : public StageDef {
  public:
@@ -427,6 +495,7 @@ class SimpleDef : public StageDef {
     switch (kind_) {
       case Kind::kBatch: return std::make_unique<BatchIt>(input_->MakeIterator(), n_, flag_);
       case Kind::kTake: return std::make_unique<TakeIt>(input_->MakeIterator(), n_);
+      case Kind::kSkip: return std::make_unique<SkipIt>(input_->MakeIterator(), n_);
       default: return std::make_unique<RepeatIt>(input_, n_);
     }
   }
@@ -570,6 +639,12 @@ StageDefPtr Batch(StageDefPtr input, int64_t batch_size, bool drop_remainder) {
 }
 StageDefPtr Take(StageDefPtr input, int64_t count) {
   return std::make_shared<SimpleDef>(std::move(input), Kind::kTake, count, false);
+}
+StageDefPtr Skip(StageDefPtr input, int64_t count) {
+  return std::make_shared<SimpleDef>(std::move(input), Kind::kSkip, count, false);
+}
+StageDefPtr Shuffle(StageDefPtr input, int64_t buffer_size, uint64_t seed, uint64_t seed2, bool reshuffle) {
+  return std::make_shared<ShuffleDef>(std::move(input), buffer_size, seed, seed2, reshuffle);
 }
 StageDefPtr Repeat(StageDefPtr input, int64_t count) {
   return std::make_shared<SimpleDef>(std::move(input), Kind::kRepeat, count, false);

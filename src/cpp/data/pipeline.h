@@ -68,6 +68,13 @@ StageDefPtr ParallelMap(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor>
                         bool deterministic);
 StageDefPtr Batch(StageDefPtr input, int64_t batch_size, bool drop_remainder);
 StageDefPtr Take(StageDefPtr input, int64_t count);  // count < 0: all
+StageDefPtr Skip(StageDefPtr input, int64_t count);  // count < 0: all
+// TensorFlow's shuffle buffer: each output is a uniformly drawn element of a
+// buffer of buffer_size, replaced by the next input. The stream of draws is
+// seeded by (seed, seed2) and, with reshuffle_each_iteration, by the number of
+// iterations made before (so every iteration differs, reproducibly).
+StageDefPtr Shuffle(StageDefPtr input, int64_t buffer_size, uint64_t seed, uint64_t seed2,
+                    bool reshuffle_each_iteration);
 StageDefPtr Repeat(StageDefPtr input, int64_t count);  // count < 0: forever
 StageDefPtr Prefetch(StageDefPtr input, int64_t buffer_size);
 

@@ -1,7 +1,6 @@
 """Element-wise and ordering transformations: map, filter, shuffle, repeat,
 take, skip, cache, take_while, scan and reduce."""
 
-import itertools
 import threading
 
 import numpy as np
@@ -72,10 +71,11 @@ class TakeWhileDataset(Dataset):
 
 
 class ShuffleDataset(Dataset):
-    """shuffle: TensorFlow's buffer algorithm. A buffer of buffer_size elements
-    is filled; each output is a uniformly chosen buffer element, replaced by
-    the next input. With a seed (or a global seed, td.random.set_seed) the
-    orders are reproducible; reshuffle_each_iteration=False repeats one order."""
+    """shuffle: TensorFlow's buffer algorithm, in C++. A buffer of buffer_size
+    elements is filled; each output is a uniformly chosen buffer element,
+    replaced by the next input. With a seed (or a global seed,
+    td.random.set_seed) the orders are reproducible; reshuffle_each_iteration
+    =False repeats one order."""
 
     def __init__(self, input_dataset, buffer_size, seed, reshuffle_each_iteration):
         from treadle.ops import random_ops
@@ -90,32 +90,12 @@ class ShuffleDataset(Dataset):
             seed1, seed2 = (int(x) for x in np.random.SeedSequence().generate_state(2))
         self._seeds = (seed1, seed2)
         self._reshuffle = bool(reshuffle_each_iteration)
-        self._epochs = itertools.count()
-        self._lock = threading.Lock()
 
-    def _py_iter(self):
-        with self._lock:
-            epoch = next(self._epochs) if self._reshuffle else 0
-        rng = np.random.default_rng([*self._seeds, epoch])
-        return _shuffled(self._input._flat_iter(), self._buffer_size, rng)
+    def _cpp_stage(self):
+        return _core.data_shuffle(self._input._input_stage(), self._buffer_size, *self._seeds, self._reshuffle)
 
     def _cardinality(self):
         return self._input._cardinality()
-
-
-def _shuffled(source, buffer_size, rng):
-    buffer = []
-    for flat in source:
-        if len(buffer) < buffer_size:
-            buffer.append(flat)
-            continue
-        i = int(rng.integers(buffer_size))
-        yield buffer[i]
-        buffer[i] = flat
-    while buffer:
-        i = int(rng.integers(len(buffer)))
-        buffer[i], buffer[-1] = buffer[-1], buffer[i]
-        yield buffer.pop()
 
 
 class RepeatDataset(Dataset):
@@ -167,13 +147,8 @@ class SkipDataset(Dataset):
         self._spec = input_dataset.element_spec
         self._count = as_count(count, "skip's count")
 
-    def _py_iter(self):
-        it = self._input._flat_iter()
-        if self._count < 0:  # skip everything
-            for _ in it:
-                pass
-            return iter(())
-        return itertools.islice(it, self._count, None)
+    def _cpp_stage(self):
+        return _core.data_skip(self._input._input_stage(), self._count)
 
     def _cardinality(self):
         n = self._input._cardinality()
