@@ -157,3 +157,24 @@ def test_reduce_inside_a_function():
     assert int(f(Dataset.range(5))) == 10 and int(f(Dataset.range(0))) == 0
     total, count = g()
     assert (int(total), int(count)) == (20, 5)
+
+
+def test_reference_examples_print_what_tensorflow_prints(capfd):
+    # the AutoGraph reference: a loop over a dataset, with and without break
+    @td.function
+    def f(ds):
+        for x in ds:
+            td.print(x)
+
+    @td.function
+    def g():
+        for i in Dataset.range(10):
+            if i > 3:
+                break
+            td.print(i)
+
+    capfd.readouterr()
+    f(Dataset.range(3))
+    g()
+    out, err = capfd.readouterr()
+    assert (out + err).split() == ["0", "1", "2", "0", "1", "2", "3"]
