@@ -15,7 +15,7 @@ class InterleaveDataset(Dataset):
     The element_spec is that of the first dataset map_func returns, unless
     the caller knows it."""
 
-    def __init__(self, input_dataset, map_func, cycle_length, block_length, element_spec=None, traced=True):
+    def __init__(self, input_dataset, map_func, cycle_length, block_length, element_spec=None):
         self._input = input_dataset
         self._map_func = map_func
         cycle = AUTOTUNE if cycle_length is None else as_count(cycle_length, "cycle_length")

@@ -93,7 +93,7 @@ class TFRecordDataset(Dataset):
         if cycle < 1:
             raise ValueError(f"num_parallel_reads must be positive or td.data.AUTOTUNE, got {cycle}")
         from treadle.data.interleave import InterleaveDataset
-        self._records = InterleaveDataset(files, read, cycle, 1, element_spec=self._spec, traced=False)
+        self._records = InterleaveDataset(files, read, cycle, 1, element_spec=self._spec)
 
     def _cpp_stage(self):
         return None if self._paths is None else _core.data_records(self._paths, self._compression)
