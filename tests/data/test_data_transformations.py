@@ -304,3 +304,10 @@ def test_parallel_map_error_ends_the_stage():
         next(it)
     with pytest.raises(StopIteration):
         next(it)
+
+
+def test_parallel_map_with_a_huge_parallelism_is_bounded():
+    ds = Dataset.range(10).map(lambda x: x + 1, num_parallel_calls=10**9)
+    assert values(ds) == list(range(1, 11))
+    with pytest.raises(ValueError, match="num_parallel_calls"):
+        Dataset.range(3).map(lambda x: x, num_parallel_calls=0)

@@ -12,6 +12,7 @@ import numpy as np
 AUTOTUNE = -1
 INFINITE_CARDINALITY = -1
 UNKNOWN_CARDINALITY = -2
+_MAX_THREADS = 64
 
 
 class Dataset:
@@ -230,7 +231,7 @@ def parallelism(num_parallel_calls):
         return max(2, os.cpu_count() or 2)
     if n < 1:
         raise ValueError(f"num_parallel_calls must be positive or td.data.AUTOTUNE, got {n}")
-    return n
+    return min(n, _MAX_THREADS)  # parallelism beyond this only costs threads
 
 
 def check_dataset(value, what):
