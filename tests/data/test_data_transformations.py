@@ -311,3 +311,18 @@ def test_parallel_map_with_a_huge_parallelism_is_bounded():
     assert values(ds) == list(range(1, 11))
     with pytest.raises(ValueError, match="num_parallel_calls"):
         Dataset.range(3).map(lambda x: x, num_parallel_calls=0)
+
+
+def test_unbatch_of_ragged_first_dimensions_fails_at_that_element():
+    def gen():
+        yield np.arange(2), np.arange(2)
+        yield np.arange(3), np.arange(2)
+
+    ds = Dataset.from_generator(gen, output_signature=(td.TensorSpec([None], td.int64),
+                                                       td.TensorSpec([None], td.int64))).unbatch()
+    it = iter(ds)
+    assert [tuple(int(v) for v in next(it)) for _ in range(2)] == [(0, 0), (1, 1)]
+    with pytest.raises(td.errors.InvalidArgumentError, match="first dimensions differ"):
+        next(it)
+    with pytest.raises(ValueError, match="scalar"):
+        Dataset.range(3).unbatch()

@@ -419,6 +419,42 @@ class RepeatIt : public Stage {
   bool produced_ = false;
 };
 
+class UnbatchIt : public Stage {
+ public:
+  explicit UnbatchIt(std::unique_ptr<Stage> input) : input_(std::move(input)) {}
+  bool Next(Element* out) override {
+    while (row_ >= rows_) {
+      if (!input_->Next(&current_)) return false;
+      rows_ = -1;
+      for (size_t k = 0; k < current_.size(); ++k) {
+        const Tensor& t = current_[k];
+        if (t.rank() == 0 || IsHandle(t.dtype())) {
+          ThrowInvalidArgument("unbatch: component ", k, " is a ", t.rank() == 0 ? "scalar" : "handle");
+        }
+        if (rows_ >= 0 && t.dim(0) != rows_) {
+          ThrowInvalidArgument("unbatch: the components' first dimensions differ: ", rows_, " vs. ", t.dim(0),
+                               " (component ", k, ")");
+        }
+        rows_ = t.dim(0);
+      }
+      row_ = 0;
+    }
+    out->clear();
+    for (const Tensor& c : current_) {
+      Tensor row(c.dtype(), Dims(c.shape().begin() + 1, c.shape().end()));
+      CopyElements(c, row_ * row.num_elements(), row, 0, row.num_elements());
+      out->push_back(std::move(row));
+    }
+    ++row_;
+    return true;
+  }
+
+ private:
+  std::unique_ptr<Stage> input_;
+  Element current_;
+  int64_t rows_ = 0, row_ = 0;
+};
+
 class SkipIt : public Stage {
  public:
   SkipIt(std::unique_ptr<Stage> input, int64_t count) : input_(std::move(input)), count_(count) {}
@@ -485,7 +521,7 @@ class ShuffleDef : public StageDef {
   mutable std::atomic<uint64_t> epochs_{0};
 };
 
-enum class Kind { kBatch, kTake, kSkip, kRepeat };
+enum class Kind { kBatch, kUnbatch, kTake, kSkip, kRepeat };
 
 class SimpleDef : public StageDef {
  public:
@@ -494,6 +530,7 @@ class SimpleDef : public StageDef {
   std::unique_ptr<Stage> MakeIterator() const override {
     switch (kind_) {
       case Kind::kBatch: return std::make_unique<BatchIt>(input_->MakeIterator(), n_, flag_);
+      case Kind::kUnbatch: return std::make_unique<UnbatchIt>(input_->MakeIterator());
       case Kind::kTake: return std::make_unique<TakeIt>(input_->MakeIterator(), n_);
       case Kind::kSkip: return std::make_unique<SkipIt>(input_->MakeIterator(), n_);
       default: return std::make_unique<RepeatIt>(input_, n_);
@@ -639,6 +676,9 @@ StageDefPtr Batch(StageDefPtr input, int64_t batch_size, bool drop_remainder) {
 }
 StageDefPtr Take(StageDefPtr input, int64_t count) {
   return std::make_shared<SimpleDef>(std::move(input), Kind::kTake, count, false);
+}
+StageDefPtr Unbatch(StageDefPtr input) {
+  return std::make_shared<SimpleDef>(std::move(input), Kind::kUnbatch, 0, false);
 }
 StageDefPtr Skip(StageDefPtr input, int64_t count) {
   return std::make_shared<SimpleDef>(std::move(input), Kind::kSkip, count, false);

@@ -67,6 +67,9 @@ StageDefPtr Filter(StageDefPtr input, ExecutablePtr predicate, std::vector<Tenso
 StageDefPtr ParallelMap(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> captures, int threads,
                         bool deterministic);
 StageDefPtr Batch(StageDefPtr input, int64_t batch_size, bool drop_remainder);
+// The rows of every element (components split along their first dimension,
+// which must be the same for all of them).
+StageDefPtr Unbatch(StageDefPtr input);
 StageDefPtr Take(StageDefPtr input, int64_t count);  // count < 0: all
 StageDefPtr Skip(StageDefPtr input, int64_t count);  // count < 0: all
 // TensorFlow's shuffle buffer: each output is a uniformly drawn element of a

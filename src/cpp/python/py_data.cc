@@ -126,6 +126,7 @@ void RegisterData(py::module_& m) {
   });
   m.def("data_batch", [](const PyStage& in, int64_t size, bool drop) { return PyStage{data::Batch(in.def, size, drop)}; });
   m.def("data_take", [](const PyStage& in, int64_t n) { return PyStage{data::Take(in.def, n)}; });
+  m.def("data_unbatch", [](const PyStage& in) { return PyStage{data::Unbatch(in.def)}; });
   m.def("data_skip", [](const PyStage& in, int64_t n) { return PyStage{data::Skip(in.def, n)}; });
   m.def("data_shuffle", [](const PyStage& in, int64_t size, uint64_t seed, uint64_t seed2, bool reshuffle) {
     return PyStage{data::Shuffle(in.def, size, seed, seed2, reshuffle)};

@@ -149,13 +149,5 @@ class UnbatchDataset(Dataset):
             return INFINITE_CARDINALITY if dim > 0 else UNKNOWN_CARDINALITY
         return n * dim
 
-    def _py_iter(self):
-        for flat in self._input._flat_iter():
-            sizes = {t.shape[0] for t in flat}
-            if len(sizes) != 1:
-                raise errors.InvalidArgumentError(
-                    None, None, f"unbatch: the components' first dimensions differ: "
-                                f"{[t.shape[0] for t in flat]}")
-            arrays = [t.numpy() for t in flat]
-            for i in range(sizes.pop()):
-                yield [constant(a[i]) for a in arrays]
+    def _cpp_stage(self):
+        return _core.data_unbatch(self._input._input_stage())
