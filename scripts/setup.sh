@@ -14,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # --- system packages: the protobuf compiler and C++ library, a C++ toolchain, CMake
 # libhwy-dev: Google Highway, the portable SIMD kernels; ccache: rebuilds in
 # other clones and worktrees reuse compiled objects.
-APT_PACKAGES=(protobuf-compiler libprotobuf-dev libhwy-dev ccache cmake g++ make)
+APT_PACKAGES=(protobuf-compiler libprotobuf-dev libhwy-dev ccache zlib1g-dev cmake g++ make)
 PYTHON=${PYTHON:-python3}
 # Debian's own python3 keeps venv in a separate package (pyenv's Python has it).
 "$PYTHON" -c "import ensurepip, venv" 2>/dev/null || APT_PACKAGES+=(python3-venv)

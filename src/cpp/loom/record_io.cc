@@ -44,6 +44,20 @@ void Store64(unsigned char* p, uint64_t v) {
 
 uint64_t Load64(const unsigned char* p) { return uint64_t(Load32(p)) | uint64_t(Load32(p + 4)) << 32; }
 
+// A file that starts like a GZIP or ZLIB stream was compressed as a whole (as
+// TensorFlow writes compressed record files): say so, for the first record.
+std::string CompressionHint(const unsigned char* head) {
+  if (head[0] == 0x1f && head[1] == 0x8b) {
+    return "; the file looks GZIP-compressed: read it with compression_type='GZIP' (td.data.TFRecordDataset, "
+           "td.loom.read_schedules)";
+  }
+  if ((head[0] & 0x0f) == 8 && (head[0] >> 4) <= 7 && ((head[0] << 8) | head[1]) % 31 == 0) {
+    return "; the file looks ZLIB-compressed: read it with compression_type='ZLIB' (td.data.TFRecordDataset, "
+           "td.loom.read_schedules)";
+  }
+  return "";
+}
+
 }  // namespace
 
 uint32_t Crc32c(const void* data, size_t size, uint32_t crc) {
@@ -97,7 +111,7 @@ bool RecordReader::Next(std::string* out) {
   }
   if (MaskCrc(Crc32c(header, 8)) != Load32(header + 8)) {
     throw Error(Code::kDataLoss, StrCat(path_, ": corrupted record at byte offset ", offset_, " (record ", count_,
-                                        "): the length's checksum does not match"));
+                                        "): the length's checksum does not match", offset_ == 0 ? CompressionHint(header) : ""));
   }
   const uint64_t length = Load64(header);
   if (length > kMaxRecordBytes) {

@@ -12,5 +12,6 @@ PYBIND11_MODULE(_core, m) {
   treadle::python::RegisterDispatch(m);
   treadle::python::RegisterDLPack(m);
   treadle::python::RegisterLoom(m);
+  treadle::python::RegisterData(m);
   treadle::parallel::NumThreads();  // BLAS single-threaded from the start: treadle's pool parallelises
 }

@@ -14,7 +14,16 @@
 
 namespace py = pybind11;
 
+namespace treadle::graph {
+class Executable;
+}
+
 namespace treadle::python {
+
+// _core.Executable: a planned graph (py_graph.cc); td.data's map stages run it too.
+struct PyExecutable {
+  std::shared_ptr<const graph::Executable> executable;
+};
 
 // The Python DType objects (treadle.dtypes.float32, ...), registered by the
 // front end at import so that `.dtype` returns them without a lookup.
@@ -49,5 +58,6 @@ void RegisterGraph(py::module_& m);
 void RegisterDispatch(py::module_& m);
 void RegisterDLPack(py::module_& m);  // after RegisterTensor: adds EagerTensor methods
 void RegisterLoom(py::module_& m);
+void RegisterData(py::module_& m);
 
 }  // namespace treadle::python

@@ -11,10 +11,6 @@ void RegisterPyFuncDispatcher(py::module_& m);  // py_func.cc
 
 namespace {
 
-struct PyExecutable {
-  std::shared_ptr<const graph::Executable> executable;
-};
-
 graph::LoadedGraph Load(const py::bytes& data) {
   std::string_view view(data);
   py::gil_scoped_release nogil;  // the bytes object stays alive and immutable meanwhile

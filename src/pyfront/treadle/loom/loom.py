@@ -15,6 +15,7 @@ from treadle.framework import ops
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded
+from treadle.loom import foreign_schedules
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
 from treadle.loom.type_shape import TypeShape, type_shape_of
 from treadle.loom.weaver import Weaver
@@ -258,6 +259,46 @@ class Loom:
         self._set_loom_def(loom_def)
         return self
 
+    def weaving_loom(self):
+        """A loom that only makes weavers (like dry_run=True), rebuilt from this
+        loom's metadata: it holds no values or functions, pickles as that
+        metadata, and its schedules carry this loom's fingerprint. Worker
+        processes weave with it (td.data.experimental.parallel_weave)."""
+        return Loom._weaving_only(self._metadata.SerializeToString())
+
+    @classmethod
+    def _weaving_only(cls, metadata_bytes):
+        md = loom_pb2.LoomMetadata()
+        md.ParseFromString(metadata_bytes)
+        self = cls.__new__(cls)
+        self._max_depth = md.max_depth or None
+        self._dry_run = True
+        try:
+            self._type_shapes = [TypeShape(dtypes._ALL[ts.dtype], tuple(ts.shape), ts.tag) for ts in md.type_shapes]
+            self._named = [(nt.name, None, self._type_shapes[nt.type_shape]) for nt in md.named_tensors]
+            self._batch_input_order = [self._type_shapes[i] for i in md.batch_input_type_shapes]
+        except (IndexError, TypeError) as e:
+            raise ValueError(f"the loom metadata is invalid: {e}") from None
+        self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
+        self._named_tensor_names = [name for name, _, _ in self._named]
+        self._named_tensor_indices = {name: i for i, name in enumerate(self._named_tensor_names)}
+        self._ops = [(op.name, None) for op in md.ops[len(self._type_shapes):]]
+        self._batch_inputs = {}
+        self._check_names()
+        self._metadata = md
+        self._spec = _core.LoomSpec(metadata_bytes)
+        self._constant_keys = {}
+        self._traced = None
+        self._loom_def = None
+        return self
+
+    def __reduce__(self):
+        if not self._dry_run:
+            raise TypeError("a td.loom.Loom holding its ops' functions and values cannot be pickled; pickle "
+                            "loom.weaving_loom() (it makes the same schedules) or rebuild the loom in the other "
+                            "process")
+        return (Loom._weaving_only, (self._metadata.SerializeToString(),))
+
     # ------------------------------------------------------------ description
     @property
     def type_shapes(self):
@@ -426,8 +467,12 @@ class Loom:
             if eager:
                 return self._spec.merge(messages)
             return constant(np.array(messages, dtype=object)) if messages else constant([], dtype="string")
-        raise TypeError(f"a loom schedule must be a Weaver, serialized WeaverMessage bytes, a list of those or a "
-                        f"string tensor, got {type(schedule).__name__}")
+        converted = foreign_schedules.as_messages(schedule)
+        if converted is not None:
+            return self._schedule_tensor(converted)
+        raise TypeError(f"a loom schedule must be a Weaver, serialized WeaverMessage bytes, a list of those, a "
+                        f"string tensor or an object with the buffer protocol or DLPack, got "
+                        f"{type(schedule).__name__}")
 
     # ------------------------------------------------------------ saving
     def _save_to_file(self, path):
@@ -454,4 +499,7 @@ def _message_bytes(schedule):
         return schedule.serialize()
     if isinstance(schedule, (bytes, bytearray, memoryview)):
         return bytes(schedule)
+    converted = foreign_schedules.as_messages(schedule)
+    if isinstance(converted, bytes):
+        return converted
     raise TypeError(f"expected a Weaver or serialized WeaverMessage bytes, got {type(schedule).__name__}")

@@ -104,5 +104,15 @@ class Weaver(_core.LoomWeaver):
                                  leaf_index, self._loom._op_index(node_op), ts_index,
                                  leaf_input_kind == "batch_input", [int(j) for j in root_outputs])
 
+    def __reduce__(self):
+        """Pickles as its schedule and the loom's weaving-only description;
+        unpickled, it is a weaver of that description holding the same results."""
+        loom = self._loom if self._loom._dry_run else self._loom.weaving_loom()
+        return (_weaver_from_message, (loom, self.serialize()))
+
     def __repr__(self):
         return f"<td.loom.Weaver: {self.num_results} results, depth {self.deepest}>"
+
+
+def _weaver_from_message(loom, message):
+    return loom.deserialize_weaver(message)

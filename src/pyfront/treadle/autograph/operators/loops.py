@@ -4,7 +4,7 @@ a tensor of the graph being traced. A Python loop whose condition, or whose
 break/return flag, becomes a tensor is an error: it cannot turn into a graph
 loop half-way."""
 
-from treadle.autograph.operators import errors, iteration, logical, tensors
+from treadle.autograph.operators import dataset_loops, errors, iteration, logical, tensors
 from treadle.autograph.operators.conditionals import contains_tensor, describe
 from treadle.autograph.operators.graph_loops import staged_loop
 from treadle.framework import context
@@ -54,6 +54,8 @@ def _python_while(cond, test, body, get_state, names, opts):
 # ------------------------------------------------------------------ for
 
 def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
+    if dataset_loops.is_staged_iterable(iter_):  # td.data datasets and iterators
+        return dataset_loops.for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts)
     source = iteration.staged_source(iter_)
     if source is None:
         _python_for(iter_, extra_test, body, get_state, symbol_names, opts)

@@ -1,0 +1,88 @@
+// td.data pipelines in C++: stages that pass elements (vectors of tensors)
+// from one to the next without Python. A StageDef describes a stage; each
+// iteration of a dataset makes fresh iterators from it (MakeIterator), so one
+// description serves any number of concurrent iterations.
+//
+// Prefetch runs its input in a thread of its own, a bounded number of
+// elements ahead; map and filter run traced graphs (graph::Executable) on
+// the calling thread. Python stages plug in through ExternalSource (the
+// bindings wrap a Python iterator in one), taking the GIL only there.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "data/record_file.h"
+#include "tensor/tensor.h"
+
+namespace treadle::graph {
+class Executable;
+}
+
+namespace treadle::data {
+
+using Element = std::vector<Tensor>;
+
+class Stage {
+ public:
+  virtual ~Stage() = default;
+  // The next element into *out; false at the end. Errors are thrown, and a
+  // stage that threw is not asked again.
+  virtual bool Next(Element* out) = 0;
+};
+
+// Iterators keep their description alive (shared_from_this), so an
+// iteration may outlive the dataset that started it.
+class StageDef : public std::enable_shared_from_this<StageDef> {
+ public:
+  virtual ~StageDef() = default;
+  virtual std::unique_ptr<Stage> MakeIterator() const = 0;
+
+ protected:
+  template <typename T>
+  std::shared_ptr<const T> self() const {
+    return std::static_pointer_cast<const T>(shared_from_this());
+  }
+};
+using StageDefPtr = std::shared_ptr<const StageDef>;
+using ExecutablePtr = std::shared_ptr<const graph::Executable>;
+
+// Sources. TensorSlices validates its components (rank >= 1, one first
+// dimension, no handle dtypes) and hands out copies of their rows.
+StageDefPtr TensorSlices(std::vector<Tensor> components);
+StageDefPtr Range(int64_t start, int64_t stop, int64_t step, DType dtype);
+StageDefPtr RecordFiles(std::vector<std::string> paths, Compression compression);
+// Elements from a factory of iterators implemented elsewhere (Python).
+StageDefPtr ExternalSource(std::function<std::unique_ptr<Stage>()> make);
+
+// Transformations. `fn` takes the element's components then `captures`.
+StageDefPtr Map(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> captures);
+StageDefPtr Filter(StageDefPtr input, ExecutablePtr predicate, std::vector<Tensor> captures);
+// Map on `threads` threads of its own, at most 2 * threads elements ahead;
+// deterministic: in the input's order, else each as soon as it is ready. An
+// error is raised at its element's place (deterministic) and ends the stage.
+StageDefPtr ParallelMap(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> captures, int threads,
+                        bool deterministic);
+StageDefPtr Batch(StageDefPtr input, int64_t batch_size, bool drop_remainder);
+// The rows of every element (components split along their first dimension,
+// which must be the same for all of them).
+StageDefPtr Unbatch(StageDefPtr input);
+StageDefPtr Take(StageDefPtr input, int64_t count);  // count < 0: all
+StageDefPtr Skip(StageDefPtr input, int64_t count);  // count < 0: all
+// TensorFlow's shuffle buffer: each output is a uniformly drawn element of a
+// buffer of buffer_size, replaced by the next input. The stream of draws is
+// seeded by (seed, seed2) and, with reshuffle_each_iteration, by the number of
+// iterations made before (so every iteration differs, reproducibly).
+StageDefPtr Shuffle(StageDefPtr input, int64_t buffer_size, uint64_t seed, uint64_t seed2,
+                    bool reshuffle_each_iteration);
+StageDefPtr Repeat(StageDefPtr input, int64_t count);  // count < 0: forever
+StageDefPtr Prefetch(StageDefPtr input, int64_t buffer_size);
+
+// Stacks same-shaped tensors on a new first dimension (InvalidArgument
+// naming the component and element otherwise).
+Tensor StackComponent(const std::vector<Tensor>& parts, size_t component);
+
+}  // namespace treadle::data

@@ -1,0 +1,80 @@
+"""`for x in dataset` (and `for x in iterator`) while tracing: a While node
+that pulls elements through the iterable's staged iteration, carrying the
+loop's state, so the loop is a reduction over the dataset as in TensorFlow's
+AutoGraph; `break` and `return` stop pulling (take_while / scan semantics).
+
+The iterable provides `_ag_staged_iteration()` (td.data's datasets and graph
+iterators do): an object with start(), get_next(handle) -> (has_value, flat
+element), pack(flat) and finish(handle, after). AutoGraph needs no import of
+td.data for it."""
+
+from treadle.autograph.operators import logical
+from treadle.autograph.operators.graph_loops import staged_loop
+from treadle.framework import context
+from treadle.framework.func_graph import FuncGraph
+from treadle.framework.tensor import Tensor
+from treadle.util import nest
+
+
+def is_staged_iterable(iter_):
+    return context.current_graph() is not None and hasattr(type(iter_), "_ag_staged_iteration")
+
+
+def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
+    iteration = iter_._ag_staged_iteration()
+    handle = iteration.start()
+    current = list(iteration.get_next(handle))  # [has_value, flat element]
+    width = len(current[1])
+
+    def get_all():
+        user = tuple(get_state()) if get_state is not None else ()
+        return (current[0],) + tuple(current[1]) + user
+
+    def set_all(values):
+        current[0], current[1] = values[0], list(values[1:1 + width])
+        if set_state is not None:
+            set_state(tuple(values[1 + width:]))
+
+    def test():
+        has_value = current[0]
+        if extra_test is None:
+            return has_value
+        return logical.and_(lambda: has_value, extra_test)
+
+    def step():
+        body(iteration.pack(current[1]))
+        current[0], current[1] = iteration.get_next(handle)
+
+    opts = _with_relaxed_shapes(opts, lambda: body(iteration.pack(current[1])), get_state, set_state)
+    names = ("the dataset's has_value",) + tuple(f"the dataset element's component {i}" for i in range(width))
+    staged_loop(test, step, get_all, set_all, names + tuple(symbol_names), opts, opts.get("maximum_iterations"))
+    iteration.finish(handle, [current[0]])
+
+
+def _with_relaxed_shapes(opts, run_body, get_state, set_state):
+    """As TensorFlow's dataset reduction relaxes its state to the shapes both
+    the initial value and one iteration's result fit, so does this loop: the
+    body is traced once in a throwaway graph, and each tensor whose shape
+    changes gets that relaxed shape as its invariant."""
+    if get_state is None:
+        return opts
+    before = tuple(get_state())
+    probe = FuncGraph("dataset_loop_probe", outer_graph=context.current_graph())
+    try:
+        with probe:
+            run_body()
+        after = tuple(get_state())
+    except Exception:  # noqa: BLE001 - the real trace reports it, in the right graph
+        set_state(before)
+        return opts
+    set_state(before)
+    pairs = list(opts.get("shape_invariants") or [])
+    for b, a in zip(before, after):
+        try:
+            leaves = zip(nest.flatten(b), nest.flatten(a))
+        except (TypeError, ValueError):
+            continue
+        for x, y in leaves:
+            if isinstance(x, Tensor) and isinstance(y, Tensor) and not y.shape.is_subtype_of(x.shape):
+                pairs.append((x, x.shape.most_specific_compatible_shape(y.shape)))
+    return dict(opts, shape_invariants=pairs) if pairs else opts

@@ -1,0 +1,7 @@
+"""td.data: input pipelines with tf.data's names and semantics."""
+
+from treadle.data import experimental  # noqa: F401
+from treadle.data.dataset_ops import (  # noqa: F401
+    AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset)
+from treadle.data.iterator_ops import OwnedIterator as Iterator  # noqa: F401
+from treadle.data.readers import TFRecordDataset  # noqa: F401

@@ -1,0 +1,83 @@
+"""Weaving loom schedules in worker processes: the consumer hands chunks of
+examples to a pool, each worker runs a Python weave function with a Weaver of
+its own copy of the loom's description, and the serialized schedules stream
+back as a dataset of string scalars (batch them to merge k into one run).
+
+The worker side (_WorkerState, weave_chunk) is plain Python with no process
+machinery, so other executors (Ray, ray_weaving.py) run the same code."""
+
+import traceback
+
+from treadle import errors
+
+
+class WeaveError(RuntimeError):
+    """weave_fn raised in a worker; the message carries the worker's traceback."""
+
+
+class WorkerDiedError(RuntimeError):
+    """A worker process ended while it had examples to weave (killed or crashed)."""
+
+
+# ------------------------------------------------------------------ worker side
+_state = None
+
+
+class _WorkerState:
+    def __init__(self, loom, weave_fn):
+        self.loom = loom
+        self.weave_fn = weave_fn
+
+
+def init_worker(loom, weave_fn):
+    """Process initializer: the loom arrives pickled as its weaving-only description."""
+    global _state
+    _state = _WorkerState(loom, weave_fn)
+
+
+def weave_chunk(first_index, examples, examples_per_schedule, state=None):
+    """Weaves `examples` (numbered from first_index), examples_per_schedule per
+    schedule. Returns ("ok", [(message, extra), ...]) or ("error", index,
+    description with the traceback): errors travel as text, so an exception
+    that cannot be pickled is still reported."""
+    state = state or _state
+    out = []
+    for start in range(0, len(examples), examples_per_schedule):
+        group = examples[start:start + examples_per_schedule]
+        weaver = state.loom.make_weaver()
+        extras = []
+        for k, example in enumerate(group):
+            try:
+                extras.append(state.weave_fn(weaver, example))
+            except BaseException as e:  # noqa: B902 - reported to the consumer with its traceback
+                return ("error", first_index + start + k,
+                        f"{type(e).__name__}: {e}\n\nWorker traceback:\n{traceback.format_exc()}")
+        extra = extras[0] if examples_per_schedule == 1 else extras
+        out.append((weaver.serialize(), extra))
+    return ("ok", out)
+
+
+# ------------------------------------------------------------------ consumer side
+def fingerprint_of(message):
+    """The loom fingerprint a serialized WeaverMessage carries (field 1, fixed64)."""
+    if len(message) >= 9 and message[0] == 0x09:  # written first by the C++ Weaver
+        return int.from_bytes(message[1:9], "little")
+    from treadle import loom_pb2
+    m = loom_pb2.WeaverMessage()
+    m.ParseFromString(message)
+    return m.loom_fingerprint
+
+
+def check_result(result, loom_fingerprint, first_index, examples_per_schedule):
+    """The messages and extras of a chunk's result, each schedule checked
+    against the consumer's loom; WeaveError for a worker's failure."""
+    if result[0] == "error":
+        _, index, description = result
+        raise WeaveError(f"parallel_weave: weave_fn failed on example {index}: {description}")
+    for k, (message, _) in enumerate(result[1]):
+        fp = fingerprint_of(message)
+        if fp != loom_fingerprint:
+            raise errors.InvalidArgumentError(
+                None, None, f"parallel_weave: the schedule of example {first_index + k * examples_per_schedule} "
+                            f"was made for another loom (fingerprint {fp}; this loom's is {loom_fingerprint})")
+    return result[1]
