@@ -36,13 +36,14 @@ std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std:
 // Runs layer op `lo` on its gathered arguments: a pass-through returns them.
 // With `saved`, an op that has gradient functions runs for training and
 // leaves there what its backward function reads.
-std::vector<Tensor> RunLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& args,
-                               const std::vector<Tensor>& captures, std::vector<Tensor>* saved) {
+std::vector<Tensor> RunLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, int64_t calls,
+                               const std::vector<Tensor>& args, const std::vector<Tensor>& captures,
+                               std::vector<Tensor>* saved) {
   const LoomSpec& sp = *rt.spec();
   if (sp.ops[lo.op].pass_through) return args;
   try {
-    if (saved && rt.differentiable(lo.op)) return rt.RunOpForTraining(lo.op, args, captures, saved);
-    return rt.RunOp(lo.op, args, captures);
+    if (saved && rt.differentiable(lo.op)) return rt.RunOpForTraining(lo.op, calls, args, captures, saved);
+    return rt.RunOp(lo.op, calls, args, captures);
   } catch (const Error& err) {
     throw Error(err.code(), StrCat(err.what(), "\n\t [[in loom ", sp.DescribeOp(lo.op), " at depth ", d, "]]"));
   }
@@ -177,7 +178,7 @@ std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes) {
 }
 
 std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo) {
-  int64_t n = sp.ops[lo.op].inputs.empty() ? 1 : std::min<int64_t>(parallel::NumThreads(), lo.calls / kMinChunkCalls);
+  int64_t n = std::min<int64_t>(parallel::NumThreads(), lo.calls / kMinChunkCalls);
   n = std::max<int64_t>(n, 1);
   std::vector<Chunk> chunks(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -197,7 +198,7 @@ std::vector<std::vector<Tensor>> ForwardLayerOp(const LoomRuntime& rt, const Lay
     record->saved.assign(chunks.size(), {});
   }
   parallel::ParallelFor(static_cast<int>(chunks.size()), [&](int i) {
-    outs[i] = RunLayerOp(rt, lo, d, GatherArgs(*rt.spec(), lo, rows, chunks[i]), captures,
+    outs[i] = RunLayerOp(rt, lo, d, chunks[i].count, GatherArgs(*rt.spec(), lo, rows, chunks[i]), captures,
                          record ? &record->saved[i] : nullptr);
   });
   return outs;

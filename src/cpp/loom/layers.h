@@ -43,8 +43,7 @@ std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes);
 
 // A layer op's calls split for the threads: at most one chunk per thread,
 // none smaller than kMinChunkCalls (below that, splitting costs more than
-// it gains). An op without arguments is one chunk: its function decides
-// its batch size.
+// it gains).
 std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo);
 
 // Runs layer op `lo` at depth d in `chunks` (SplitCalls), in parallel: per

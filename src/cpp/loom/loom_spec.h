@@ -49,6 +49,7 @@ struct OpSpec {
   // the intermediates, and the backward function reading them.
   std::string training_function_name;
   std::string backward_function_name;
+  uint64_t body_fingerprint = 0;
   std::vector<int> backward_output_gradients;  // outputs whose gradients the backward function takes
   std::vector<int> backward_saved;             // forward values (arguments, then intermediates) it reads
   std::vector<int> backward_input_gradients;   // forward arguments whose gradients it returns
@@ -77,9 +78,17 @@ struct LoomSpec {
   static std::shared_ptr<const LoomSpec> FromProto(const proto::LoomMetadata& metadata);
 };
 
-// The fingerprint of a loom's structure (type shapes, op signatures, named
-// tensors, batch inputs), independent of function names and max_depth, so a
-// schedule woven in one process runs in any loom of the same structure.
+// The fingerprint of a loom's structure (type shapes, op signatures and body
+// fingerprints, named tensors, batch inputs), independent of function names
+// and max_depth, so a schedule woven in one process runs in any loom of the
+// same structure and no other.
 uint64_t Fingerprint(const proto::LoomMetadata& metadata);
+
+// A fingerprint of what library function `name` computes: its body and the
+// bodies of the functions it calls, with function names replaced by their
+// order of first use, so that two traces of the same code agree (trace names
+// carry unique suffixes) and different code differs. InvalidArgument when
+// `name` or a function it calls is missing from `library`.
+uint64_t FunctionBodyFingerprint(const proto::FunctionDefLibrary& library, const std::string& name);
 
 }  // namespace treadle::loom

@@ -31,6 +31,7 @@ std::shared_ptr<const LoomRuntime> LoomRuntime::FromLoomDef(const proto::LoomDef
   const std::string library = def.library().SerializeAsString();
   rt->graph_ = graph::LoadGraphDef(library.data(), library.size());
   rt->CheckFunctions();
+  rt->CheckBodyFingerprints(def.library().library());
   return rt;
 }
 
@@ -72,6 +73,20 @@ void LoomRuntime::CheckFunctions() {
     capture_offset_.push_back(capture_offset_.back() + op.num_captures);
     forward_.back() = f;
     if (!op.backward_function_name.empty()) CheckGradientFunctions(k);
+  }
+}
+
+// Each op's body fingerprint (part of the loom's fingerprint, which
+// schedules carry) must be that of the function it runs, or a schedule made
+// for one loom could run on another whose ops compute something else.
+void LoomRuntime::CheckBodyFingerprints(const proto::FunctionDefLibrary& library) const {
+  for (int k = 0; k < spec_->num_ops(); ++k) {
+    const OpSpec& op = spec_->ops[k];
+    const uint64_t expected = op.pass_through ? 0 : FunctionBodyFingerprint(library, op.function_name);
+    if (op.body_fingerprint != expected) {
+      ThrowInvalidArgument("LoomDef: ", spec_->DescribeOp(k), " has body fingerprint ", op.body_fingerprint,
+                           " but its function's is ", expected);
+    }
   }
 }
 
@@ -126,30 +141,30 @@ void LoomRuntime::CheckResults(int k, int64_t calls, const std::vector<Tensor>& 
   const OpSpec& op = spec_->ops[k];
   for (size_t j = 0; j < op.outputs.size(); ++j) {
     const TypeShape& ts = spec_->type_shapes[op.outputs[j]];
-    const int64_t n = calls >= 0 ? calls : (outs[j].rank() > 0 ? outs[j].dim(0) : -1);
-    if (!IsBatchOf(outs[j], ts, n)) {
+    if (!IsBatchOf(outs[j], ts, calls)) {
       ThrowInvalidArgument("loom ", spec_->DescribeOp(k), " returned ", outs[j].DebugString(), " as result ", j,
-                           " for a batch of ", n, " calls; expected a batch of ", ts.ToString());
+                           " for a batch of ", calls, " calls; expected a batch of ", ts.ToString());
     }
   }
 }
 
-std::vector<Tensor> LoomRuntime::RunChecked(int k, int function, std::vector<Tensor>* args,
+std::vector<Tensor> LoomRuntime::RunChecked(int k, int function, int64_t calls, std::vector<Tensor>* args,
                                             const std::vector<Tensor>& captures) const {
-  const int64_t calls = args->empty() ? -1 : (*args)[0].dim(0);
   args->insert(args->end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
   std::vector<Tensor> outs = graph_.library->Compiled(function).Run(*args);
   CheckResults(k, calls, outs);
   return outs;
 }
 
-std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures) const {
-  return RunChecked(k, forward_[k], &args, captures);
+std::vector<Tensor> LoomRuntime::RunOp(int k, int64_t calls, std::vector<Tensor> args,
+                                       const std::vector<Tensor>& captures) const {
+  return RunChecked(k, forward_[k], calls, &args, captures);
 }
 
-std::vector<Tensor> LoomRuntime::RunOpForTraining(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures,
+std::vector<Tensor> LoomRuntime::RunOpForTraining(int k, int64_t calls, std::vector<Tensor> args,
+                                                  const std::vector<Tensor>& captures,
                                                   std::vector<Tensor>* saved) const {
-  std::vector<Tensor> outs = RunChecked(k, training_[k], &args, captures);
+  std::vector<Tensor> outs = RunChecked(k, training_[k], calls, &args, captures);
   const size_t nfwd = args.size();
   saved->clear();
   for (int v : spec_->ops[k].backward_saved) {

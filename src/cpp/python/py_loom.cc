@@ -35,6 +35,26 @@ T ParseProto(const py::bytes& data, const char* what) {
   return msg;
 }
 
+// A result id: any Python integer (int, NumPy integer scalars, anything with
+// __index__) that fits 32 bits, but not bool, which is an int to Python yet
+// never a result. Returns false (maybe with a Python error set) otherwise.
+bool ResultId(PyObject* obj, int32_t* id) {
+  if (PyBool_Check(obj) || PyFloat_Check(obj)) return false;
+  long v;
+  if (PyLong_CheckExact(obj)) {
+    v = PyLong_AsLong(obj);
+  } else {
+    // NumPy's bool_ has no __index__, so it is refused here too.
+    PyObject* index = PyNumber_Index(obj);
+    if (!index) return false;
+    v = PyLong_AsLong(index);
+    Py_DECREF(index);
+  }
+  if ((v == -1 && PyErr_Occurred()) || v < INT32_MIN || v > INT32_MAX) return false;
+  *id = static_cast<int32_t>(v);
+  return true;
+}
+
 // ---- the fast op caller: a builtin function whose self is a capsule
 struct OpCaller {
   std::shared_ptr<Weaver> weaver;
@@ -66,15 +86,12 @@ PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     ids = big.data();
   }
   for (Py_ssize_t i = 0; i < nargs; ++i) {
-    PyObject* a = args[i];
-    long v = PyLong_Check(a) ? PyLong_AsLong(a) : -1;
-    if (!PyLong_Check(a) || (v == -1 && PyErr_Occurred()) || v < INT32_MIN || v > INT32_MAX) {
+    if (!ResultId(args[i], &ids[i])) {
       PyErr_Clear();
       PyErr_Format(PyExc_TypeError, "%s argument %zd must be a result of this weaver (an int), got %R",
-                   c->weaver->spec().DescribeOp(c->op).c_str(), i, a);
+                   c->weaver->spec().DescribeOp(c->op).c_str(), i, args[i]);
       return nullptr;
     }
-    ids[i] = static_cast<int32_t>(v);
   }
   int32_t first;
   try {
@@ -111,13 +128,13 @@ py::object MakeOpCaller(const PyWeaver& w, int op) {
 }
 
 int32_t ToResult(py::handle h) {
-  if (!PyLong_Check(h.ptr())) {
-    throw py::type_error("a weaver result must be an int, got " + py::repr(h).cast<std::string>());
+  int32_t id;
+  if (!ResultId(h.ptr(), &id)) {
+    PyErr_Clear();
+    throw py::type_error("a weaver result must be an int (a result id of this weaver), got " +
+                         py::repr(h).cast<std::string>());
   }
-  long v = PyLong_AsLong(h.ptr());
-  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
-  if (v < INT32_MIN || v > INT32_MAX) throw py::value_error("weaver result id out of range");
-  return static_cast<int32_t>(v);
+  return id;
 }
 
 py::list ResultList(int32_t first, int n) {
@@ -283,6 +300,12 @@ void RegisterLoom(py::module_& m) {
     for (const auto& s : rt->capture_specs()) captures.append(SpecToPy(s));
     return captures;
   }, py::arg("loom_def"), "Builds and validates the runtime of a serialized LoomDef; returns its capture specs.");
+
+  m.def("loom_body_fingerprint", [](const py::bytes& library, const std::string& name) {
+    auto lib = ParseProto<proto::GraphDef>(library, "GraphDef");
+    return loom::FunctionBodyFingerprint(lib.library(), name);
+  }, py::arg("library"), py::arg("name"),
+        "The fingerprint of what function `name` of a serialized GraphDef's library computes (LoomOpDef.body_fingerprint).");
 
   // The Loom ops run eagerly through here rather than _core.execute: a run is
   // long however small its inputs, so the GIL is always released.

@@ -3,6 +3,7 @@ batched inputs. Variables the op reads are captured by value: the loom reads
 each variable once per run and passes the value in, so gradients reach the
 variable through that read, eagerly and inside graphs alike."""
 
+from treadle import _core
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.variables import variable_for_handle
@@ -37,12 +38,15 @@ class _LoomOpGraph(FuncGraph):
 
 
 class TracedOp:
-    """An op's batched function: its library, and the outside values (eager
-    tensors, or variables to read at run time) it captured, in argument order."""
+    """An op's batched function: its library (a GraphDef), the fingerprint of
+    its body, and the outside values (eager tensors, or variables to read at
+    run time) it captured, in argument order."""
 
     def __init__(self, function, captures):
         self.function = function
         self.captures = captures
+        self.library = function.library_graph_def()
+        self.body_fingerprint = _core.loom_body_fingerprint(self.library.SerializeToString(), function.name)
 
     @property
     def name(self):

@@ -65,6 +65,8 @@ class Weaver(_core.LoomWeaver):
 
     def batch_input(self, type_shape, batch_idx):
         """A result holding row `batch_idx` of the loom's batch input of `type_shape`."""
+        if isinstance(batch_idx, (bool, np.bool_)) or not isinstance(batch_idx, (int, np.integer)):
+            raise TypeError(f"Weaver.batch_input: batch_idx must be an int, got {batch_idx!r}")
         return self._batch_input(self._loom._type_shape_index(type_shape), int(batch_idx))
 
     def calls(self, op_name, args):
