@@ -51,6 +51,7 @@ from treadle.autodiff import GradientTape, UnconnectedGradients  # noqa: E402
 from treadle import bitwise, config, math, nn, random, types  # noqa: E402
 from treadle import experimental  # noqa: E402
 from treadle import optimizers  # noqa: E402
+from treadle.ragged import RaggedTensor  # noqa: E402
 from treadle import loom  # noqa: E402
 from treadle import autograph  # noqa: E402
 from treadle._api import install_api as _install_api  # noqa: E402

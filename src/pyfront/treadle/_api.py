@@ -9,7 +9,8 @@ _NAMESPACES = ("math", "nn", "bitwise", "random")
 
 def install_api(top):
     from treadle.framework import op_def_library
-    from treadle.ops import array_ops, control_flow_ops, logging_ops, math_ops, nn_ops, random_ops, script_ops
+    from treadle.ops import (array_ops, control_flow_ops, logging_ops, math_ops, nn_ops, random_ops, script_ops,
+                             segment_ops)
 
     modules = {"": top}
     for ns in _NAMESPACES:
@@ -17,7 +18,7 @@ def install_api(top):
     for dotted, fn in op_def_library.api_functions():
         ns, _, short = dotted.rpartition(".")
         modules[ns].setdefault(short, fn)
-    for module in (math_ops, array_ops, nn_ops, random_ops, control_flow_ops, logging_ops, script_ops):
+    for module in (math_ops, array_ops, nn_ops, random_ops, control_flow_ops, logging_ops, script_ops, segment_ops):
         for ns, names in getattr(module, "PUBLIC", {}).items():
             for short in names:
                 modules[ns][short] = getattr(module, short if short in vars(module) else "_" + short)
