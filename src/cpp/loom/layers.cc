@@ -17,18 +17,25 @@ void GatherRows(const std::vector<const char*>& rows, const int32_t* index, int6
   }
 }
 
-// The arguments of chunk `c` of layer op `lo`, gathered from the state below.
+// The arguments of chunk `c` of layer op `lo`, gathered from the state
+// below: its function's arguments (a ragged argument's values, then its row
+// splits, relative to the chunk).
 std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std::vector<std::vector<const char*>>& rows,
                                const Chunk& c) {
   const OpSpec& op = sp.ops[lo.op];
   std::vector<Tensor> args;
-  args.reserve(op.inputs.size());
+  args.reserve(op.num_function_args);
   for (size_t a = 0; a < op.inputs.size(); ++a) {
     const TypeShape& ts = sp.type_shapes[op.inputs[a]];
-    Tensor batch(ts.dtype, ts.BatchDims(c.count));
-    GatherRows(rows[op.inputs[a]], lo.args[a].data() + c.first, c.count, ts.row_bytes,
-               static_cast<char*>(batch.raw_data()));
+    const ArgRows r = ChunkArgRows(lo, a, c);
+    Tensor batch(ts.dtype, ts.BatchDims(r.count));
+    GatherRows(rows[op.inputs[a]], r.index, r.count, ts.row_bytes, static_cast<char*>(batch.raw_data()));
     args.push_back(std::move(batch));
+    if (!op.ragged[a]) continue;
+    Tensor splits(DType::kInt64, Dims{c.count + 1});
+    const int64_t* s = lo.splits[a].data() + c.first;
+    for (int64_t i = 0; i <= c.count; ++i) splits.data<int64_t>()[i] = s[i] - r.first;
+    args.push_back(std::move(splits));
   }
   return args;
 }
@@ -175,6 +182,12 @@ std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes) {
   const char* p = static_cast<const char*>(t.raw_data());
   for (int64_t i = 0; i < n; ++i) rows[i] = p + i * row_bytes;
   return rows;
+}
+
+ArgRows ChunkArgRows(const LayerOp& lo, size_t a, const Chunk& c) {
+  if (lo.splits[a].empty()) return {lo.args[a].data() + c.first, c.count, c.first};
+  const int64_t begin = lo.splits[a][c.first], end = lo.splits[a][c.first + c.count];
+  return {lo.args[a].data() + begin, end - begin, begin};
 }
 
 std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo) {

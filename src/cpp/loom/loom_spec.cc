@@ -113,6 +113,8 @@ uint64_t Fingerprint(const proto::LoomMetadata& m) {
     h.Int(op.output_type_shapes_size());
     for (int t : op.output_type_shapes()) h.Int(t);
     h.Int(static_cast<int64_t>(op.body_fingerprint()));
+    h.Int(op.ragged_inputs_size());
+    for (int a : op.ragged_inputs()) h.Int(a);
   }
   h.Int(m.named_tensors_size());
   for (const auto& nt : m.named_tensors()) {
@@ -165,6 +167,19 @@ std::shared_ptr<const LoomSpec> LoomSpec::FromProto(const proto::LoomMetadata& m
     }
     if (p.num_captures() < 0) ThrowInvalidArgument(where, ": num_captures is negative");
     op.num_captures = p.num_captures();
+    op.ragged.assign(op.inputs.size(), 0);
+    int previous = -1;
+    for (int32_t a : p.ragged_inputs()) {
+      if (a <= previous || a >= static_cast<int>(op.inputs.size())) {
+        ThrowInvalidArgument(where, ": ragged_inputs must be increasing input indices below ", op.inputs.size());
+      }
+      op.ragged[a] = 1;
+      previous = a;
+    }
+    for (size_t a = 0; a < op.inputs.size(); ++a) {
+      op.function_arg.push_back(op.num_function_args);
+      op.num_function_args += op.ragged[a] ? 2 : 1;
+    }
     auto increasing = [&](const google::protobuf::RepeatedField<int32_t>& v, int64_t limit, const char* what) {
       std::vector<int> out;
       for (int32_t i : v) {
@@ -178,13 +193,14 @@ std::shared_ptr<const LoomSpec> LoomSpec::FromProto(const proto::LoomMetadata& m
     op.backward_output_gradients =
         increasing(p.backward_output_gradients(), static_cast<int64_t>(op.outputs.size()), "backward_output_gradients");
     op.backward_input_gradients = increasing(p.backward_input_gradients(),
-                                             static_cast<int64_t>(op.inputs.size()) + op.num_captures,
+                                             static_cast<int64_t>(op.num_function_args) + op.num_captures,
                                              "backward_input_gradients");
     const bool must_pass = k < T;
     if (must_pass && !(op.pass_through && op.inputs == std::vector<int>{k} && op.outputs == std::vector<int>{k})) {
       ThrowInvalidArgument(where, ": op ", k, " must be the pass-through op of type shape ", k);
     }
-    if (op.pass_through && !(op.inputs.size() == 1 && op.outputs == op.inputs && op.num_captures == 0)) {
+    if (op.pass_through && !(op.inputs.size() == 1 && op.outputs == op.inputs && op.num_captures == 0 &&
+                             !op.has_ragged())) {
       ThrowInvalidArgument(where, ": a pass-through op takes one value and returns it");
     }
     spec->ops.push_back(std::move(op));

@@ -42,6 +42,11 @@ struct TypeShape {
 struct OpSpec {
   std::string name;
   std::vector<int> inputs;   // type shape indices
+  std::vector<char> ragged;  // per input: does each call take a list of results there?
+  // Per input, its argument of the op's function; a ragged input is two
+  // (values, then int64 row splits). num_function_args excludes captures.
+  std::vector<int> function_arg;
+  int num_function_args = 0;
   std::vector<int> outputs;
   bool pass_through = false;
   std::string function_name;
@@ -54,6 +59,8 @@ struct OpSpec {
   std::vector<int> backward_saved;             // forward values (arguments, then intermediates) it reads
   std::vector<int> backward_input_gradients;   // forward arguments whose gradients it returns
   int num_captures = 0;
+
+  bool has_ragged() const { return num_function_args != static_cast<int>(inputs.size()); }
 };
 
 struct LoomSpec {

@@ -54,10 +54,11 @@ void LoomRuntime::CheckFunctions() {
     const int f = lib.Find(op.function_name);
     if (f < 0) ThrowInvalidArgument(where, " names function '", op.function_name, "', which the library lacks");
     const graph::FunctionSignature& sig = lib.signature(f);
-    const size_t nin = op.inputs.size(), nout = op.outputs.size();
+    const size_t nin = op.num_function_args, nout = op.outputs.size();
     if (sig.inputs.size() != nin + op.num_captures || sig.outputs.size() != nout) {
       ThrowInvalidArgument(where, ": function '", op.function_name, "' takes ", sig.inputs.size(), " and returns ",
-                           sig.outputs.size(), " values, but the op has ", nin, " inputs, ", op.num_captures,
+                           sig.outputs.size(), " values, but the op has ", nin, " arguments (",
+                           nin - op.inputs.size(), " of them ragged inputs' row splits), ", op.num_captures,
                            " captures and ", nout, " outputs");
     }
     auto check = [&](const graph::TensorSpec& s, int ts, const char* what, size_t i) {
@@ -67,7 +68,17 @@ void LoomRuntime::CheckFunctions() {
                              DTypeName(s.dtype), " ", s.shape.ToString(), ", not a batch of ", t.ToString());
       }
     };
-    for (size_t a = 0; a < nin; ++a) check(sig.inputs[a], op.inputs[a], "argument", a);
+    for (size_t a = 0; a < op.inputs.size(); ++a) {
+      const graph::TensorSpec& arg = sig.inputs[op.function_arg[a]];
+      check(arg, op.inputs[a], "argument", op.function_arg[a]);
+      if (!op.ragged[a]) continue;
+      const graph::TensorSpec& splits = sig.inputs[op.function_arg[a] + 1];
+      if (splits.dtype != DType::kInt64 || (splits.shape.known_rank && splits.shape.rank() != 1)) {
+        ThrowInvalidArgument(where, ": argument ", op.function_arg[a] + 1, " of function '", op.function_name,
+                             "' is ", DTypeName(splits.dtype), " ", splits.shape.ToString(),
+                             ", not the int64 row splits of ragged input ", a);
+      }
+    }
     for (size_t j = 0; j < nout; ++j) check(sig.outputs[j], op.outputs[j], "result", j);
     for (size_t c = nin; c < sig.inputs.size(); ++c) capture_specs_.push_back(sig.inputs[c]);
     capture_offset_.push_back(capture_offset_.back() + op.num_captures);
@@ -182,7 +193,7 @@ std::vector<Tensor> LoomRuntime::RunOpBackward(int k, const std::vector<Tensor>&
   for (int j : op.backward_output_gradients) args.push_back(std::move(output_grads[j]));
   args.insert(args.end(), saved.begin(), saved.end());
   std::vector<Tensor> results = graph_.library->Compiled(backward_[k]).Run(args);
-  std::vector<Tensor> grads(op.inputs.size() + op.num_captures);  // undefined: no gradient
+  std::vector<Tensor> grads(op.num_function_args + op.num_captures);  // undefined: no gradient
   for (size_t i = 0; i < results.size(); ++i) grads[op.backward_input_gradients[i]] = std::move(results[i]);
   return grads;
 }

@@ -34,8 +34,8 @@ class LoomRuntime {
   std::vector<Tensor> RunOpForTraining(int op, int64_t calls, std::vector<Tensor> args,
                                        const std::vector<Tensor>& captures, std::vector<Tensor>* saved) const;
   // Runs op k's backward function: the values RunOpForTraining saved and
-  // the output gradients -> gradients of the arguments and captures
-  // (undefined for those the backward function gives none).
+  // the output gradients -> gradients of the function's arguments and
+  // captures (undefined for those the backward function gives none).
   std::vector<Tensor> RunOpBackward(int op, const std::vector<Tensor>& saved, std::vector<Tensor> output_grads) const;
 
  private:

@@ -46,6 +46,7 @@ void Weaver::EnsureDepth(int32_t depth) {
   s_.deepest = depth;
   s_.calls.resize(static_cast<size_t>(depth) * spec_->num_ops(), 0);
   s_.wiring.resize(static_cast<size_t>(depth) * spec_->num_arg_slots);
+  s_.row_lengths.resize(static_cast<size_t>(depth) * spec_->num_arg_slots);
 }
 
 int32_t Weaver::NamedTensor(int index) {
@@ -119,6 +120,20 @@ int32_t Weaver::Lift(int32_t result, int32_t depth) {
   return result;
 }
 
+int32_t Weaver::CheckArgument(int op, int a, int32_t r) const {
+  const OpSpec& o = spec_->ops[op];
+  if (r < 0 || r >= s_.num_results()) {
+    ThrowValueError(spec_->DescribeOp(op), " argument ", a, ": ", r, " is not a result of this weaver (it has ",
+                    s_.num_results(), " results)");
+  }
+  if (s_.type_shape[r] != o.inputs[a]) {
+    ThrowTypeError(spec_->DescribeOp(op), " argument ", a, " must be ", o.ragged[a] ? "results of " : "",
+                   spec_->type_shapes[o.inputs[a]].ToString(), ", got a result of ",
+                   spec_->type_shapes[s_.type_shape[r]].ToString());
+  }
+  return s_.depth[r] + 1;
+}
+
 int32_t Weaver::Call(int op, const int32_t* args, int num_args) {
   if (op < 0 || op >= spec_->num_ops()) ThrowValueError("Weaver: op index ", op, " is out of range");
   const OpSpec& o = spec_->ops[op];
@@ -126,25 +141,50 @@ int32_t Weaver::Call(int op, const int32_t* args, int num_args) {
     ThrowTypeError(spec_->DescribeOp(op), " takes ", o.inputs.size(), " argument", o.inputs.size() == 1 ? "" : "s",
                    ", got ", num_args);
   }
-  int32_t depth = 1;
-  for (int a = 0; a < num_args; ++a) {
-    const int32_t r = args[a];
-    if (r < 0 || r >= s_.num_results()) {
-      ThrowValueError(spec_->DescribeOp(op), " argument ", a, ": ", r, " is not a result of this weaver (it has ",
-                      s_.num_results(), " results)");
+  if (o.has_ragged()) {
+    for (int a = 0; a < num_args; ++a) {
+      if (o.ragged[a]) ThrowTypeError(spec_->DescribeOp(op), " argument ", a, " takes a list of results");
     }
-    if (s_.type_shape[r] != o.inputs[a]) {
-      ThrowTypeError(spec_->DescribeOp(op), " argument ", a, " must be ",
-                     spec_->type_shapes[o.inputs[a]].ToString(), ", got a result of ",
-                     spec_->type_shapes[s_.type_shape[r]].ToString());
-    }
-    depth = std::max(depth, s_.depth[r] + 1);
   }
+  int32_t depth = 1;
+  for (int a = 0; a < num_args; ++a) depth = std::max(depth, CheckArgument(op, a, args[a]));
   EnsureDepth(depth);
   const size_t layer = static_cast<size_t>(depth - 1);
   const int64_t call = s_.calls[layer * spec_->num_ops() + op]++;
   std::vector<int32_t>* wiring = &s_.wiring[layer * spec_->num_arg_slots + spec_->arg_offset[op]];
   for (int a = 0; a < num_args; ++a) wiring[a].push_back(Lift(args[a], depth - 1));
+  return NewCallResults(op, depth, call);
+}
+
+int32_t Weaver::CallRagged(int op, const int32_t* args, const int32_t* counts) {
+  if (op < 0 || op >= spec_->num_ops()) ThrowValueError("Weaver: op index ", op, " is out of range");
+  const OpSpec& o = spec_->ops[op];
+  const int nin = static_cast<int>(o.inputs.size());
+  int64_t total = 0;
+  for (int a = 0; a < nin; ++a) {
+    if (counts[a] < 0 || (!o.ragged[a] && counts[a] != 1)) {
+      ThrowTypeError(spec_->DescribeOp(op), " argument ", a, " takes one result, got ", counts[a]);
+    }
+    total += counts[a];
+  }
+  int32_t depth = 1;
+  for (int a = 0, i = 0; a < nin; ++a) {
+    for (int32_t k = 0; k < counts[a]; ++k, ++i) depth = std::max(depth, CheckArgument(op, a, args[i]));
+  }
+  if (s_.num_results() + total > kMaxResults) ThrowValueError("Weaver: a schedule holds at most ", kMaxResults, " results");
+  EnsureDepth(depth);
+  const size_t layer = static_cast<size_t>(depth - 1);
+  const int64_t call = s_.calls[layer * spec_->num_ops() + op]++;
+  const size_t slot = layer * spec_->num_arg_slots + spec_->arg_offset[op];
+  for (int a = 0, i = 0; a < nin; ++a) {
+    for (int32_t k = 0; k < counts[a]; ++k, ++i) s_.wiring[slot + a].push_back(Lift(args[i], depth - 1));
+    if (o.ragged[a]) s_.row_lengths[slot + a].push_back(counts[a]);
+  }
+  return NewCallResults(op, depth, call);
+}
+
+int32_t Weaver::NewCallResults(int op, int32_t depth, int64_t call) {
+  const OpSpec& o = spec_->ops[op];
   int32_t first = -1;
   for (size_t j = 0; j < o.outputs.size(); ++j) {
     int32_t r = NewResult(depth, o.outputs[j], op, static_cast<int32_t>(j), call);
@@ -197,13 +237,16 @@ std::string Weaver::Serialize() const {
   for (int32_t d = 1; d <= s_.deepest; ++d) {
     for (int k = 0; k < K; ++k) {
       for (size_t a = 0; a < spec_->ops[k].inputs.size(); ++a) {
-        const auto& w = s_.wiring[static_cast<size_t>(d - 1) * spec_->num_arg_slots + spec_->arg_offset[k] + a];
-        if (w.empty()) continue;
+        const size_t slot = static_cast<size_t>(d - 1) * spec_->num_arg_slots + spec_->arg_offset[k] + a;
+        const auto& w = s_.wiring[slot];
+        const auto& lengths = s_.row_lengths[slot];
+        if (w.empty() && lengths.empty()) continue;
         proto::LoomWiring* pw = m.add_wiring();
         pw->set_depth(d);
         pw->set_op(k);
         pw->set_arg(static_cast<int32_t>(a));
         pw->mutable_results()->Add(w.begin(), w.end());
+        pw->mutable_row_lengths()->Add(lengths.begin(), lengths.end());
       }
     }
   }
@@ -242,6 +285,9 @@ void Weaver::Append(const WeaverState& o, bool rebuild_memos) {
       const size_t old = dst.size();
       dst.insert(dst.end(), src.begin(), src.end());  // geometric growth: merging n messages stays linear
       for (size_t i = old; i < dst.size(); ++i) dst[i] += off;
+      const auto& lengths = o.row_lengths[static_cast<size_t>(d - 1) * S + s];
+      auto& to = s_.row_lengths[static_cast<size_t>(d - 1) * S + s];
+      to.insert(to.end(), lengths.begin(), lengths.end());
     }
   }
   for (int t = 0; t < T; ++t) {
@@ -514,6 +560,7 @@ WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t si
   // depth just below. An argument from the same depth or deeper would be a
   // cycle (or a use before definition); the depths order every schedule.
   s.wiring.assign(static_cast<size_t>(D) * S, {});
+  s.row_lengths.assign(static_cast<size_t>(D) * S, {});
   std::vector<char> seen(static_cast<size_t>(D) * S, 0);
   for (const proto::LoomWiring& w : m.wiring()) {
     const int32_t d = w.depth(), op = w.op(), arg = w.arg();
@@ -528,11 +575,26 @@ WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t si
     if (seen[slot]) Bad("argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " is wired twice");
     seen[slot] = 1;
     const int64_t calls = s.calls[static_cast<size_t>(d - 1) * K + op];
-    if (w.results_size() != calls) {
+    if (o.ragged[arg]) {
+      if (w.row_lengths_size() != calls) {
+        Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has row lengths for ",
+            w.row_lengths_size(), " calls, but the op has ", calls, " calls there");
+      }
+      int64_t total = 0;
+      for (int32_t len : w.row_lengths()) {
+        if (len < 0) Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has a negative row length");
+        total += len;
+      }
+      if (total != w.results_size()) {
+        Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has row lengths summing to ",
+            total, " but ", w.results_size(), " results");
+      }
+      s.row_lengths[slot].assign(w.row_lengths().begin(), w.row_lengths().end());
+    } else if (w.results_size() != calls || w.row_lengths_size() != 0) {
       Bad("argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " is wired for ", w.results_size(),
-          " calls, but the op has ", calls, " calls there");
+          " calls, but the op has ", calls, " calls there", w.row_lengths_size() ? " (and it is not ragged)" : "");
     }
-    for (int c = 0; c < w.results_size(); ++c) {
+    for (int c = 0; c < w.results_size(); ++c) {  // c: the call, or for a ragged argument the entry
       const int32_t r = w.results(c);
       if (r < 0 || r >= n) {
         Bad("argument ", arg, " of call ", c, " of ", spec.DescribeOp(op), " at depth ", d, " is result ", r,

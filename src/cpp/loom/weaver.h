@@ -28,6 +28,9 @@ struct WeaverState {
   // Per (depth d >= 1, argument slot s): argument result ids in call order,
   // at wiring[(d-1) * num_arg_slots + s].
   std::vector<std::vector<int32_t>> wiring;
+  // Per (depth, argument slot), for a ragged argument: each call's number of
+  // results in `wiring` (empty for other arguments).
+  std::vector<std::vector<int32_t>> row_lengths;
   int32_t deepest = 0;
   // Per type shape: the constants' bytes, row after row, and their count.
   std::vector<std::vector<char>> constants;
@@ -57,6 +60,10 @@ class Weaver {
 
   // ---- op calls: returns the id of the call's first result (the others follow)
   int32_t Call(int op, const int32_t* args, int num_args);
+  // A call of an op with ragged inputs: `counts` has one entry per input,
+  // how many of `args` (the inputs' results one input after another) it
+  // takes; 1 for each input that is not ragged.
+  int32_t CallRagged(int op, const int32_t* args, const int32_t* counts);
 
   void AddOutput(int32_t result);
 
@@ -97,6 +104,9 @@ class Weaver {
  private:
   int32_t NewResult(int32_t depth, int32_t ts, int32_t op, int32_t output, int64_t position);
   int32_t Lift(int32_t result, int32_t depth);
+  // Checks result r as argument a of op; returns the depth a call on it needs.
+  int32_t CheckArgument(int op, int a, int32_t r) const;
+  int32_t NewCallResults(int op, int32_t depth, int64_t call);
   void CheckResult(int32_t result, const char* what) const;
   void EnsureDepth(int32_t depth);
   void RebuildMemos(int64_t first_result);

@@ -60,6 +60,7 @@ struct OpCaller {
   std::shared_ptr<Weaver> weaver;
   int op;
   int num_outputs;
+  bool ragged;  // the op has ragged inputs: its arguments may be lists
 };
 constexpr const char* kCallerCapsule = "treadle.loom.OpCaller";
 
@@ -75,9 +76,78 @@ void SetPyErrorFromCurrent() {
   }
 }
 
+// The arguments of a call of an op with ragged inputs: one result per input,
+// or for a ragged input a list or tuple of results (possibly empty), laid out
+// for Weaver::CallRagged. False with a Python error set on bad input.
+bool RaggedCallArgs(const Weaver& w, int op, PyObject* const* args, Py_ssize_t nargs, std::vector<int32_t>* flat,
+                    std::vector<int32_t>* counts) {
+  const loom::OpSpec& o = w.spec().ops[op];
+  if (nargs != static_cast<Py_ssize_t>(o.inputs.size())) {
+    PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, got %zd", w.spec().DescribeOp(op).c_str(),
+                 static_cast<Py_ssize_t>(o.inputs.size()), nargs);
+    return false;
+  }
+  for (Py_ssize_t a = 0; a < nargs; ++a) {
+    PyObject* arg = args[a];
+    if (!o.ragged[a]) {
+      int32_t id;
+      if (!ResultId(arg, &id)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s argument %zd must be a result of this weaver (an int), got %R",
+                     w.spec().DescribeOp(op).c_str(), a, arg);
+        return false;
+      }
+      flat->push_back(id);
+      counts->push_back(1);
+      continue;
+    }
+    if (!PyList_Check(arg) && !PyTuple_Check(arg)) {
+      PyErr_Format(PyExc_TypeError, "%s argument %zd is ragged: it takes a list or tuple of results, got %R",
+                   w.spec().DescribeOp(op).c_str(), a, arg);
+      return false;
+    }
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(arg);
+    PyObject** items = PySequence_Fast_ITEMS(arg);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      int32_t id;
+      if (!ResultId(items[i], &id)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s argument %zd, item %zd must be a result of this weaver (an int), got %R",
+                     w.spec().DescribeOp(op).c_str(), a, i, items[i]);
+        return false;
+      }
+      flat->push_back(id);
+    }
+    counts->push_back(static_cast<int32_t>(n));
+  }
+  return true;
+}
+
+PyObject* CallRaggedOp(const OpCaller& c, PyObject* const* args, Py_ssize_t nargs) {
+  std::vector<int32_t> flat, counts;
+  if (!RaggedCallArgs(*c.weaver, c.op, args, nargs, &flat, &counts)) return nullptr;
+  try {
+    return PyLong_FromLong(c.weaver->CallRagged(c.op, flat.data(), counts.data()));
+  } catch (...) {
+    SetPyErrorFromCurrent();
+    return nullptr;
+  }
+}
+
 PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   auto* c = static_cast<OpCaller*>(PyCapsule_GetPointer(self, kCallerCapsule));
   if (!c) return nullptr;
+  PyObject* first_or_null = nullptr;
+  if (c->ragged) {
+    first_or_null = CallRaggedOp(*c, args, nargs);
+    if (!first_or_null || c->num_outputs == 1) return first_or_null;
+    const long first = PyLong_AsLong(first_or_null);
+    Py_DECREF(first_or_null);
+    PyObject* list = PyList_New(c->num_outputs);
+    if (!list) return nullptr;
+    for (int j = 0; j < c->num_outputs; ++j) PyList_SET_ITEM(list, j, PyLong_FromLong(first + j));
+    return list;
+  }
   int32_t small[8];
   std::vector<int32_t> big;
   int32_t* ids = small;
@@ -113,7 +183,7 @@ PyMethodDef kCallOpDef = {"loom_op", reinterpret_cast<PyCFunction>(reinterpret_c
 py::object MakeOpCaller(const PyWeaver& w, int op) {
   const LoomSpec& spec = w.weaver->spec();
   if (op < 0 || op >= spec.num_ops()) throw py::value_error("op index out of range");
-  auto* c = new OpCaller{w.weaver, op, static_cast<int>(spec.ops[op].outputs.size())};
+  auto* c = new OpCaller{w.weaver, op, static_cast<int>(spec.ops[op].outputs.size()), spec.ops[op].has_ragged()};
   PyObject* capsule = PyCapsule_New(c, kCallerCapsule, [](PyObject* cap) {
     delete static_cast<OpCaller*>(PyCapsule_GetPointer(cap, kCallerCapsule));
   });
@@ -201,9 +271,22 @@ void RegisterLoom(py::module_& m) {
            py::arg("spec"))
       .def("_op_caller", &MakeOpCaller, py::arg("op"))
       .def("_call", [](PyWeaver& w, int op, py::sequence args) {
+             const LoomSpec& spec = w.weaver->spec();
+             if (op < 0 || op >= spec.num_ops()) throw py::value_error("op index out of range");
              std::vector<int32_t> ids;
-             for (py::handle a : args) ids.push_back(ToResult(a));
-             int32_t first = w.weaver->Call(op, ids.data(), static_cast<int>(ids.size()));
+             int32_t first;
+             if (spec.ops[op].has_ragged()) {
+               std::vector<PyObject*> items;
+               for (py::handle a : args) items.push_back(a.ptr());
+               std::vector<int32_t> counts;
+               if (!RaggedCallArgs(*w.weaver, op, items.data(), static_cast<Py_ssize_t>(items.size()), &ids, &counts)) {
+                 throw py::error_already_set();
+               }
+               first = w.weaver->CallRagged(op, ids.data(), counts.data());
+             } else {
+               for (py::handle a : args) ids.push_back(ToResult(a));
+               first = w.weaver->Call(op, ids.data(), static_cast<int>(ids.size()));
+             }
              return ResultList(first, static_cast<int>(w.weaver->spec().ops[op].outputs.size()));
            })
       .def("_named_tensor", [](PyWeaver& w, int index) { return w.weaver->NamedTensor(index); })

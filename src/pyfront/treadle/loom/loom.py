@@ -77,7 +77,7 @@ class Loom:
         self._init_batch_inputs(batch_inputs or {})
         type_shapes = set(ts for _, _, ts in self._named)
         for _, op in self._ops:
-            type_shapes.update(op.input_type_shapes)
+            type_shapes.update(op._input_plain_type_shapes)
             type_shapes.update(op.output_type_shapes)
         type_shapes.update(self._batch_inputs)
         for ts in extra_type_shapes or ():
@@ -163,10 +163,11 @@ class Loom:
             md.ops.add(name=f"_pass_through_{i}", input_type_shapes=[i], output_type_shapes=[i], pass_through=True)
         for name, op in self._ops:
             traced = self._traced_ops.get(name)
-            md.ops.add(name=name, input_type_shapes=[self._ts_index[t] for t in op.input_type_shapes],
+            md.ops.add(name=name, input_type_shapes=[self._ts_index[t] for t in op._input_plain_type_shapes],
                        output_type_shapes=[self._ts_index[t] for t in op.output_type_shapes],
                        pass_through=traced is None,
-                       body_fingerprint=0 if traced is None else traced.body_fingerprint)
+                       body_fingerprint=0 if traced is None else traced.body_fingerprint,
+                       ragged_inputs=op._ragged_inputs)
         for name, _, ts in self._named:
             md.named_tensors.add(name=name, type_shape=self._ts_index[ts])
         self._batch_input_order = sorted(self._batch_inputs, key=self._ts_index.get)
