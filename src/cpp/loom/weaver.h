@@ -81,7 +81,34 @@ class Weaver {
   // memos (a merge that is only run, never woven into further).
   void Append(const WeaverState& other, bool rebuild_memos = true);
 
-  // Weaves many binary trees at once (see WeaveTreesArgs).
+  // Weaves a whole forest or DAG at once: nodes 0..num_nodes-1, each a call
+  // of op node_op[i], its arguments given as compressed sparse rows (entries
+  // arg_splits[i] .. arg_splits[i+1]-1, in input order). Entry e feeds input
+  // arg_input[e] of the node's op (several entries for a ragged input, one
+  // for any other) from arg_source[e]: a result of an earlier node
+  // (kArgNode: node arg_value[e], its output arg_output[e]), a row of a batch
+  // input (kArgBatchInput: row arg_value[e] of the input's type shape), an
+  // integer scalar constant (kArgConstant: the value arg_value[e]) or a named
+  // tensor (kArgNamedTensor: index arg_value[e]). A node used by several
+  // others is computed once. Output k is output output_index[k] of node
+  // output_node[k]. Everything is checked before anything is woven. Returns
+  // each node's first result.
+  enum ArgSource : int32_t { kArgNode = 0, kArgBatchInput = 1, kArgConstant = 2, kArgNamedTensor = 3 };
+  struct GraphArgs {
+    int64_t num_nodes = 0;
+    const int32_t* node_op = nullptr;
+    const int64_t* arg_splits = nullptr;  // num_nodes + 1
+    const int32_t* arg_input = nullptr;   // per entry
+    const int32_t* arg_source = nullptr;
+    const int64_t* arg_value = nullptr;
+    const int32_t* arg_output = nullptr;
+    int64_t num_outputs = 0;
+    const int64_t* output_node = nullptr;
+    const int32_t* output_index = nullptr;
+  };
+  std::vector<int32_t> WeaveGraph(const GraphArgs& args);
+
+  // Weaves many binary trees at once: a WeaveGraph of leaf and node calls.
   struct TreesArgs {
     int64_t num_nodes = 0;
     const int64_t* left = nullptr;   // child node indices, -1 for a leaf (both -1)
@@ -107,6 +134,8 @@ class Weaver {
   // Checks result r as argument a of op; returns the depth a call on it needs.
   int32_t CheckArgument(int op, int a, int32_t r) const;
   int32_t NewCallResults(int op, int32_t depth, int64_t call);
+  // WeaveGraph's checks of the whole description, depths included.
+  void CheckGraph(const GraphArgs& g) const;
   void CheckResult(int32_t result, const char* what) const;
   void EnsureDepth(int32_t depth);
   void RebuildMemos(int64_t first_result);

@@ -344,6 +344,48 @@ void RegisterLoom(py::module_& m) {
              w.weaver->Append(loom::ParseWeaverMessage(w.weaver->spec(), view.data(), view.size()));
            })
       .def("_schedule", &Schedule, "The finalised schedule (a variant tensor), cached while the weaver is unchanged.")
+      .def("_weave_graph",
+           [](PyWeaver& w, py::array_t<int32_t, py::array::c_style | py::array::forcecast> node_op,
+              py::array_t<int64_t, py::array::c_style | py::array::forcecast> arg_splits,
+              py::array_t<int32_t, py::array::c_style | py::array::forcecast> arg_input,
+              py::array_t<int32_t, py::array::c_style | py::array::forcecast> arg_source,
+              py::array_t<int64_t, py::array::c_style | py::array::forcecast> arg_value,
+              py::array_t<int32_t, py::array::c_style | py::array::forcecast> arg_output,
+              py::array_t<int64_t, py::array::c_style | py::array::forcecast> output_node,
+              py::array_t<int32_t, py::array::c_style | py::array::forcecast> output_index) {
+             auto vec = [](const auto& a, int64_t n, const char* name) {
+               if (a.ndim() != 1 || (n >= 0 && a.shape(0) != n)) {
+                 throw py::value_error(StrCat("weave: ", name, " must be a 1-D array",
+                                              n >= 0 ? StrCat(" of ", n, " entries") : std::string()));
+               }
+               return a.data();
+             };
+             Weaver::GraphArgs g;
+             vec(node_op, -1, "node_op");
+             g.num_nodes = node_op.shape(0);
+             g.node_op = node_op.data();
+             g.arg_splits = vec(arg_splits, g.num_nodes + 1, "arg_splits");
+             vec(arg_input, -1, "arg_input");
+             const int64_t entries = arg_input.shape(0);
+             if (arg_splits.data()[g.num_nodes] != entries) {
+               throw py::value_error(StrCat("weave: arg_splits ends at ", arg_splits.data()[g.num_nodes],
+                                            " but there are ", entries, " argument entries"));
+             }
+             g.arg_input = arg_input.data();
+             g.arg_source = vec(arg_source, entries, "arg_source");
+             g.arg_value = vec(arg_value, entries, "arg_value");
+             g.arg_output = vec(arg_output, entries, "arg_output");
+             vec(output_node, -1, "outputs");
+             g.num_outputs = output_node.shape(0);
+             g.output_node = output_node.data();
+             g.output_index = vec(output_index, g.num_outputs, "output_index");
+             std::vector<int32_t> first;
+             {
+               py::gil_scoped_release nogil;  // the arrays are held by this frame
+               first = w.weaver->WeaveGraph(g);
+             }
+             return py::array_t<int32_t>(static_cast<py::ssize_t>(first.size()), first.data());
+           })
       .def("_weave_trees",
            [](PyWeaver& w, py::array_t<int64_t, py::array::c_style | py::array::forcecast> left,
               py::array_t<int64_t, py::array::c_style | py::array::forcecast> right,

@@ -77,6 +77,42 @@ class Weaver(_core.LoomWeaver):
     def get_type_shape(self, result):
         return self._loom.type_shapes[self._type_shape_index(result)]
 
+    # Where a bulk-woven argument comes from (Weaver.weave's arg_source).
+    NODE, BATCH_INPUT, CONSTANT, NAMED_TENSOR = 0, 1, 2, 3
+
+    def weave(self, ops, node_op, arg_splits, arg_input, arg_source, arg_value, arg_output=None, outputs=(),
+              output_index=None):
+        """Weaves a whole forest of n-ary trees, or any DAG, in one call, with no
+        Python call per node.
+
+        Nodes are numbered 0..N-1, arguments before the nodes using them; node i
+        calls op `ops[node_op[i]]` (`ops`: op names). Its arguments are the
+        entries arg_splits[i] .. arg_splits[i+1]-1 (compressed sparse rows), in
+        the order of its op's inputs: entry e feeds input `arg_input[e]` (one
+        entry per input, or any number, zero included, for a td.loom.Ragged
+        input) with, by `arg_source[e]`:
+
+        - `Weaver.NODE`: output `arg_output[e]` (default 0) of node `arg_value[e]`
+          (a node read by several others is computed once);
+        - `Weaver.BATCH_INPUT`: row `arg_value[e]` of the batch input of the input's type shape;
+        - `Weaver.CONSTANT`: the integer `arg_value[e]`, a constant of the input's
+          (int32 or int64 scalar) type shape;
+        - `Weaver.NAMED_TENSOR`: named tensor `arg_value[e]` (an index into the sorted names).
+
+        Output `output_index[k]` (default 0) of node `outputs[k]` is added as an
+        output, in order. Everything is checked before anything is woven.
+        Returns an int32 array with each node's first result."""
+        indices = np.array([self._loom._op_index(op) for op in ops], dtype=np.int32)
+        node_op = np.asarray(node_op, dtype=np.int64)
+        if node_op.size and (node_op.min() < 0 or node_op.max() >= len(indices)):
+            raise ValueError(f"Weaver.weave: node_op must index `ops` (of {len(indices)} ops)")
+        arg_input = np.asarray(arg_input, dtype=np.int32)
+        outputs = np.asarray(outputs, dtype=np.int64).reshape(-1)
+        return self._weave_graph(
+            indices[node_op], arg_splits, arg_input, arg_source, arg_value,
+            np.zeros(len(arg_input), np.int32) if arg_output is None else arg_output, outputs,
+            np.zeros(len(outputs), np.int32) if output_index is None else output_index)
+
     def weave_trees(self, left, right, leaf_values, roots, leaf_op, node_op, leaf_input, root_outputs=None,
                     leaf_input_kind="batch_input"):
         """Weaves many binary trees in one call, with no Python call per node.
@@ -90,7 +126,7 @@ class Weaver(_core.LoomWeaver):
         `node_op(*left_results, *right_results)`. The results `root_outputs`
         (indices into the op's outputs; default all) of each node in `roots`
         are added as outputs, tree by tree. Returns an int32 array with each
-        node's first result."""
+        node's first result. (A special case of `weave`.)"""
         if leaf_input_kind not in ("batch_input", "constant"):
             raise ValueError(f"leaf_input_kind must be 'batch_input' or 'constant', got {leaf_input_kind!r}")
         ts_index = self._loom._type_shape_index(leaf_input)
