@@ -82,7 +82,7 @@ def test_batch_input_row_must_be_an_int():
     w = loom.make_weaver()
     assert w.depth(w.batch_input(ts, np.int32(2))) == 0
     for bad in (True, 1.5, "1"):
-        with pytest.raises(TypeError, match="batch_idx must be an int"):
+        with pytest.raises(TypeError, match="batch_idx must be a non-negative int"):
             w.batch_input(ts, bad)
 
 

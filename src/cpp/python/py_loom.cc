@@ -124,7 +124,10 @@ bool RaggedCallArgs(const Weaver& w, int op, PyObject* const* args, Py_ssize_t n
 }
 
 PyObject* CallRaggedOp(const OpCaller& c, PyObject* const* args, Py_ssize_t nargs) {
-  std::vector<int32_t> flat, counts;
+  // Reused between calls: no allocation per call once they have grown.
+  static thread_local std::vector<int32_t> flat, counts;
+  flat.clear();
+  counts.clear();
   if (!RaggedCallArgs(*c.weaver, c.op, args, nargs, &flat, &counts)) return nullptr;
   try {
     return PyLong_FromLong(c.weaver->CallRagged(c.op, flat.data(), counts.data()));
@@ -179,6 +182,80 @@ PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 
 PyMethodDef kCallOpDef = {"loom_op", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&CallOp)),
                           METH_FASTCALL, "Calls a loom op on weaver results; returns its result(s)."};
+
+// ---- the fast batch_input: a builtin holding the weaver and the loom's
+// {TypeShape: index} of its batch inputs (the last key looked up is
+// remembered, as a weaver usually reads one batch input).
+struct BatchInputCaller {
+  std::shared_ptr<Weaver> weaver;
+  PyObject* index;  // dict, owned
+  PyObject* last_key = nullptr;  // borrowed from the dict's keys
+  int last_ts = -1;
+};
+constexpr const char* kBatchInputCapsule = "treadle.loom.BatchInputCaller";
+
+PyObject* CallBatchInput(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  auto* c = static_cast<BatchInputCaller*>(PyCapsule_GetPointer(self, kBatchInputCapsule));
+  if (!c) return nullptr;
+  if (nargs != 2) {
+    PyErr_Format(PyExc_TypeError, "Weaver.batch_input takes (type_shape, batch_idx), got %zd arguments", nargs);
+    return nullptr;
+  }
+  int ts = c->last_ts;
+  if (args[0] != c->last_key) {
+    PyObject* found = PyDict_GetItemWithError(c->index, args[0]);
+    if (!found) {
+      if (!PyErr_Occurred()) {
+        PyErr_Format(PyExc_ValueError, "Weaver.batch_input: the loom has no batch input of %R", args[0]);
+      }
+      return nullptr;
+    }
+    ts = static_cast<int>(PyLong_AsLong(found));
+    // Remember the dict's own key object (alive as long as the dict).
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(c->index, &pos, &key, &value)) {
+      if (value == found) c->last_key = key;
+    }
+    c->last_ts = ts;
+  }
+  PyObject* row = args[1];
+  int32_t r;  // a row index has the rules of a result id: any integer, not bool
+  if (!ResultId(row, &r) || r < 0) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "Weaver.batch_input: batch_idx must be a non-negative int, got %R", row);
+    return nullptr;
+  }
+  try {
+    return PyLong_FromLong(c->weaver->BatchInput(ts, r));
+  } catch (...) {
+    SetPyErrorFromCurrent();
+    return nullptr;
+  }
+}
+
+PyMethodDef kBatchInputDef = {
+    "batch_input", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&CallBatchInput)), METH_FASTCALL,
+    "batch_input(type_shape, batch_idx): a result holding row batch_idx of the loom's batch input of type_shape."};
+
+py::object MakeBatchInputCaller(const PyWeaver& w, py::dict index) {
+  auto* c = new BatchInputCaller{w.weaver, index.ptr()};
+  Py_INCREF(c->index);
+  PyObject* capsule = PyCapsule_New(c, kBatchInputCapsule, [](PyObject* cap) {
+    auto* p = static_cast<BatchInputCaller*>(PyCapsule_GetPointer(cap, kBatchInputCapsule));
+    Py_DECREF(p->index);
+    delete p;
+  });
+  if (!capsule) {
+    Py_DECREF(c->index);
+    delete c;
+    throw py::error_already_set();
+  }
+  PyObject* fn = PyCFunction_NewEx(&kBatchInputDef, capsule, nullptr);
+  Py_DECREF(capsule);
+  if (!fn) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(fn);
+}
 
 py::object MakeOpCaller(const PyWeaver& w, int op) {
   const LoomSpec& spec = w.weaver->spec();
@@ -270,6 +347,7 @@ void RegisterLoom(py::module_& m) {
       .def(py::init([](const PyLoomSpec& s) { return PyWeaver{std::make_shared<Weaver>(s.spec)}; }),
            py::arg("spec"))
       .def("_op_caller", &MakeOpCaller, py::arg("op"))
+      .def("_batch_input_caller", &MakeBatchInputCaller, py::arg("index"))
       .def("_call", [](PyWeaver& w, int op, py::sequence args) {
              const LoomSpec& spec = w.weaver->spec();
              if (op < 0 || op >= spec.num_ops()) throw py::value_error("op index out of range");

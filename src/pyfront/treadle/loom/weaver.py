@@ -12,7 +12,8 @@ class Weaver(_core.LoomWeaver):
 
     - `weaver.<tensor_name>` / `weaver.named_tensor(name)`: a named tensor;
     - `weaver(value, tag='')` / `weaver.constant(value, tag='')`: a constant;
-    - `weaver.batch_input(type_shape, batch_idx)`: row `batch_idx` of the batch input;
+    - `weaver.batch_input(type_shape, batch_idx)`: row `batch_idx` of the batch input
+      (a C++ builtin set per weaver);
     - `weaver.<op_name>(*args)` / `weaver.op(op_name, args)`: an op call
       (the former returns the single result of a one-output op);
     - `weaver.add_output(result)` marks a result as an output of the loom.
@@ -23,6 +24,9 @@ class Weaver(_core.LoomWeaver):
         self._loom = loom
         for index, name in loom._weaver_op_names:
             setattr(self, name, self._op_caller(index))
+        # batch_input(type_shape, batch_idx), a C++ builtin: a call costs about what an op call does.
+        self.batch_input = self._batch_input_caller(
+            {ts: loom._ts_index[ts] for ts in loom._batch_input_order})
 
     def __getattr__(self, name):
         # Only reached when normal lookup fails: named tensors, made on first use.
@@ -62,12 +66,6 @@ class Weaver(_core.LoomWeaver):
             return []
         first = self._constants(index, values, n)
         return list(range(first, first + n))
-
-    def batch_input(self, type_shape, batch_idx):
-        """A result holding row `batch_idx` of the loom's batch input of `type_shape`."""
-        if isinstance(batch_idx, (bool, np.bool_)) or not isinstance(batch_idx, (int, np.integer)):
-            raise TypeError(f"Weaver.batch_input: batch_idx must be an int, got {batch_idx!r}")
-        return self._batch_input(self._loom._type_shape_index(type_shape), int(batch_idx))
 
     def calls(self, op_name, args):
         """Calls op `op_name` once per row of `args` (an int array of shape
