@@ -51,22 +51,23 @@ def stdlib_functions(limit, max_nodes=400):
         for fn in ast.walk(module):
             if not isinstance(fn, ast.FunctionDef):
                 continue
-            nodes = list(_postorder(fn))
-            if len(nodes) > max_nodes:
+            kinds, kids = [], []
+            _postorder(fn, types, kinds, kids)
+            if len(kinds) > max_nodes:
                 continue
-            index = {id(n): i for i, n in enumerate(nodes)}
-            kinds = [types.setdefault(type(n).__name__, len(types)) for n in nodes]
-            kids = [[index[id(c)] for c in ast.iter_child_nodes(n)] for n in nodes]
             trees.append((kinds, kids, zlib.crc32(fn.name.encode()) % CLASSES))
             if len(trees) == limit:
                 return trees, len(types)
     return trees, len(types)
 
 
-def _postorder(node):
-    for child in ast.iter_child_nodes(node):
-        yield from _postorder(child)
-    yield node
+def _postorder(node, types, kinds, kids):
+    """Numbers the tree's nodes children first (by position: AST objects such
+    as ast.Load() are shared between parents); returns node's number."""
+    children = [_postorder(c, types, kinds, kids) for c in ast.iter_child_nodes(node)]
+    kinds.append(types.setdefault(type(node).__name__, len(types)))
+    kids.append(children)
+    return len(kinds) - 1
 
 
 def describe(trees):
@@ -262,7 +263,7 @@ class TorchByHeight:
         loss = self.torch.nn.functional.cross_entropy(self.forward(plan), labels)
         loss.backward()
         self.optimizer.step()
-        return float(loss)
+        return float(loss.detach())
 
 
 # ---------------------------------------------------------------- measuring
@@ -283,7 +284,9 @@ def main(argv=None):
     parser.add_argument("--trees", type=int, default=598)
     parser.add_argument("--batch", type=int, default=256)
     parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--threads", type=int, default=2)
+    # One thread by default: on a shared (oversubscribed) machine PyTorch's
+    # OpenMP threads spin and slow it tenfold, which would flatter treadle.
+    parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out-dir", default=str(common.RESULTS_DIR))
     args = parser.parse_args(argv)
     common.limit_threads(args.threads)
