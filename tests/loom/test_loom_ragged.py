@@ -272,3 +272,14 @@ def test_ragged_inputs_are_part_of_the_fingerprint():
     assert td.loom.Ragged(VEC3) == td.loom.Ragged(VEC3) != VEC3
     with pytest.raises(TypeError, match="td.loom.Ragged takes a TypeShape"):
         td.loom.Ragged("float64")
+
+
+def test_saved_child_sum_loom_weaves_and_runs_ragged_calls(tmp_path):
+    p = ChildSumWeights(seed=3)
+    loom = child_sum_loom(p)
+    path = str(tmp_path / "child_sum.loom")
+    td.save(loom, path)
+    restored = td.load(path)
+    assert restored.fingerprint == loom.fingerprint
+    out = restored.output_tensor(p.h_ts, weave_forest(restored, p, TREES)).numpy()
+    np.testing.assert_allclose(out, np.stack([child_sum_reference(p, t)[1] for t in TREES]), rtol=1e-12)
