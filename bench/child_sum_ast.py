@@ -187,6 +187,32 @@ class TreadleModel:
         return float(loss)
 
 
+def copy_bytes(loom, weaver):
+    """The bytes the loom runtime copies in one forward run of the schedule,
+    read off its WeaverMessage: the depth-0 state (one row per depth-0
+    result), the gathers of each op's arguments from the state below (every
+    wired argument row; pass-throughs are such gathers too) and the copies of
+    the outputs. A backward run adds the same rows back (scatter-adds)."""
+    import numpy as np
+    from treadle import loom_pb2
+    msg = loom_pb2.WeaverMessage.FromString(weaver.serialize())
+    spec = loom._metadata
+    num_ts = len(spec.type_shapes)
+    row_bytes = [int(np.prod(ts.shape, dtype=np.int64)) * np.dtype(t.dtype.as_numpy_dtype).itemsize
+                 for ts, t in zip(spec.type_shapes, loom.type_shapes)]
+    ts_of = np.array(msg.result_type_shape)
+    depth = np.array(msg.result_depth)
+    sizes = np.array(row_bytes)
+    initial = int(sizes[ts_of[depth == 0]].sum())
+    gathers = {"op arguments": 0, "pass-throughs": 0}
+    for wiring in msg.wiring:
+        ts = spec.ops[wiring.op].input_type_shapes[wiring.arg]
+        kind = "pass-throughs" if wiring.op < num_ts else "op arguments"
+        gathers[kind] += len(wiring.results) * row_bytes[ts]
+    outputs = int(sizes[ts_of[np.array(msg.outputs, dtype=np.int64)]].sum()) if len(msg.outputs) else 0
+    return {"depth-0 state": initial, **gathers, "outputs": outputs}
+
+
 # ---------------------------------------------------------------- PyTorch, batched by height
 
 class TorchByHeight:
@@ -303,6 +329,7 @@ def main(argv=None):
     assert model.weave_per_node(batches[0]).serialize() == model.weave_bulk(arrays[0]).serialize()
 
     results = {}
+    copies = copy_bytes(model.loom, model.weave_bulk(arrays[0]))
 
     def record(name, mode, tps, weave_share=None):
         results.setdefault(name, {})[mode] = {"trees_per_second": tps, "weave_share": weave_share}
@@ -329,7 +356,8 @@ def main(argv=None):
 
     machine = common.machine_info()
     payload = {"benchmark": "child_sum_ast", "data": data, "vocab": vocab, "batch": args.batch,
-               "threads": args.threads, "machine": machine, "results": results}
+               "threads": args.threads, "machine": machine, "results": results,
+               "forward_copy_bytes_first_batch": copies}
     torch_row = results.get("PyTorch by height")
     lines = [f"Child-sum TreeLSTM over stdlib ASTs: {data['trees']} functions, {data['nodes']} nodes, "
              f"{vocab} node types, up to {data['max_children']} children, height up to {data['max_height']}; "
@@ -343,6 +371,9 @@ def main(argv=None):
             ratio = r["trees_per_second"] / torch_row[mode]["trees_per_second"] if torch_row else None
             share = "—" if r["weave_share"] is None else f"{100 * r['weave_share']:.0f}%"
             lines.append(f"| {name} | {mode} | {r['trees_per_second']:.0f} | {common.fmt_ratio(ratio)} | {share} |")
+    lines += ["", f"Bytes the loom runtime copies in one forward run of the first batch "
+              f"({sum(copies.values()) / 2**20:.1f} MiB in all; the backward run scatter-adds as many):", ""]
+    lines += [f"- {kind}: {n / 2**20:.1f} MiB" for kind, n in copies.items()]
     markdown = "\n".join(lines) + "\n"
     common.write_report("child_sum_ast", payload, markdown, args.out_dir)
     print(markdown)
