@@ -144,8 +144,7 @@ std::vector<int32_t> Weaver::WeaveGraph(const GraphArgs& g) {
         default: flat.push_back(NamedTensor(static_cast<int>(v))); break;
       }
     }
-    first[i] = o.has_ragged() ? CallRagged(op, flat.data(), counts.data())
-                              : Call(op, flat.data(), static_cast<int>(flat.size()));
+    first[i] = AddCall(op, flat.data(), counts.data());  // CheckGraph checked the arguments
   }
   for (int64_t k = 0; k < g.num_outputs; ++k) s_.outputs.push_back(first[g.output_node[k]] + g.output_index[k]);
   ++version_;
@@ -181,6 +180,9 @@ std::vector<int32_t> Weaver::WeaveTrees(const TreesArgs& a) {
   const int32_t width = static_cast<int32_t>(leaf.outputs.size());
   std::vector<int32_t> node_op(n), arg_input, arg_source, arg_output;
   std::vector<int64_t> arg_splits(n + 1, 0), arg_value;
+  const size_t most_entries = static_cast<size_t>(n) * 2 * width;  // a bound: every node inner
+  for (auto* v : {&arg_input, &arg_source, &arg_output}) v->reserve(most_entries);
+  arg_value.reserve(most_entries);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t l = a.left[i], r = a.right[i];
     if (l < 0 && r < 0) {

@@ -146,39 +146,43 @@ int32_t Weaver::Call(int op, const int32_t* args, int num_args) {
       if (o.ragged[a]) ThrowTypeError(spec_->DescribeOp(op), " argument ", a, " takes a list of results");
     }
   }
-  int32_t depth = 1;
-  for (int a = 0; a < num_args; ++a) depth = std::max(depth, CheckArgument(op, a, args[a]));
-  EnsureDepth(depth);
-  const size_t layer = static_cast<size_t>(depth - 1);
-  const int64_t call = s_.calls[layer * spec_->num_ops() + op]++;
-  std::vector<int32_t>* wiring = &s_.wiring[layer * spec_->num_arg_slots + spec_->arg_offset[op]];
-  for (int a = 0; a < num_args; ++a) wiring[a].push_back(Lift(args[a], depth - 1));
-  return NewCallResults(op, depth, call);
+  for (int a = 0; a < num_args; ++a) CheckArgument(op, a, args[a]);
+  return AddCall(op, args, nullptr);
 }
 
 int32_t Weaver::CallRagged(int op, const int32_t* args, const int32_t* counts) {
   if (op < 0 || op >= spec_->num_ops()) ThrowValueError("Weaver: op index ", op, " is out of range");
   const OpSpec& o = spec_->ops[op];
   const int nin = static_cast<int>(o.inputs.size());
-  int64_t total = 0;
   for (int a = 0; a < nin; ++a) {
     if (counts[a] < 0 || (!o.ragged[a] && counts[a] != 1)) {
       ThrowTypeError(spec_->DescribeOp(op), " argument ", a, " takes one result, got ", counts[a]);
     }
-    total += counts[a];
+  }
+  for (int a = 0, i = 0; a < nin; ++a) {
+    for (int32_t k = 0; k < counts[a]; ++k, ++i) CheckArgument(op, a, args[i]);
+  }
+  return AddCall(op, args, counts);
+}
+
+int32_t Weaver::AddCall(int op, const int32_t* args, const int32_t* counts) {
+  const OpSpec& o = spec_->ops[op];
+  const int nin = static_cast<int>(o.inputs.size());
+  int64_t nargs = nin;
+  if (counts) {
+    nargs = 0;
+    for (int a = 0; a < nin; ++a) nargs += counts[a];
   }
   int32_t depth = 1;
-  for (int a = 0, i = 0; a < nin; ++a) {
-    for (int32_t k = 0; k < counts[a]; ++k, ++i) depth = std::max(depth, CheckArgument(op, a, args[i]));
-  }
-  if (s_.num_results() + total > kMaxResults) ThrowValueError("Weaver: a schedule holds at most ", kMaxResults, " results");
+  for (int64_t i = 0; i < nargs; ++i) depth = std::max(depth, s_.depth[args[i]] + 1);
   EnsureDepth(depth);
   const size_t layer = static_cast<size_t>(depth - 1);
   const int64_t call = s_.calls[layer * spec_->num_ops() + op]++;
   const size_t slot = layer * spec_->num_arg_slots + spec_->arg_offset[op];
   for (int a = 0, i = 0; a < nin; ++a) {
-    for (int32_t k = 0; k < counts[a]; ++k, ++i) s_.wiring[slot + a].push_back(Lift(args[i], depth - 1));
-    if (o.ragged[a]) s_.row_lengths[slot + a].push_back(counts[a]);
+    const int32_t n = counts ? counts[a] : 1;
+    for (int32_t k = 0; k < n; ++k, ++i) s_.wiring[slot + a].push_back(Lift(args[i], depth - 1));
+    if (o.ragged[a]) s_.row_lengths[slot + a].push_back(n);
   }
   return NewCallResults(op, depth, call);
 }

@@ -133,6 +133,9 @@ class Weaver {
   int32_t Lift(int32_t result, int32_t depth);
   // Checks result r as argument a of op; returns the depth a call on it needs.
   int32_t CheckArgument(int op, int a, int32_t r) const;
+  // Adds a call of op on arguments already checked (counts as CallRagged's,
+  // or null: one per input) at the depth they need.
+  int32_t AddCall(int op, const int32_t* args, const int32_t* counts);
   int32_t NewCallResults(int op, int32_t depth, int64_t call);
   // WeaveGraph's checks of the whole description, depths included.
   void CheckGraph(const GraphArgs& g) const;
