@@ -138,6 +138,11 @@ case("GatherV2", "batch_dims=1 axis=2", lambda p, i: td.gather(p, i, axis=2, bat
      np.array([[2, 0, 0], [1, 1, 2]], dtype=np.int32))
 case("UnsortedSegmentSum", "", lambda d, s: td.math.unsorted_segment_sum(d, s, 4), u(5, 2),
      np.array([3, 0, 3, -1, 1], dtype=np.int32))
+case("SegmentSum", "", lambda d, s: td.math.segment_sum(d, s), u(5, 2), np.array([0, 0, 2, 2, 3], dtype=np.int32))
+case("UnsortedSegmentMax", "", lambda d, s: td.math.unsorted_segment_max(d, s, 4), distinct(6, 2),
+     np.array([3, 0, 3, -1, 1, 2], dtype=np.int64), first_order_only=True)
+case("Repeat", "axis 0", lambda x, r: td.repeat(x, r, axis=0), u(3, 2), np.array([2, 0, 3], dtype=np.int32))
+case("Repeat", "negative axis, scalar repeats", lambda x: td.repeat(x, 2, axis=-1), u(2, 3))
 case("StridedSlice", "basic", lambda x: x[1:, ::2], u(3, 5))
 case("StridedSlice", "negative stride, new axis, shrink", lambda x: x[::-1, None, 2, 1:], u(3, 4, 3))
 case("StridedSlice", "ellipsis", lambda x: x[..., 1], u(2, 3, 2))

@@ -136,7 +136,7 @@ void ListChunkGradAdds(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c,
   const OpSpec& op = sp.ops[lo.op];
   if (grads.empty()) return;
   for (int k = 0; k < (op.pass_through ? 0 : op.num_captures); ++k) {
-    const Tensor& g = grads[op.inputs.size() + k];
+    const Tensor& g = grads[op.num_function_args + k];
     if (!g.defined() || !IsFloating(g.dtype())) continue;
     const Tensor& value = captures[rt.capture_offset(lo.op) + k];
     if (g.dtype() != value.dtype() || g.shape() != value.shape()) {
@@ -148,17 +148,19 @@ void ListChunkGradAdds(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c,
   for (size_t a = 0; a < op.inputs.size(); ++a) {
     const int t = op.inputs[a];
     const TypeShape& ts = sp.type_shapes[t];
-    if (!IsFloating(ts.dtype) || !grads[a].defined()) continue;
-    if (!IsBatchOf(grads[a], ts, c.count)) {
-      ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", grads[a].DebugString(),
-                           " for argument ", a, "; expected a batch of ", c.count, " ", ts.ToString());
+    const Tensor& ga = grads[op.function_arg[a]];
+    if (!IsFloating(ts.dtype) || !ga.defined()) continue;
+    const ArgRows rows = ChunkArgRows(lo, a, c);
+    if (!IsBatchOf(ga, ts, rows.count)) {
+      ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", ga.DebugString(),
+                           " for argument ", a, "; expected a batch of ", rows.count, " ", ts.ToString());
     }
     Tensor& g = (*below)[t];
     if (!g.defined()) {
       g = Tensor(ts.dtype, ts.BatchDims(rows_below[t]));
       fresh->push_back(&g);
     }
-    adds->push_back({&grads[a], &g, lo.args[a].data() + c.first, c.count, ts.row_elements});
+    adds->push_back({&ga, &g, rows.index, rows.count, ts.row_elements});
   }
 }
 

@@ -17,18 +17,25 @@ void GatherRows(const std::vector<const char*>& rows, const int32_t* index, int6
   }
 }
 
-// The arguments of chunk `c` of layer op `lo`, gathered from the state below.
+// The arguments of chunk `c` of layer op `lo`, gathered from the state
+// below: its function's arguments (a ragged argument's values, then its row
+// splits, relative to the chunk).
 std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std::vector<std::vector<const char*>>& rows,
                                const Chunk& c) {
   const OpSpec& op = sp.ops[lo.op];
   std::vector<Tensor> args;
-  args.reserve(op.inputs.size());
+  args.reserve(op.num_function_args);
   for (size_t a = 0; a < op.inputs.size(); ++a) {
     const TypeShape& ts = sp.type_shapes[op.inputs[a]];
-    Tensor batch(ts.dtype, ts.BatchDims(c.count));
-    GatherRows(rows[op.inputs[a]], lo.args[a].data() + c.first, c.count, ts.row_bytes,
-               static_cast<char*>(batch.raw_data()));
+    const ArgRows r = ChunkArgRows(lo, a, c);
+    Tensor batch(ts.dtype, ts.BatchDims(r.count));
+    GatherRows(rows[op.inputs[a]], r.index, r.count, ts.row_bytes, static_cast<char*>(batch.raw_data()));
     args.push_back(std::move(batch));
+    if (!op.ragged[a]) continue;
+    Tensor splits(DType::kInt64, Dims{c.count + 1});
+    const int64_t* s = lo.splits[a].data() + c.first;
+    for (int64_t i = 0; i <= c.count; ++i) splits.data<int64_t>()[i] = s[i] - r.first;
+    args.push_back(std::move(splits));
   }
   return args;
 }
@@ -36,13 +43,14 @@ std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std:
 // Runs layer op `lo` on its gathered arguments: a pass-through returns them.
 // With `saved`, an op that has gradient functions runs for training and
 // leaves there what its backward function reads.
-std::vector<Tensor> RunLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const std::vector<Tensor>& args,
-                               const std::vector<Tensor>& captures, std::vector<Tensor>* saved) {
+std::vector<Tensor> RunLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, int64_t calls,
+                               const std::vector<Tensor>& args, const std::vector<Tensor>& captures,
+                               std::vector<Tensor>* saved) {
   const LoomSpec& sp = *rt.spec();
   if (sp.ops[lo.op].pass_through) return args;
   try {
-    if (saved && rt.differentiable(lo.op)) return rt.RunOpForTraining(lo.op, args, captures, saved);
-    return rt.RunOp(lo.op, args, captures);
+    if (saved && rt.differentiable(lo.op)) return rt.RunOpForTraining(lo.op, calls, args, captures, saved);
+    return rt.RunOp(lo.op, calls, args, captures);
   } catch (const Error& err) {
     throw Error(err.code(), StrCat(err.what(), "\n\t [[in loom ", sp.DescribeOp(lo.op), " at depth ", d, "]]"));
   }
@@ -176,8 +184,14 @@ std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes) {
   return rows;
 }
 
+ArgRows ChunkArgRows(const LayerOp& lo, size_t a, const Chunk& c) {
+  if (lo.splits[a].empty()) return {lo.args[a].data() + c.first, c.count, c.first};
+  const int64_t begin = lo.splits[a][c.first], end = lo.splits[a][c.first + c.count];
+  return {lo.args[a].data() + begin, end - begin, begin};
+}
+
 std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo) {
-  int64_t n = sp.ops[lo.op].inputs.empty() ? 1 : std::min<int64_t>(parallel::NumThreads(), lo.calls / kMinChunkCalls);
+  int64_t n = std::min<int64_t>(parallel::NumThreads(), lo.calls / kMinChunkCalls);
   n = std::max<int64_t>(n, 1);
   std::vector<Chunk> chunks(n);
   for (int64_t i = 0; i < n; ++i) {
@@ -197,7 +211,7 @@ std::vector<std::vector<Tensor>> ForwardLayerOp(const LoomRuntime& rt, const Lay
     record->saved.assign(chunks.size(), {});
   }
   parallel::ParallelFor(static_cast<int>(chunks.size()), [&](int i) {
-    outs[i] = RunLayerOp(rt, lo, d, GatherArgs(*rt.spec(), lo, rows, chunks[i]), captures,
+    outs[i] = RunLayerOp(rt, lo, d, chunks[i].count, GatherArgs(*rt.spec(), lo, rows, chunks[i]), captures,
                          record ? &record->saved[i] : nullptr);
   });
   return outs;

@@ -41,10 +41,19 @@ Tensor InitialState(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in
 // Row pointers of a state that is one contiguous batch.
 std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes);
 
+// The rows of the state below that chunk `c` of layer op `lo` reads for
+// argument `a`: one per call, or for a ragged argument every call's, call
+// after call, starting at `first` of lo.args[a].
+struct ArgRows {
+  const int32_t* index;
+  int64_t count;
+  int64_t first;
+};
+ArgRows ChunkArgRows(const LayerOp& lo, size_t a, const Chunk& c);
+
 // A layer op's calls split for the threads: at most one chunk per thread,
 // none smaller than kMinChunkCalls (below that, splitting costs more than
-// it gains). An op without arguments is one chunk: its function decides
-// its batch size.
+// it gains).
 std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo);
 
 // Runs layer op `lo` at depth d in `chunks` (SplitCalls), in parallel: per

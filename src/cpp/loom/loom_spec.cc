@@ -1,6 +1,10 @@
 #include "loom/loom_spec.h"
 
+#include <map>
 #include <set>
+
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 #include "tensor/tensor_proto.h"
 #include "util/errors.h"
@@ -108,6 +112,9 @@ uint64_t Fingerprint(const proto::LoomMetadata& m) {
     for (int t : op.input_type_shapes()) h.Int(t);
     h.Int(op.output_type_shapes_size());
     for (int t : op.output_type_shapes()) h.Int(t);
+    h.Int(static_cast<int64_t>(op.body_fingerprint()));
+    h.Int(op.ragged_inputs_size());
+    for (int a : op.ragged_inputs()) h.Int(a);
   }
   h.Int(m.named_tensors_size());
   for (const auto& nt : m.named_tensors()) {
@@ -143,8 +150,12 @@ std::shared_ptr<const LoomSpec> LoomSpec::FromProto(const proto::LoomMetadata& m
     for (int t : p.input_type_shapes()) op.inputs.push_back(CheckTypeShapeIndex(t, T, where));
     for (int t : p.output_type_shapes()) op.outputs.push_back(CheckTypeShapeIndex(t, T, where));
     if (op.outputs.empty()) ThrowInvalidArgument(where, ": an op needs at least one output");
+    // An op's batch size is its arguments' (as in Fold): one without inputs
+    // could not know how many calls it serves.
+    if (op.inputs.empty()) ThrowInvalidArgument(where, ": an op needs at least one input");
     op.pass_through = p.pass_through();
     op.function_name = p.function_name();
+    op.body_fingerprint = p.body_fingerprint();
     op.backward_function_name = p.backward_function_name();
     op.training_function_name = p.training_function_name();
     if (op.backward_function_name.empty() != op.training_function_name.empty()) {
@@ -156,6 +167,19 @@ std::shared_ptr<const LoomSpec> LoomSpec::FromProto(const proto::LoomMetadata& m
     }
     if (p.num_captures() < 0) ThrowInvalidArgument(where, ": num_captures is negative");
     op.num_captures = p.num_captures();
+    op.ragged.assign(op.inputs.size(), 0);
+    int previous = -1;
+    for (int32_t a : p.ragged_inputs()) {
+      if (a <= previous || a >= static_cast<int>(op.inputs.size())) {
+        ThrowInvalidArgument(where, ": ragged_inputs must be increasing input indices below ", op.inputs.size());
+      }
+      op.ragged[a] = 1;
+      previous = a;
+    }
+    for (size_t a = 0; a < op.inputs.size(); ++a) {
+      op.function_arg.push_back(op.num_function_args);
+      op.num_function_args += op.ragged[a] ? 2 : 1;
+    }
     auto increasing = [&](const google::protobuf::RepeatedField<int32_t>& v, int64_t limit, const char* what) {
       std::vector<int> out;
       for (int32_t i : v) {
@@ -169,13 +193,14 @@ std::shared_ptr<const LoomSpec> LoomSpec::FromProto(const proto::LoomMetadata& m
     op.backward_output_gradients =
         increasing(p.backward_output_gradients(), static_cast<int64_t>(op.outputs.size()), "backward_output_gradients");
     op.backward_input_gradients = increasing(p.backward_input_gradients(),
-                                             static_cast<int64_t>(op.inputs.size()) + op.num_captures,
+                                             static_cast<int64_t>(op.num_function_args) + op.num_captures,
                                              "backward_input_gradients");
     const bool must_pass = k < T;
     if (must_pass && !(op.pass_through && op.inputs == std::vector<int>{k} && op.outputs == std::vector<int>{k})) {
       ThrowInvalidArgument(where, ": op ", k, " must be the pass-through op of type shape ", k);
     }
-    if (op.pass_through && !(op.inputs.size() == 1 && op.outputs == op.inputs && op.num_captures == 0)) {
+    if (op.pass_through && !(op.inputs.size() == 1 && op.outputs == op.inputs && op.num_captures == 0 &&
+                             !op.has_ragged())) {
       ThrowInvalidArgument(where, ": a pass-through op takes one value and returns it");
     }
     spec->ops.push_back(std::move(op));
@@ -209,6 +234,54 @@ std::shared_ptr<const LoomSpec> LoomSpec::FromProto(const proto::LoomMetadata& m
   }
   spec->fingerprint = Fingerprint(m);
   return spec;
+}
+
+uint64_t FunctionBodyFingerprint(const proto::FunctionDefLibrary& library, const std::string& name) {
+  std::map<std::string, const proto::FunctionDef*> by_name;
+  for (const auto& f : library.function()) by_name.emplace(f.signature().name(), &f);
+  std::map<std::string, std::string> canonical;  // library name -> "f<order of first use>"
+  std::vector<std::string> queue;
+  auto rename = [&](const std::string& n) -> const std::string& {
+    auto it = canonical.find(n);
+    if (it == canonical.end()) {
+      it = canonical.emplace(n, StrCat("f", canonical.size())).first;
+      queue.push_back(n);
+    }
+    return it->second;
+  };
+  rename(name);
+  Hasher h;
+  h.Str("treadle.loom.body/1");
+  for (size_t q = 0; q < queue.size(); ++q) {
+    auto found = by_name.find(queue[q]);
+    if (found == by_name.end()) {
+      ThrowInvalidArgument("the library lacks function '", queue[q], "' (called from the body of '", name, "')");
+    }
+    proto::FunctionDef f = *found->second;
+    f.mutable_signature()->set_name(canonical.at(queue[q]));
+    for (auto& node : *f.mutable_node_def()) {
+      // Attrs in key order: a map's own order is not stable, and the order of
+      // first use names the functions.
+      std::map<std::string, proto::AttrValue*> attrs;
+      for (auto& [key, attr] : *node.mutable_attr()) attrs.emplace(key, &attr);
+      for (auto& [key, attr] : attrs) {
+        if (attr->has_func()) attr->mutable_func()->set_name(rename(attr->func().name()));
+        if (attr->has_list()) {
+          for (auto& fn : *attr->mutable_list()->mutable_func()) fn.set_name(rename(fn.name()));
+        }
+      }
+    }
+    // Deterministic serialization orders the map fields (attrs, rets).
+    std::string bytes;
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    {
+      google::protobuf::io::CodedOutputStream out(&stream);
+      out.SetSerializationDeterministic(true);
+      f.SerializeToCodedStream(&out);
+    }
+    h.Str(bytes);
+  }
+  return h.value();
 }
 
 }  // namespace treadle::loom

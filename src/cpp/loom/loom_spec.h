@@ -42,6 +42,11 @@ struct TypeShape {
 struct OpSpec {
   std::string name;
   std::vector<int> inputs;   // type shape indices
+  std::vector<char> ragged;  // per input: does each call take a list of results there?
+  // Per input, its argument of the op's function; a ragged input is two
+  // (values, then int64 row splits). num_function_args excludes captures.
+  std::vector<int> function_arg;
+  int num_function_args = 0;
   std::vector<int> outputs;
   bool pass_through = false;
   std::string function_name;
@@ -49,10 +54,13 @@ struct OpSpec {
   // the intermediates, and the backward function reading them.
   std::string training_function_name;
   std::string backward_function_name;
+  uint64_t body_fingerprint = 0;
   std::vector<int> backward_output_gradients;  // outputs whose gradients the backward function takes
   std::vector<int> backward_saved;             // forward values (arguments, then intermediates) it reads
   std::vector<int> backward_input_gradients;   // forward arguments whose gradients it returns
   int num_captures = 0;
+
+  bool has_ragged() const { return num_function_args != static_cast<int>(inputs.size()); }
 };
 
 struct LoomSpec {
@@ -77,9 +85,17 @@ struct LoomSpec {
   static std::shared_ptr<const LoomSpec> FromProto(const proto::LoomMetadata& metadata);
 };
 
-// The fingerprint of a loom's structure (type shapes, op signatures, named
-// tensors, batch inputs), independent of function names and max_depth, so a
-// schedule woven in one process runs in any loom of the same structure.
+// The fingerprint of a loom's structure (type shapes, op signatures and body
+// fingerprints, named tensors, batch inputs), independent of function names
+// and max_depth, so a schedule woven in one process runs in any loom of the
+// same structure and no other.
 uint64_t Fingerprint(const proto::LoomMetadata& metadata);
+
+// A fingerprint of what library function `name` computes: its body and the
+// bodies of the functions it calls, with function names replaced by their
+// order of first use, so that two traces of the same code agree (trace names
+// carry unique suffixes) and different code differs. InvalidArgument when
+// `name` or a function it calls is missing from `library`.
+uint64_t FunctionBodyFingerprint(const proto::FunctionDefLibrary& library, const std::string& name);
 
 }  // namespace treadle::loom

@@ -31,6 +31,7 @@ std::shared_ptr<const LoomRuntime> LoomRuntime::FromLoomDef(const proto::LoomDef
   const std::string library = def.library().SerializeAsString();
   rt->graph_ = graph::LoadGraphDef(library.data(), library.size());
   rt->CheckFunctions();
+  rt->CheckBodyFingerprints(def.library().library());
   return rt;
 }
 
@@ -53,10 +54,11 @@ void LoomRuntime::CheckFunctions() {
     const int f = lib.Find(op.function_name);
     if (f < 0) ThrowInvalidArgument(where, " names function '", op.function_name, "', which the library lacks");
     const graph::FunctionSignature& sig = lib.signature(f);
-    const size_t nin = op.inputs.size(), nout = op.outputs.size();
+    const size_t nin = op.num_function_args, nout = op.outputs.size();
     if (sig.inputs.size() != nin + op.num_captures || sig.outputs.size() != nout) {
       ThrowInvalidArgument(where, ": function '", op.function_name, "' takes ", sig.inputs.size(), " and returns ",
-                           sig.outputs.size(), " values, but the op has ", nin, " inputs, ", op.num_captures,
+                           sig.outputs.size(), " values, but the op has ", nin, " arguments (",
+                           nin - op.inputs.size(), " of them ragged inputs' row splits), ", op.num_captures,
                            " captures and ", nout, " outputs");
     }
     auto check = [&](const graph::TensorSpec& s, int ts, const char* what, size_t i) {
@@ -66,12 +68,36 @@ void LoomRuntime::CheckFunctions() {
                              DTypeName(s.dtype), " ", s.shape.ToString(), ", not a batch of ", t.ToString());
       }
     };
-    for (size_t a = 0; a < nin; ++a) check(sig.inputs[a], op.inputs[a], "argument", a);
+    for (size_t a = 0; a < op.inputs.size(); ++a) {
+      const graph::TensorSpec& arg = sig.inputs[op.function_arg[a]];
+      check(arg, op.inputs[a], "argument", op.function_arg[a]);
+      if (!op.ragged[a]) continue;
+      const graph::TensorSpec& splits = sig.inputs[op.function_arg[a] + 1];
+      if (splits.dtype != DType::kInt64 || (splits.shape.known_rank && splits.shape.rank() != 1)) {
+        ThrowInvalidArgument(where, ": argument ", op.function_arg[a] + 1, " of function '", op.function_name,
+                             "' is ", DTypeName(splits.dtype), " ", splits.shape.ToString(),
+                             ", not the int64 row splits of ragged input ", a);
+      }
+    }
     for (size_t j = 0; j < nout; ++j) check(sig.outputs[j], op.outputs[j], "result", j);
     for (size_t c = nin; c < sig.inputs.size(); ++c) capture_specs_.push_back(sig.inputs[c]);
     capture_offset_.push_back(capture_offset_.back() + op.num_captures);
     forward_.back() = f;
     if (!op.backward_function_name.empty()) CheckGradientFunctions(k);
+  }
+}
+
+// Each op's body fingerprint (part of the loom's fingerprint, which
+// schedules carry) must be that of the function it runs, or a schedule made
+// for one loom could run on another whose ops compute something else.
+void LoomRuntime::CheckBodyFingerprints(const proto::FunctionDefLibrary& library) const {
+  for (int k = 0; k < spec_->num_ops(); ++k) {
+    const OpSpec& op = spec_->ops[k];
+    const uint64_t expected = op.pass_through ? 0 : FunctionBodyFingerprint(library, op.function_name);
+    if (op.body_fingerprint != expected) {
+      ThrowInvalidArgument("LoomDef: ", spec_->DescribeOp(k), " has body fingerprint ", op.body_fingerprint,
+                           " but its function's is ", expected);
+    }
   }
 }
 
@@ -126,30 +152,30 @@ void LoomRuntime::CheckResults(int k, int64_t calls, const std::vector<Tensor>& 
   const OpSpec& op = spec_->ops[k];
   for (size_t j = 0; j < op.outputs.size(); ++j) {
     const TypeShape& ts = spec_->type_shapes[op.outputs[j]];
-    const int64_t n = calls >= 0 ? calls : (outs[j].rank() > 0 ? outs[j].dim(0) : -1);
-    if (!IsBatchOf(outs[j], ts, n)) {
+    if (!IsBatchOf(outs[j], ts, calls)) {
       ThrowInvalidArgument("loom ", spec_->DescribeOp(k), " returned ", outs[j].DebugString(), " as result ", j,
-                           " for a batch of ", n, " calls; expected a batch of ", ts.ToString());
+                           " for a batch of ", calls, " calls; expected a batch of ", ts.ToString());
     }
   }
 }
 
-std::vector<Tensor> LoomRuntime::RunChecked(int k, int function, std::vector<Tensor>* args,
+std::vector<Tensor> LoomRuntime::RunChecked(int k, int function, int64_t calls, std::vector<Tensor>* args,
                                             const std::vector<Tensor>& captures) const {
-  const int64_t calls = args->empty() ? -1 : (*args)[0].dim(0);
   args->insert(args->end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
   std::vector<Tensor> outs = graph_.library->Compiled(function).Run(*args);
   CheckResults(k, calls, outs);
   return outs;
 }
 
-std::vector<Tensor> LoomRuntime::RunOp(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures) const {
-  return RunChecked(k, forward_[k], &args, captures);
+std::vector<Tensor> LoomRuntime::RunOp(int k, int64_t calls, std::vector<Tensor> args,
+                                       const std::vector<Tensor>& captures) const {
+  return RunChecked(k, forward_[k], calls, &args, captures);
 }
 
-std::vector<Tensor> LoomRuntime::RunOpForTraining(int k, std::vector<Tensor> args, const std::vector<Tensor>& captures,
+std::vector<Tensor> LoomRuntime::RunOpForTraining(int k, int64_t calls, std::vector<Tensor> args,
+                                                  const std::vector<Tensor>& captures,
                                                   std::vector<Tensor>* saved) const {
-  std::vector<Tensor> outs = RunChecked(k, training_[k], &args, captures);
+  std::vector<Tensor> outs = RunChecked(k, training_[k], calls, &args, captures);
   const size_t nfwd = args.size();
   saved->clear();
   for (int v : spec_->ops[k].backward_saved) {
@@ -167,7 +193,7 @@ std::vector<Tensor> LoomRuntime::RunOpBackward(int k, const std::vector<Tensor>&
   for (int j : op.backward_output_gradients) args.push_back(std::move(output_grads[j]));
   args.insert(args.end(), saved.begin(), saved.end());
   std::vector<Tensor> results = graph_.library->Compiled(backward_[k]).Run(args);
-  std::vector<Tensor> grads(op.inputs.size() + op.num_captures);  // undefined: no gradient
+  std::vector<Tensor> grads(op.num_function_args + op.num_captures);  // undefined: no gradient
   for (size_t i = 0; i < results.size(); ++i) grads[op.backward_input_gradients[i]] = std::move(results[i]);
   return grads;
 }

@@ -25,25 +25,27 @@ class LoomRuntime {
   int num_captures() const { return capture_offset_.back(); }
   const std::vector<graph::TensorSpec>& capture_specs() const { return capture_specs_; }
   bool differentiable(int op) const;
-  // Runs op k's forward function on `args` followed by its captures.
-  std::vector<Tensor> RunOp(int op, std::vector<Tensor> args, const std::vector<Tensor>& captures) const;
+  // Runs op k's forward function for `calls` calls on `args` followed by
+  // its captures, and checks that it returns a batch of `calls` results.
+  std::vector<Tensor> RunOp(int op, int64_t calls, std::vector<Tensor> args, const std::vector<Tensor>& captures) const;
   // Runs op k for training (an op with a backward function): its outputs,
   // and in *saved the values its backward function reads (arguments,
   // captures and intermediates, as listed in backward_saved).
-  std::vector<Tensor> RunOpForTraining(int op, std::vector<Tensor> args, const std::vector<Tensor>& captures,
-                                       std::vector<Tensor>* saved) const;
+  std::vector<Tensor> RunOpForTraining(int op, int64_t calls, std::vector<Tensor> args,
+                                       const std::vector<Tensor>& captures, std::vector<Tensor>* saved) const;
   // Runs op k's backward function: the values RunOpForTraining saved and
-  // the output gradients -> gradients of the arguments and captures
-  // (undefined for those the backward function gives none).
+  // the output gradients -> gradients of the function's arguments and
+  // captures (undefined for those the backward function gives none).
   std::vector<Tensor> RunOpBackward(int op, const std::vector<Tensor>& saved, std::vector<Tensor> output_grads) const;
 
  private:
   void CheckFunctions();
   void CheckGradientFunctions(int op);
+  void CheckBodyFingerprints(const proto::FunctionDefLibrary& library) const;
   void CheckResults(int op, int64_t calls, const std::vector<Tensor>& outs) const;
   // Runs library function `function` of op k on *args with the op's captures
   // appended to them, and checks the op's results.
-  std::vector<Tensor> RunChecked(int op, int function, std::vector<Tensor>* args,
+  std::vector<Tensor> RunChecked(int op, int function, int64_t calls, std::vector<Tensor>* args,
                                  const std::vector<Tensor>& captures) const;
   std::shared_ptr<const LoomSpec> spec_;
   graph::LoadedGraph graph_;

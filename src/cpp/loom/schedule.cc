@@ -62,11 +62,18 @@ std::shared_ptr<const Schedule> Finalize(const std::shared_ptr<const LoomSpec>& 
     for (LayerOp& lo : sc.layers[d - 1]) {
       const size_t nargs = sp.ops[lo.op].inputs.size();
       lo.args.resize(nargs);
+      lo.splits.resize(nargs);
       for (size_t a = 0; a < nargs; ++a) {
-        const auto& w = s.wiring[static_cast<size_t>(d - 1) * S + sp.arg_offset[lo.op] + a];
+        const size_t slot = static_cast<size_t>(d - 1) * S + sp.arg_offset[lo.op] + a;
+        const auto& w = s.wiring[slot];
         auto& rows = lo.args[a];
         rows.resize(w.size());
         for (size_t c = 0; c < w.size(); ++c) rows[c] = row[w[c]];
+        if (!sp.ops[lo.op].ragged[a]) continue;
+        const auto& lengths = s.row_lengths[slot];
+        auto& splits = lo.splits[a];
+        splits.assign(1, 0);
+        for (int32_t n : lengths) splits.push_back(splits.back() + n);
       }
     }
   }

@@ -20,8 +20,11 @@ namespace treadle::loom {
 struct LayerOp {
   int op = 0;
   int64_t calls = 0;
-  // Per argument: the rows of the state one depth below (of the argument's type shape).
+  // Per argument: the rows of the state one depth below (of the argument's
+  // type shape): one per call, or for a ragged argument every call's rows,
+  // call after call, with splits[a] (calls + 1 entries) marking the calls.
   std::vector<std::vector<int32_t>> args;
+  std::vector<std::vector<int64_t>> splits;  // per argument; empty unless ragged
   // Per output: the first row of its calls in this depth's state of its type shape.
   std::vector<int64_t> output_rows;
 };

@@ -46,6 +46,7 @@ void Weaver::EnsureDepth(int32_t depth) {
   s_.deepest = depth;
   s_.calls.resize(static_cast<size_t>(depth) * spec_->num_ops(), 0);
   s_.wiring.resize(static_cast<size_t>(depth) * spec_->num_arg_slots);
+  s_.row_lengths.resize(static_cast<size_t>(depth) * spec_->num_arg_slots);
 }
 
 int32_t Weaver::NamedTensor(int index) {
@@ -119,6 +120,20 @@ int32_t Weaver::Lift(int32_t result, int32_t depth) {
   return result;
 }
 
+int32_t Weaver::CheckArgument(int op, int a, int32_t r) const {
+  const OpSpec& o = spec_->ops[op];
+  if (r < 0 || r >= s_.num_results()) {
+    ThrowValueError(spec_->DescribeOp(op), " argument ", a, ": ", r, " is not a result of this weaver (it has ",
+                    s_.num_results(), " results)");
+  }
+  if (s_.type_shape[r] != o.inputs[a]) {
+    ThrowTypeError(spec_->DescribeOp(op), " argument ", a, " must be ", o.ragged[a] ? "results of " : "",
+                   spec_->type_shapes[o.inputs[a]].ToString(), ", got a result of ",
+                   spec_->type_shapes[s_.type_shape[r]].ToString());
+  }
+  return s_.depth[r] + 1;
+}
+
 int32_t Weaver::Call(int op, const int32_t* args, int num_args) {
   if (op < 0 || op >= spec_->num_ops()) ThrowValueError("Weaver: op index ", op, " is out of range");
   const OpSpec& o = spec_->ops[op];
@@ -126,25 +141,54 @@ int32_t Weaver::Call(int op, const int32_t* args, int num_args) {
     ThrowTypeError(spec_->DescribeOp(op), " takes ", o.inputs.size(), " argument", o.inputs.size() == 1 ? "" : "s",
                    ", got ", num_args);
   }
-  int32_t depth = 1;
-  for (int a = 0; a < num_args; ++a) {
-    const int32_t r = args[a];
-    if (r < 0 || r >= s_.num_results()) {
-      ThrowValueError(spec_->DescribeOp(op), " argument ", a, ": ", r, " is not a result of this weaver (it has ",
-                      s_.num_results(), " results)");
+  if (o.has_ragged()) {
+    for (int a = 0; a < num_args; ++a) {
+      if (o.ragged[a]) ThrowTypeError(spec_->DescribeOp(op), " argument ", a, " takes a list of results");
     }
-    if (s_.type_shape[r] != o.inputs[a]) {
-      ThrowTypeError(spec_->DescribeOp(op), " argument ", a, " must be ",
-                     spec_->type_shapes[o.inputs[a]].ToString(), ", got a result of ",
-                     spec_->type_shapes[s_.type_shape[r]].ToString());
-    }
-    depth = std::max(depth, s_.depth[r] + 1);
   }
+  for (int a = 0; a < num_args; ++a) CheckArgument(op, a, args[a]);
+  return AddCall(op, args, nullptr);
+}
+
+int32_t Weaver::CallRagged(int op, const int32_t* args, const int32_t* counts) {
+  if (op < 0 || op >= spec_->num_ops()) ThrowValueError("Weaver: op index ", op, " is out of range");
+  const OpSpec& o = spec_->ops[op];
+  const int nin = static_cast<int>(o.inputs.size());
+  for (int a = 0; a < nin; ++a) {
+    if (counts[a] < 0 || (!o.ragged[a] && counts[a] != 1)) {
+      ThrowTypeError(spec_->DescribeOp(op), " argument ", a, " takes one result, got ", counts[a]);
+    }
+  }
+  for (int a = 0, i = 0; a < nin; ++a) {
+    for (int32_t k = 0; k < counts[a]; ++k, ++i) CheckArgument(op, a, args[i]);
+  }
+  return AddCall(op, args, counts);
+}
+
+int32_t Weaver::AddCall(int op, const int32_t* args, const int32_t* counts) {
+  const OpSpec& o = spec_->ops[op];
+  const int nin = static_cast<int>(o.inputs.size());
+  int64_t nargs = nin;
+  if (counts) {
+    nargs = 0;
+    for (int a = 0; a < nin; ++a) nargs += counts[a];
+  }
+  int32_t depth = 1;
+  for (int64_t i = 0; i < nargs; ++i) depth = std::max(depth, s_.depth[args[i]] + 1);
   EnsureDepth(depth);
   const size_t layer = static_cast<size_t>(depth - 1);
   const int64_t call = s_.calls[layer * spec_->num_ops() + op]++;
-  std::vector<int32_t>* wiring = &s_.wiring[layer * spec_->num_arg_slots + spec_->arg_offset[op]];
-  for (int a = 0; a < num_args; ++a) wiring[a].push_back(Lift(args[a], depth - 1));
+  const size_t slot = layer * spec_->num_arg_slots + spec_->arg_offset[op];
+  for (int a = 0, i = 0; a < nin; ++a) {
+    const int32_t n = counts ? counts[a] : 1;
+    for (int32_t k = 0; k < n; ++k, ++i) s_.wiring[slot + a].push_back(Lift(args[i], depth - 1));
+    if (o.ragged[a]) s_.row_lengths[slot + a].push_back(n);
+  }
+  return NewCallResults(op, depth, call);
+}
+
+int32_t Weaver::NewCallResults(int op, int32_t depth, int64_t call) {
+  const OpSpec& o = spec_->ops[op];
   int32_t first = -1;
   for (size_t j = 0; j < o.outputs.size(); ++j) {
     int32_t r = NewResult(depth, o.outputs[j], op, static_cast<int32_t>(j), call);
@@ -197,13 +241,16 @@ std::string Weaver::Serialize() const {
   for (int32_t d = 1; d <= s_.deepest; ++d) {
     for (int k = 0; k < K; ++k) {
       for (size_t a = 0; a < spec_->ops[k].inputs.size(); ++a) {
-        const auto& w = s_.wiring[static_cast<size_t>(d - 1) * spec_->num_arg_slots + spec_->arg_offset[k] + a];
-        if (w.empty()) continue;
+        const size_t slot = static_cast<size_t>(d - 1) * spec_->num_arg_slots + spec_->arg_offset[k] + a;
+        const auto& w = s_.wiring[slot];
+        const auto& lengths = s_.row_lengths[slot];
+        if (w.empty() && lengths.empty()) continue;
         proto::LoomWiring* pw = m.add_wiring();
         pw->set_depth(d);
         pw->set_op(k);
         pw->set_arg(static_cast<int32_t>(a));
         pw->mutable_results()->Add(w.begin(), w.end());
+        pw->mutable_row_lengths()->Add(lengths.begin(), lengths.end());
       }
     }
   }
@@ -242,6 +289,9 @@ void Weaver::Append(const WeaverState& o, bool rebuild_memos) {
       const size_t old = dst.size();
       dst.insert(dst.end(), src.begin(), src.end());  // geometric growth: merging n messages stays linear
       for (size_t i = old; i < dst.size(); ++i) dst[i] += off;
+      const auto& lengths = o.row_lengths[static_cast<size_t>(d - 1) * S + s];
+      auto& to = s_.row_lengths[static_cast<size_t>(d - 1) * S + s];
+      to.insert(to.end(), lengths.begin(), lengths.end());
     }
   }
   for (int t = 0; t < T; ++t) {
@@ -265,99 +315,6 @@ void Weaver::RebuildMemos(int64_t first) {
       if (lifted_[arg] < 0) lifted_[arg] = static_cast<int32_t>(r);
     }
   }
-}
-
-// ---------------------------------------------------------------- trees
-
-std::vector<int32_t> Weaver::WeaveTrees(const TreesArgs& a) {
-  const int K = spec_->num_ops();
-  if (a.leaf_op < 0 || a.leaf_op >= K || a.node_op < 0 || a.node_op >= K) {
-    ThrowValueError("weave_trees: leaf and node ops must be ops of the loom");
-  }
-  const OpSpec& leaf = spec_->ops[a.leaf_op];
-  const OpSpec& node = spec_->ops[a.node_op];
-  if (leaf.inputs.size() != 1 || leaf.inputs[0] != a.leaf_type_shape) {
-    ThrowTypeError("weave_trees: the leaf op ", spec_->DescribeOp(a.leaf_op), " must take one value of ",
-                   a.leaf_type_shape >= 0 && a.leaf_type_shape < spec_->num_type_shapes()
-                       ? spec_->type_shapes[a.leaf_type_shape].ToString() : std::string("the leaf type shape"));
-  }
-  std::vector<int> children = leaf.outputs;
-  children.insert(children.end(), leaf.outputs.begin(), leaf.outputs.end());
-  if (node.inputs != children || node.outputs != leaf.outputs) {
-    ThrowTypeError("weave_trees: the node op ", spec_->DescribeOp(a.node_op),
-                   " must take the leaf op's outputs for the left child, then for the right child, and return "
-                   "values of the same type shapes");
-  }
-  const TypeShape& lts = spec_->type_shapes[a.leaf_type_shape];
-  if (!a.leaf_from_batch_input) {
-    if (lts.row_elements != 1 || !(lts.dtype == DType::kInt32 || lts.dtype == DType::kInt64)) {
-      ThrowTypeError("weave_trees: leaf values become constants of ", lts.ToString(),
-                     ", which must be an int32 or int64 scalar type shape");
-    }
-  } else if (spec_->batch_input_slot[a.leaf_type_shape] < 0) {
-    ThrowValueError("weave_trees: the loom has no batch input of ", lts.ToString());
-  }
-  for (int j : a.root_outputs) {
-    if (j < 0 || j >= static_cast<int>(leaf.outputs.size())) {
-      ThrowValueError("weave_trees: root output index ", j, " is out of range");
-    }
-  }
-  // Check the whole description before weaving anything.
-  const int64_t n = a.num_nodes;
-  std::vector<int32_t> height(n);
-  int32_t tallest = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t l = a.left[i], r = a.right[i];
-    if (l < 0 && r < 0) {
-      const int64_t v = a.leaf_values[i];
-      if (v < 0 || v > INT32_MAX || (lts.dtype == DType::kInt32 && !a.leaf_from_batch_input && v > INT32_MAX)) {
-        ThrowValueError("weave_trees: leaf value ", v, " of node ", i, " is out of range");
-      }
-      height[i] = 1;
-    } else {
-      if (l < 0 || r < 0 || l >= i || r >= i) {
-        ThrowValueError("weave_trees: node ", i, " has children ", l, " and ", r,
-                        "; children must be earlier nodes (or both -1 for a leaf)");
-      }
-      height[i] = 1 + std::max(height[l], height[r]);
-    }
-    tallest = std::max(tallest, height[i]);
-  }
-  if (spec_->max_depth > 0 && tallest > spec_->max_depth) {
-    ThrowValueError("weave_trees: a tree needs depth ", tallest, ", beyond the loom's max_depth of ",
-                    spec_->max_depth);
-  }
-  for (int64_t i = 0; i < a.num_roots; ++i) {
-    if (a.roots[i] < 0 || a.roots[i] >= n) ThrowValueError("weave_trees: root ", a.roots[i], " is not a node");
-  }
-  std::vector<int32_t> first(n);
-  const size_t width = leaf.outputs.size();
-  std::vector<int32_t> args(2 * width);
-  for (int64_t i = 0; i < n; ++i) {
-    if (a.left[i] < 0) {
-      int32_t in;
-      if (a.leaf_from_batch_input) {
-        in = BatchInput(a.leaf_type_shape, a.leaf_values[i]);
-      } else if (lts.dtype == DType::kInt32) {
-        const int32_t v = static_cast<int32_t>(a.leaf_values[i]);
-        in = Constants(a.leaf_type_shape, &v, 1);
-      } else {
-        in = Constants(a.leaf_type_shape, &a.leaf_values[i], 1);
-      }
-      first[i] = Call(a.leaf_op, &in, 1);
-    } else {
-      for (size_t j = 0; j < width; ++j) {
-        args[j] = first[a.left[i]] + static_cast<int32_t>(j);
-        args[width + j] = first[a.right[i]] + static_cast<int32_t>(j);
-      }
-      first[i] = Call(a.node_op, args.data(), static_cast<int>(args.size()));
-    }
-  }
-  for (int64_t i = 0; i < a.num_roots; ++i) {
-    for (int j : a.root_outputs) s_.outputs.push_back(first[a.roots[i]] + j);
-  }
-  ++version_;
-  return first;
 }
 
 // ---------------------------------------------------------------- parsing
@@ -514,6 +471,7 @@ WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t si
   // depth just below. An argument from the same depth or deeper would be a
   // cycle (or a use before definition); the depths order every schedule.
   s.wiring.assign(static_cast<size_t>(D) * S, {});
+  s.row_lengths.assign(static_cast<size_t>(D) * S, {});
   std::vector<char> seen(static_cast<size_t>(D) * S, 0);
   for (const proto::LoomWiring& w : m.wiring()) {
     const int32_t d = w.depth(), op = w.op(), arg = w.arg();
@@ -528,11 +486,26 @@ WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t si
     if (seen[slot]) Bad("argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " is wired twice");
     seen[slot] = 1;
     const int64_t calls = s.calls[static_cast<size_t>(d - 1) * K + op];
-    if (w.results_size() != calls) {
+    if (o.ragged[arg]) {
+      if (w.row_lengths_size() != calls) {
+        Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has row lengths for ",
+            w.row_lengths_size(), " calls, but the op has ", calls, " calls there");
+      }
+      int64_t total = 0;
+      for (int32_t len : w.row_lengths()) {
+        if (len < 0) Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has a negative row length");
+        total += len;
+      }
+      if (total != w.results_size()) {
+        Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has row lengths summing to ",
+            total, " but ", w.results_size(), " results");
+      }
+      s.row_lengths[slot].assign(w.row_lengths().begin(), w.row_lengths().end());
+    } else if (w.results_size() != calls || w.row_lengths_size() != 0) {
       Bad("argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " is wired for ", w.results_size(),
-          " calls, but the op has ", calls, " calls there");
+          " calls, but the op has ", calls, " calls there", w.row_lengths_size() ? " (and it is not ragged)" : "");
     }
-    for (int c = 0; c < w.results_size(); ++c) {
+    for (int c = 0; c < w.results_size(); ++c) {  // c: the call, or for a ragged argument the entry
       const int32_t r = w.results(c);
       if (r < 0 || r >= n) {
         Bad("argument ", arg, " of call ", c, " of ", spec.DescribeOp(op), " at depth ", d, " is result ", r,

@@ -28,6 +28,9 @@ struct WeaverState {
   // Per (depth d >= 1, argument slot s): argument result ids in call order,
   // at wiring[(d-1) * num_arg_slots + s].
   std::vector<std::vector<int32_t>> wiring;
+  // Per (depth, argument slot), for a ragged argument: each call's number of
+  // results in `wiring` (empty for other arguments).
+  std::vector<std::vector<int32_t>> row_lengths;
   int32_t deepest = 0;
   // Per type shape: the constants' bytes, row after row, and their count.
   std::vector<std::vector<char>> constants;
@@ -57,6 +60,10 @@ class Weaver {
 
   // ---- op calls: returns the id of the call's first result (the others follow)
   int32_t Call(int op, const int32_t* args, int num_args);
+  // A call of an op with ragged inputs: `counts` has one entry per input,
+  // how many of `args` (the inputs' results one input after another) it
+  // takes; 1 for each input that is not ragged.
+  int32_t CallRagged(int op, const int32_t* args, const int32_t* counts);
 
   void AddOutput(int32_t result);
 
@@ -74,7 +81,34 @@ class Weaver {
   // memos (a merge that is only run, never woven into further).
   void Append(const WeaverState& other, bool rebuild_memos = true);
 
-  // Weaves many binary trees at once (see WeaveTreesArgs).
+  // Weaves a whole forest or DAG at once: nodes 0..num_nodes-1, each a call
+  // of op node_op[i], its arguments given as compressed sparse rows (entries
+  // arg_splits[i] .. arg_splits[i+1]-1, in input order). Entry e feeds input
+  // arg_input[e] of the node's op (several entries for a ragged input, one
+  // for any other) from arg_source[e]: a result of an earlier node
+  // (kArgNode: node arg_value[e], its output arg_output[e]), a row of a batch
+  // input (kArgBatchInput: row arg_value[e] of the input's type shape), an
+  // integer scalar constant (kArgConstant: the value arg_value[e]) or a named
+  // tensor (kArgNamedTensor: index arg_value[e]). A node used by several
+  // others is computed once. Output k is output output_index[k] of node
+  // output_node[k]. Everything is checked before anything is woven. Returns
+  // each node's first result.
+  enum ArgSource : int32_t { kArgNode = 0, kArgBatchInput = 1, kArgConstant = 2, kArgNamedTensor = 3 };
+  struct GraphArgs {
+    int64_t num_nodes = 0;
+    const int32_t* node_op = nullptr;
+    const int64_t* arg_splits = nullptr;  // num_nodes + 1
+    const int32_t* arg_input = nullptr;   // per entry
+    const int32_t* arg_source = nullptr;
+    const int64_t* arg_value = nullptr;
+    const int32_t* arg_output = nullptr;
+    int64_t num_outputs = 0;
+    const int64_t* output_node = nullptr;
+    const int32_t* output_index = nullptr;
+  };
+  std::vector<int32_t> WeaveGraph(const GraphArgs& args);
+
+  // Weaves many binary trees at once: a WeaveGraph of leaf and node calls.
   struct TreesArgs {
     int64_t num_nodes = 0;
     const int64_t* left = nullptr;   // child node indices, -1 for a leaf (both -1)
@@ -97,6 +131,14 @@ class Weaver {
  private:
   int32_t NewResult(int32_t depth, int32_t ts, int32_t op, int32_t output, int64_t position);
   int32_t Lift(int32_t result, int32_t depth);
+  // Checks result r as argument a of op; returns the depth a call on it needs.
+  int32_t CheckArgument(int op, int a, int32_t r) const;
+  // Adds a call of op on arguments already checked (counts as CallRagged's,
+  // or null: one per input) at the depth they need.
+  int32_t AddCall(int op, const int32_t* args, const int32_t* counts);
+  int32_t NewCallResults(int op, int32_t depth, int64_t call);
+  // WeaveGraph's checks of the whole description, depths included.
+  void CheckGraph(const GraphArgs& g) const;
   void CheckResult(int32_t result, const char* what) const;
   void EnsureDepth(int32_t depth);
   void RebuildMemos(int64_t first_result);

@@ -35,11 +35,32 @@ T ParseProto(const py::bytes& data, const char* what) {
   return msg;
 }
 
+// A result id: any Python integer (int, NumPy integer scalars, anything with
+// __index__) that fits 32 bits, but not bool, which is an int to Python yet
+// never a result. Returns false (maybe with a Python error set) otherwise.
+bool ResultId(PyObject* obj, int32_t* id) {
+  if (PyBool_Check(obj) || PyFloat_Check(obj)) return false;
+  long v;
+  if (PyLong_CheckExact(obj)) {
+    v = PyLong_AsLong(obj);
+  } else {
+    // NumPy's bool_ has no __index__, so it is refused here too.
+    PyObject* index = PyNumber_Index(obj);
+    if (!index) return false;
+    v = PyLong_AsLong(index);
+    Py_DECREF(index);
+  }
+  if ((v == -1 && PyErr_Occurred()) || v < INT32_MIN || v > INT32_MAX) return false;
+  *id = static_cast<int32_t>(v);
+  return true;
+}
+
 // ---- the fast op caller: a builtin function whose self is a capsule
 struct OpCaller {
   std::shared_ptr<Weaver> weaver;
   int op;
   int num_outputs;
+  bool ragged;  // the op has ragged inputs: its arguments may be lists
 };
 constexpr const char* kCallerCapsule = "treadle.loom.OpCaller";
 
@@ -55,9 +76,81 @@ void SetPyErrorFromCurrent() {
   }
 }
 
+// The arguments of a call of an op with ragged inputs: one result per input,
+// or for a ragged input a list or tuple of results (possibly empty), laid out
+// for Weaver::CallRagged. False with a Python error set on bad input.
+bool RaggedCallArgs(const Weaver& w, int op, PyObject* const* args, Py_ssize_t nargs, std::vector<int32_t>* flat,
+                    std::vector<int32_t>* counts) {
+  const loom::OpSpec& o = w.spec().ops[op];
+  if (nargs != static_cast<Py_ssize_t>(o.inputs.size())) {
+    PyErr_Format(PyExc_TypeError, "%s takes %zd arguments, got %zd", w.spec().DescribeOp(op).c_str(),
+                 static_cast<Py_ssize_t>(o.inputs.size()), nargs);
+    return false;
+  }
+  for (Py_ssize_t a = 0; a < nargs; ++a) {
+    PyObject* arg = args[a];
+    if (!o.ragged[a]) {
+      int32_t id;
+      if (!ResultId(arg, &id)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s argument %zd must be a result of this weaver (an int), got %R",
+                     w.spec().DescribeOp(op).c_str(), a, arg);
+        return false;
+      }
+      flat->push_back(id);
+      counts->push_back(1);
+      continue;
+    }
+    if (!PyList_Check(arg) && !PyTuple_Check(arg)) {
+      PyErr_Format(PyExc_TypeError, "%s argument %zd is ragged: it takes a list or tuple of results, got %R",
+                   w.spec().DescribeOp(op).c_str(), a, arg);
+      return false;
+    }
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(arg);
+    PyObject** items = PySequence_Fast_ITEMS(arg);
+    for (Py_ssize_t i = 0; i < n; ++i) {
+      int32_t id;
+      if (!ResultId(items[i], &id)) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s argument %zd, item %zd must be a result of this weaver (an int), got %R",
+                     w.spec().DescribeOp(op).c_str(), a, i, items[i]);
+        return false;
+      }
+      flat->push_back(id);
+    }
+    counts->push_back(static_cast<int32_t>(n));
+  }
+  return true;
+}
+
+PyObject* CallRaggedOp(const OpCaller& c, PyObject* const* args, Py_ssize_t nargs) {
+  // Reused between calls: no allocation per call once they have grown.
+  static thread_local std::vector<int32_t> flat, counts;
+  flat.clear();
+  counts.clear();
+  if (!RaggedCallArgs(*c.weaver, c.op, args, nargs, &flat, &counts)) return nullptr;
+  try {
+    return PyLong_FromLong(c.weaver->CallRagged(c.op, flat.data(), counts.data()));
+  } catch (...) {
+    SetPyErrorFromCurrent();
+    return nullptr;
+  }
+}
+
 PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
   auto* c = static_cast<OpCaller*>(PyCapsule_GetPointer(self, kCallerCapsule));
   if (!c) return nullptr;
+  PyObject* first_or_null = nullptr;
+  if (c->ragged) {
+    first_or_null = CallRaggedOp(*c, args, nargs);
+    if (!first_or_null || c->num_outputs == 1) return first_or_null;
+    const long first = PyLong_AsLong(first_or_null);
+    Py_DECREF(first_or_null);
+    PyObject* list = PyList_New(c->num_outputs);
+    if (!list) return nullptr;
+    for (int j = 0; j < c->num_outputs; ++j) PyList_SET_ITEM(list, j, PyLong_FromLong(first + j));
+    return list;
+  }
   int32_t small[8];
   std::vector<int32_t> big;
   int32_t* ids = small;
@@ -66,15 +159,12 @@ PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
     ids = big.data();
   }
   for (Py_ssize_t i = 0; i < nargs; ++i) {
-    PyObject* a = args[i];
-    long v = PyLong_Check(a) ? PyLong_AsLong(a) : -1;
-    if (!PyLong_Check(a) || (v == -1 && PyErr_Occurred()) || v < INT32_MIN || v > INT32_MAX) {
+    if (!ResultId(args[i], &ids[i])) {
       PyErr_Clear();
       PyErr_Format(PyExc_TypeError, "%s argument %zd must be a result of this weaver (an int), got %R",
-                   c->weaver->spec().DescribeOp(c->op).c_str(), i, a);
+                   c->weaver->spec().DescribeOp(c->op).c_str(), i, args[i]);
       return nullptr;
     }
-    ids[i] = static_cast<int32_t>(v);
   }
   int32_t first;
   try {
@@ -93,10 +183,84 @@ PyObject* CallOp(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
 PyMethodDef kCallOpDef = {"loom_op", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&CallOp)),
                           METH_FASTCALL, "Calls a loom op on weaver results; returns its result(s)."};
 
+// ---- the fast batch_input: a builtin holding the weaver and the loom's
+// {TypeShape: index} of its batch inputs (the last key looked up is
+// remembered, as a weaver usually reads one batch input).
+struct BatchInputCaller {
+  std::shared_ptr<Weaver> weaver;
+  PyObject* index;  // dict, owned
+  PyObject* last_key = nullptr;  // borrowed from the dict's keys
+  int last_ts = -1;
+};
+constexpr const char* kBatchInputCapsule = "treadle.loom.BatchInputCaller";
+
+PyObject* CallBatchInput(PyObject* self, PyObject* const* args, Py_ssize_t nargs) {
+  auto* c = static_cast<BatchInputCaller*>(PyCapsule_GetPointer(self, kBatchInputCapsule));
+  if (!c) return nullptr;
+  if (nargs != 2) {
+    PyErr_Format(PyExc_TypeError, "Weaver.batch_input takes (type_shape, batch_idx), got %zd arguments", nargs);
+    return nullptr;
+  }
+  int ts = c->last_ts;
+  if (args[0] != c->last_key) {
+    PyObject* found = PyDict_GetItemWithError(c->index, args[0]);
+    if (!found) {
+      if (!PyErr_Occurred()) {
+        PyErr_Format(PyExc_ValueError, "Weaver.batch_input: the loom has no batch input of %R", args[0]);
+      }
+      return nullptr;
+    }
+    ts = static_cast<int>(PyLong_AsLong(found));
+    // Remember the dict's own key object (alive as long as the dict).
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(c->index, &pos, &key, &value)) {
+      if (value == found) c->last_key = key;
+    }
+    c->last_ts = ts;
+  }
+  PyObject* row = args[1];
+  int32_t r;  // a row index has the rules of a result id: any integer, not bool
+  if (!ResultId(row, &r) || r < 0) {
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError, "Weaver.batch_input: batch_idx must be a non-negative int, got %R", row);
+    return nullptr;
+  }
+  try {
+    return PyLong_FromLong(c->weaver->BatchInput(ts, r));
+  } catch (...) {
+    SetPyErrorFromCurrent();
+    return nullptr;
+  }
+}
+
+PyMethodDef kBatchInputDef = {
+    "batch_input", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&CallBatchInput)), METH_FASTCALL,
+    "batch_input(type_shape, batch_idx): a result holding row batch_idx of the loom's batch input of type_shape."};
+
+py::object MakeBatchInputCaller(const PyWeaver& w, py::dict index) {
+  auto* c = new BatchInputCaller{w.weaver, index.ptr()};
+  Py_INCREF(c->index);
+  PyObject* capsule = PyCapsule_New(c, kBatchInputCapsule, [](PyObject* cap) {
+    auto* p = static_cast<BatchInputCaller*>(PyCapsule_GetPointer(cap, kBatchInputCapsule));
+    Py_DECREF(p->index);
+    delete p;
+  });
+  if (!capsule) {
+    Py_DECREF(c->index);
+    delete c;
+    throw py::error_already_set();
+  }
+  PyObject* fn = PyCFunction_NewEx(&kBatchInputDef, capsule, nullptr);
+  Py_DECREF(capsule);
+  if (!fn) throw py::error_already_set();
+  return py::reinterpret_steal<py::object>(fn);
+}
+
 py::object MakeOpCaller(const PyWeaver& w, int op) {
   const LoomSpec& spec = w.weaver->spec();
   if (op < 0 || op >= spec.num_ops()) throw py::value_error("op index out of range");
-  auto* c = new OpCaller{w.weaver, op, static_cast<int>(spec.ops[op].outputs.size())};
+  auto* c = new OpCaller{w.weaver, op, static_cast<int>(spec.ops[op].outputs.size()), spec.ops[op].has_ragged()};
   PyObject* capsule = PyCapsule_New(c, kCallerCapsule, [](PyObject* cap) {
     delete static_cast<OpCaller*>(PyCapsule_GetPointer(cap, kCallerCapsule));
   });
@@ -111,13 +275,13 @@ py::object MakeOpCaller(const PyWeaver& w, int op) {
 }
 
 int32_t ToResult(py::handle h) {
-  if (!PyLong_Check(h.ptr())) {
-    throw py::type_error("a weaver result must be an int, got " + py::repr(h).cast<std::string>());
+  int32_t id;
+  if (!ResultId(h.ptr(), &id)) {
+    PyErr_Clear();
+    throw py::type_error("a weaver result must be an int (a result id of this weaver), got " +
+                         py::repr(h).cast<std::string>());
   }
-  long v = PyLong_AsLong(h.ptr());
-  if (v == -1 && PyErr_Occurred()) throw py::error_already_set();
-  if (v < INT32_MIN || v > INT32_MAX) throw py::value_error("weaver result id out of range");
-  return static_cast<int32_t>(v);
+  return id;
 }
 
 py::list ResultList(int32_t first, int n) {
@@ -183,10 +347,24 @@ void RegisterLoom(py::module_& m) {
       .def(py::init([](const PyLoomSpec& s) { return PyWeaver{std::make_shared<Weaver>(s.spec)}; }),
            py::arg("spec"))
       .def("_op_caller", &MakeOpCaller, py::arg("op"))
+      .def("_batch_input_caller", &MakeBatchInputCaller, py::arg("index"))
       .def("_call", [](PyWeaver& w, int op, py::sequence args) {
+             const LoomSpec& spec = w.weaver->spec();
+             if (op < 0 || op >= spec.num_ops()) throw py::value_error("op index out of range");
              std::vector<int32_t> ids;
-             for (py::handle a : args) ids.push_back(ToResult(a));
-             int32_t first = w.weaver->Call(op, ids.data(), static_cast<int>(ids.size()));
+             int32_t first;
+             if (spec.ops[op].has_ragged()) {
+               std::vector<PyObject*> items;
+               for (py::handle a : args) items.push_back(a.ptr());
+               std::vector<int32_t> counts;
+               if (!RaggedCallArgs(*w.weaver, op, items.data(), static_cast<Py_ssize_t>(items.size()), &ids, &counts)) {
+                 throw py::error_already_set();
+               }
+               first = w.weaver->CallRagged(op, ids.data(), counts.data());
+             } else {
+               for (py::handle a : args) ids.push_back(ToResult(a));
+               first = w.weaver->Call(op, ids.data(), static_cast<int>(ids.size()));
+             }
              return ResultList(first, static_cast<int>(w.weaver->spec().ops[op].outputs.size()));
            })
       .def("_named_tensor", [](PyWeaver& w, int index) { return w.weaver->NamedTensor(index); })
@@ -244,6 +422,48 @@ void RegisterLoom(py::module_& m) {
              w.weaver->Append(loom::ParseWeaverMessage(w.weaver->spec(), view.data(), view.size()));
            })
       .def("_schedule", &Schedule, "The finalised schedule (a variant tensor), cached while the weaver is unchanged.")
+      .def("_weave_graph",
+           [](PyWeaver& w, py::array_t<int32_t, py::array::c_style | py::array::forcecast> node_op,
+              py::array_t<int64_t, py::array::c_style | py::array::forcecast> arg_splits,
+              py::array_t<int32_t, py::array::c_style | py::array::forcecast> arg_input,
+              py::array_t<int32_t, py::array::c_style | py::array::forcecast> arg_source,
+              py::array_t<int64_t, py::array::c_style | py::array::forcecast> arg_value,
+              py::array_t<int32_t, py::array::c_style | py::array::forcecast> arg_output,
+              py::array_t<int64_t, py::array::c_style | py::array::forcecast> output_node,
+              py::array_t<int32_t, py::array::c_style | py::array::forcecast> output_index) {
+             auto vec = [](const auto& a, int64_t n, const char* name) {
+               if (a.ndim() != 1 || (n >= 0 && a.shape(0) != n)) {
+                 throw py::value_error(StrCat("weave: ", name, " must be a 1-D array",
+                                              n >= 0 ? StrCat(" of ", n, " entries") : std::string()));
+               }
+               return a.data();
+             };
+             Weaver::GraphArgs g;
+             vec(node_op, -1, "node_op");
+             g.num_nodes = node_op.shape(0);
+             g.node_op = node_op.data();
+             g.arg_splits = vec(arg_splits, g.num_nodes + 1, "arg_splits");
+             vec(arg_input, -1, "arg_input");
+             const int64_t entries = arg_input.shape(0);
+             if (arg_splits.data()[g.num_nodes] != entries) {
+               throw py::value_error(StrCat("weave: arg_splits ends at ", arg_splits.data()[g.num_nodes],
+                                            " but there are ", entries, " argument entries"));
+             }
+             g.arg_input = arg_input.data();
+             g.arg_source = vec(arg_source, entries, "arg_source");
+             g.arg_value = vec(arg_value, entries, "arg_value");
+             g.arg_output = vec(arg_output, entries, "arg_output");
+             vec(output_node, -1, "outputs");
+             g.num_outputs = output_node.shape(0);
+             g.output_node = output_node.data();
+             g.output_index = vec(output_index, g.num_outputs, "output_index");
+             std::vector<int32_t> first;
+             {
+               py::gil_scoped_release nogil;  // the arrays are held by this frame
+               first = w.weaver->WeaveGraph(g);
+             }
+             return py::array_t<int32_t>(static_cast<py::ssize_t>(first.size()), first.data());
+           })
       .def("_weave_trees",
            [](PyWeaver& w, py::array_t<int64_t, py::array::c_style | py::array::forcecast> left,
               py::array_t<int64_t, py::array::c_style | py::array::forcecast> right,
@@ -283,6 +503,12 @@ void RegisterLoom(py::module_& m) {
     for (const auto& s : rt->capture_specs()) captures.append(SpecToPy(s));
     return captures;
   }, py::arg("loom_def"), "Builds and validates the runtime of a serialized LoomDef; returns its capture specs.");
+
+  m.def("loom_body_fingerprint", [](const py::bytes& library, const std::string& name) {
+    auto lib = ParseProto<proto::GraphDef>(library, "GraphDef");
+    return loom::FunctionBodyFingerprint(lib.library(), name);
+  }, py::arg("library"), py::arg("name"),
+        "The fingerprint of what function `name` of a serialized GraphDef's library computes (LoomOpDef.body_fingerprint).");
 
   // The Loom ops run eagerly through here rather than _core.execute: a run is
   // long however small its inputs, so the GIL is always released.

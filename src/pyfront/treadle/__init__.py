@@ -53,6 +53,7 @@ from treadle.autodiff.custom_gradient import custom_gradient  # noqa: E402
 from treadle import bitwise, config, debugging, linalg, math, nest, nn, random, saved_model, train, types  # noqa: E402
 from treadle import experimental  # noqa: E402
 from treadle import optimizers  # noqa: E402
+from treadle.ragged import RaggedTensor  # noqa: E402
 from treadle import loom  # noqa: E402
 from treadle import data  # noqa: E402
 from treadle import autograph  # noqa: E402

@@ -1,6 +1,6 @@
 // Ops the gradient rules (treadle/autodiff) are built from: reduction indices
 // of a broadcast (BroadcastGradientArgs), the scatter-add behind gather
-// gradients (UnsortedSegmentSum), BroadcastTo, the fused ReLU gradient and
+// gradients (UnsortedSegmentSum, in segment_ops.cc), BroadcastTo, the fused ReLU gradient and
 // InvertPermutation (the gradient of a transpose). Each is an ordinary op,
 // usable eagerly and in graphs, under TensorFlow's name.
 #include <type_traits>
@@ -73,86 +73,6 @@ OpDef MakeBroadcastGradientArgs() {
 }
 
 OpRegistrar broadcast_gradient_args_op(MakeBroadcastGradientArgs());
-
-// ---------------------------------------------------------------- UnsortedSegmentSum
-
-PartialShape SegmentSumShape(const InferContext& c) {
-  const PartialShape& data = c.shapes[0];
-  const PartialShape& ids = c.shapes[1];
-  auto num = ScalarIntInput(c, 2, "num_segments");
-  if (num && *num < 0) ThrowValueError(c.op.name, ": num_segments must be >= 0, got ", *num);
-  if (data.known_rank && ids.known_rank) {
-    if (ids.rank() > data.rank()) {
-      ThrowValueError(c.op.name, ": segment_ids must be a prefix of data's shape, got ", ids.ToString(), " and ",
-                      data.ToString());
-    }
-    for (int d = 0; d < ids.rank(); ++d) {
-      if (ids.dims[d] >= 0 && data.dims[d] >= 0 && ids.dims[d] != data.dims[d]) {
-        ThrowValueError(c.op.name, ": segment_ids must be a prefix of data's shape, got ", ids.ToString(),
-                        " and ", data.ToString());
-      }
-    }
-    Dims out = {num ? *num : kUnknownDim};
-    out.insert(out.end(), data.dims.begin() + ids.rank(), data.dims.end());
-    return PartialShape(out);
-  }
-  return PartialShape::Unknown();
-}
-
-template <typename T, typename Index>
-void SegmentSum(const T* data, const Index* ids, int64_t rows, int64_t inner, int64_t num, T* out) {
-  std::fill(out, out + num * inner, T(0));
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t s = static_cast<int64_t>(ids[r]);
-    if (s < 0) continue;  // dropped, as in TensorFlow
-    T* dst = out + s * inner;
-    const T* src = data + r * inner;
-    for (int64_t j = 0; j < inner; ++j) dst[j] += src[j];
-  }
-}
-
-void SegmentSumKernel(KernelContext& ctx) {
-  const Tensor& data = ctx.input(0);
-  const Tensor& ids = ctx.input(1);
-  const int64_t num = ReadInts(ctx.input(2))[0];
-  const int64_t rows = ids.num_elements();
-  const int64_t inner = DimProduct(data.shape(), ids.rank(), data.rank());
-  Dims out_shape = {num};
-  out_shape.insert(out_shape.end(), data.shape().begin() + ids.rank(), data.shape().end());
-  Tensor& out = ctx.allocate_output(0, out_shape);
-  VisitInt(ids.dtype(), "UnsortedSegmentSum", [&](auto itag) {
-    using Index = typename decltype(itag)::type;
-    const Index* ix = ids.data<Index>();
-    for (int64_t r = 0; r < rows; ++r) {  // every id is checked before any write
-      if (ix[r] >= num) {
-        ThrowInvalidArgument("UnsortedSegmentSum: segment_ids[", r, "] = ", ix[r], " is out of range [0, ", num,
-                             ")");
-      }
-    }
-    VisitNumeric(data.dtype(), "UnsortedSegmentSum", [&](auto tag) {
-      using T = typename decltype(tag)::type;
-      SegmentSum<T, Index>(data.data<T>(), ix, rows, inner, num, out.data<T>());
-    });
-  });
-}
-
-OpDef MakeUnsortedSegmentSum() {
-  OpDef op;
-  op.name = "UnsortedSegmentSum";
-  op.inputs = {{"data", false, "T", kNumericTypes},
-               {"segment_ids", false, "Tindices", kIndexTypes},
-               {"num_segments", false, "Tnumsegments", kIndexTypes}};
-  op.outputs = {"output"};
-  op.dtype_fn = SameDTypeAsInput(0);
-  op.shape_fn = [](const InferContext& c) { return std::vector<PartialShape>{SegmentSumShape(c)}; };
-  op.kernel = SegmentSumKernel;
-  op.api_names = {"math.unsorted_segment_sum"};
-  op.doc = "output[s, ...] = sum of data[i..., ...] over the positions i where segment_ids[i...] == s "
-           "(negative ids are dropped).";
-  return op;
-}
-
-OpRegistrar unsorted_segment_sum_op(MakeUnsortedSegmentSum());
 
 // ---------------------------------------------------------------- BroadcastTo
 

@@ -63,7 +63,8 @@ class Loom:
     - batch_inputs: {TypeShape: tensor or td.Variable}, a batch of values of the
       type shape; `weaver.batch_input(ts, i)` is its row i.
     - max_depth: the deepest a schedule may be; None for no limit.
-    - dry_run: build the loom's description only, to make schedules (no op is traced; it cannot run).
+    - dry_run: build the loom's description only, to make schedules (it cannot run; its ops are
+      traced only to fingerprint their bodies, so its schedules run on the loom it describes).
     - back_prop=False: no gradient flows through the loom (GradientTapes do not see its runs).
       TensorFlow Fold's parallel_iterations, swap_memory and direct_feed_dict are accepted with
       the values that describe what treadle does and refused otherwise, saying why
@@ -84,7 +85,7 @@ class Loom:
         self._init_batch_inputs(batch_inputs or {})
         type_shapes = set(ts for _, _, ts in self._named)
         for _, op in self._ops:
-            type_shapes.update(op.input_type_shapes)
+            type_shapes.update(op._input_plain_type_shapes)
             type_shapes.update(op.output_type_shapes)
         type_shapes.update(self._batch_inputs)
         for ts in extra_type_shapes or ():
@@ -95,6 +96,7 @@ class Loom:
         self._type_shapes = sorted(type_shapes)
         self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
         self._check_names()
+        self._traced_ops = self._trace_ops()
         self._metadata = self._build_metadata()
         self._spec = _core.LoomSpec(self._metadata.SerializeToString())
         self._constant_keys = {}
@@ -125,6 +127,11 @@ class Loom:
             op = named_ops[name]
             if not isinstance(op, LoomOp):
                 raise TypeError(f"named op '{name}' must be a td.loom.LoomOp, got {type(op).__name__}")
+            if not op.input_type_shapes:
+                # As in Fold: an op's batch size is that of its arguments, so
+                # one without inputs could not know how many calls it serves.
+                raise ValueError(f"named op '{name}' has no input type shapes; a LoomOp needs at least one input "
+                                 "(make a value with no arguments a named tensor or a constant instead)")
             self._ops.append((name, op))
 
     def _init_batch_inputs(self, batch_inputs):
@@ -164,9 +171,12 @@ class Loom:
         for i, ts in enumerate(self._type_shapes):
             md.ops.add(name=f"_pass_through_{i}", input_type_shapes=[i], output_type_shapes=[i], pass_through=True)
         for name, op in self._ops:
-            md.ops.add(name=name, input_type_shapes=[self._ts_index[t] for t in op.input_type_shapes],
+            traced = self._traced_ops.get(name)
+            md.ops.add(name=name, input_type_shapes=[self._ts_index[t] for t in op._input_plain_type_shapes],
                        output_type_shapes=[self._ts_index[t] for t in op.output_type_shapes],
-                       pass_through=type(op) is PassThroughLoomOp)
+                       pass_through=traced is None,
+                       body_fingerprint=0 if traced is None else traced.body_fingerprint,
+                       ragged_inputs=op._ragged_inputs)
         for name, _, ts in self._named:
             md.named_tensors.add(name=name, type_shape=self._ts_index[ts])
         self._batch_input_order = sorted(self._batch_inputs, key=self._ts_index.get)
@@ -174,8 +184,12 @@ class Loom:
         md.max_depth = self._max_depth or 0
         return md
 
-    def _build_runtime(self):
+    def _trace_ops(self):
+        """{name: TracedOp} of the ops that are not pass-throughs."""
         from treadle.loom.tracing import trace_op
+        return {name: trace_op(name, op) for name, op in self._ops if type(op) is not PassThroughLoomOp}
+
+    def _build_runtime(self):
         library = graph_pb2.GraphDef()
         seen = set()
         self._traced = []
@@ -184,12 +198,12 @@ class Loom:
             op_def = self._metadata.ops[len(self._type_shapes) + k]
             if op_def.pass_through:
                 continue
-            traced = trace_op(name, op)
+            traced = self._traced_ops[name]
             self._traced.append(traced)
             op_def.function_name = traced.name
             op_def.num_captures = len(traced.captures)
             self._captures.extend(traced.captures)
-            lib = traced.function.library_graph_def()
+            lib = traced.library
             library.versions.CopyFrom(lib.versions)
             for fdef in lib.library.function:
                 if fdef.signature.name not in seen:

@@ -3,10 +3,13 @@ batched inputs. Variables the op reads are captured by value: the loom reads
 each variable once per run and passes the value in, so gradients reach the
 variable through that read, eagerly and inside graphs alike."""
 
+from treadle import _core
+from treadle.framework import dtypes
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.variables import variable_for_handle
 from treadle.function.concrete_function import ConcreteFunction
+from treadle.ragged.ragged_tensor import RaggedTensor
 
 _VARIABLE_WRITES = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
 
@@ -37,12 +40,15 @@ class _LoomOpGraph(FuncGraph):
 
 
 class TracedOp:
-    """An op's batched function: its library, and the outside values (eager
-    tensors, or variables to read at run time) it captured, in argument order."""
+    """An op's batched function: its library (a GraphDef), the fingerprint of
+    its body, and the outside values (eager tensors, or variables to read at
+    run time) it captured, in argument order."""
 
     def __init__(self, function, captures):
         self.function = function
         self.captures = captures
+        self.library = function.library_graph_def()
+        self.body_fingerprint = _core.loom_body_fingerprint(self.library.SerializeToString(), function.name)
 
     @property
     def name(self):
@@ -52,9 +58,17 @@ class TracedOp:
 def trace_op(op_name, op):
     """Traces `op.instantiate_batch` on placeholders of its input batches."""
     graph = _LoomOpGraph(f"loom_{op_name}")
+    ragged = set(op._ragged_inputs)
     with graph:
-        inputs = [graph.add_placeholder(ts.dtype, (None,) + ts.shape, name=f"input_{i}")
-                  for i, ts in enumerate(op.input_type_shapes)]
+        inputs, arguments = [], []
+        for i, ts in enumerate(op._input_plain_type_shapes):
+            values = graph.add_placeholder(ts.dtype, (None,) + ts.shape, name=f"input_{i}")
+            arguments.append(values)
+            if i in ragged:  # values, then row splits: the function's arguments for a ragged input
+                splits = graph.add_placeholder(dtypes.int64, (None,), name=f"input_{i}_row_splits")
+                arguments.append(splits)
+                values = RaggedTensor.from_row_splits(values, splits, validate=False)
+            inputs.append(values)
         results = op.instantiate_batch(list(inputs))
         if isinstance(results, Tensor) or not isinstance(results, (list, tuple)):
             raise TypeError(f"LoomOp '{op_name}': instantiate_batch must return a list of tensors, got "
@@ -81,7 +95,7 @@ def trace_op(op_name, op):
         by_placeholder[id(placeholder)] = external
     for var, placeholder in graph.variable_captures.values():
         by_placeholder[id(placeholder)] = var
-    captures = [by_placeholder[id(p)] for p in graph.inputs[len(inputs):]]
+    captures = [by_placeholder[id(p)] for p in graph.inputs[len(arguments):]]
     function = ConcreteFunction(graph, unique_function_name(f"loom_{op_name}"), None, outputs)
     function.function_def()
     graph.finalized = True

@@ -13,7 +13,8 @@ class Weaver(_core.LoomWeaver):
 
     - `weaver.<tensor_name>` / `weaver.named_tensor(name)`: a named tensor;
     - `weaver(value, tag='')` / `weaver.constant(value, tag='')`: a constant;
-    - `weaver.batch_input(type_shape, batch_idx)`: row `batch_idx` of the batch input;
+    - `weaver.batch_input(type_shape, batch_idx)`: row `batch_idx` of the batch input
+      (a C++ builtin set per weaver);
     - `weaver.<op_name>(*args)` / `weaver.op(op_name, args)`: an op call
       (the former returns the single result of a one-output op);
     - `weaver.add_output(result)` marks a result as an output of the loom.
@@ -24,6 +25,9 @@ class Weaver(_core.LoomWeaver):
         self._loom = loom
         for index, name in loom._weaver_op_names:
             setattr(self, name, self._op_caller(index))
+        # batch_input(type_shape, batch_idx), a C++ builtin: a call costs about what an op call does.
+        self.batch_input = self._batch_input_caller(
+            {ts: loom._ts_index[ts] for ts in loom._batch_input_order})
 
     def __getattr__(self, name):
         # Only reached when normal lookup fails: named tensors, made on first use.
@@ -68,10 +72,6 @@ class Weaver(_core.LoomWeaver):
         first = self._constants(index, values, n)
         return list(range(first, first + n))
 
-    def batch_input(self, type_shape, batch_idx):
-        """A result holding row `batch_idx` of the loom's batch input of `type_shape`."""
-        return self._batch_input(self._loom._type_shape_index(type_shape), int(batch_idx))
-
     def calls(self, op_name, args):
         """Calls op `op_name` once per row of `args` (an int array of shape
         [calls, num_inputs]); returns an int32 array [calls, num_outputs]."""
@@ -79,6 +79,42 @@ class Weaver(_core.LoomWeaver):
 
     def get_type_shape(self, result):
         return self._loom.type_shapes[self._type_shape_index(result)]
+
+    # Where a bulk-woven argument comes from (Weaver.weave's arg_source).
+    NODE, BATCH_INPUT, CONSTANT, NAMED_TENSOR = 0, 1, 2, 3
+
+    def weave(self, ops, node_op, arg_splits, arg_input, arg_source, arg_value, arg_output=None, outputs=(),
+              output_index=None):
+        """Weaves a whole forest of n-ary trees, or any DAG, in one call, with no
+        Python call per node.
+
+        Nodes are numbered 0..N-1, arguments before the nodes using them; node i
+        calls op `ops[node_op[i]]` (`ops`: op names). Its arguments are the
+        entries arg_splits[i] .. arg_splits[i+1]-1 (compressed sparse rows), in
+        the order of its op's inputs: entry e feeds input `arg_input[e]` (one
+        entry per input, or any number, zero included, for a td.loom.Ragged
+        input) with, by `arg_source[e]`:
+
+        - `Weaver.NODE`: output `arg_output[e]` (default 0) of node `arg_value[e]`
+          (a node read by several others is computed once);
+        - `Weaver.BATCH_INPUT`: row `arg_value[e]` of the batch input of the input's type shape;
+        - `Weaver.CONSTANT`: the integer `arg_value[e]`, a constant of the input's
+          (int32 or int64 scalar) type shape;
+        - `Weaver.NAMED_TENSOR`: named tensor `arg_value[e]` (an index into the sorted names).
+
+        Output `output_index[k]` (default 0) of node `outputs[k]` is added as an
+        output, in order. Everything is checked before anything is woven.
+        Returns an int32 array with each node's first result."""
+        indices = np.array([self._loom._op_index(op) for op in ops], dtype=np.int32)
+        node_op = np.asarray(node_op, dtype=np.int64)
+        if node_op.size and (node_op.min() < 0 or node_op.max() >= len(indices)):
+            raise ValueError(f"Weaver.weave: node_op must index `ops` (of {len(indices)} ops)")
+        arg_input = np.asarray(arg_input, dtype=np.int32)
+        outputs = np.asarray(outputs, dtype=np.int64).reshape(-1)
+        return self._weave_graph(
+            indices[node_op], arg_splits, arg_input, arg_source, arg_value,
+            np.zeros(len(arg_input), np.int32) if arg_output is None else arg_output, outputs,
+            np.zeros(len(outputs), np.int32) if output_index is None else output_index)
 
     def weave_trees(self, left, right, leaf_values, roots, leaf_op, node_op, leaf_input, root_outputs=None,
                     leaf_input_kind="batch_input"):
@@ -93,7 +129,7 @@ class Weaver(_core.LoomWeaver):
         `node_op(*left_results, *right_results)`. The results `root_outputs`
         (indices into the op's outputs; default all) of each node in `roots`
         are added as outputs, tree by tree. Returns an int32 array with each
-        node's first result."""
+        node's first result. (A special case of `weave`.)"""
         if leaf_input_kind not in ("batch_input", "constant"):
             raise ValueError(f"leaf_input_kind must be 'batch_input' or 'constant', got {leaf_input_kind!r}")
         ts_index = self._loom._type_shape_index(leaf_input)

@@ -85,8 +85,16 @@ def _reduction_axes(x, axis):
     return _run1("Range", [convert_to_tensor(0), _run1("Rank", [x]), convert_to_tensor(1)])
 
 
+# Reductions of other kinds of tensor (td.RaggedTensor): type -> fn(public_name,
+# value, axis, keepdims), registered by their modules (a higher layer).
+REDUCTION_DISPATCH = {}
+
+
 def _make_reduction(op_name, public_name, doc):
     def reduction(input_tensor, axis=None, keepdims=False, name=None):
+        other = REDUCTION_DISPATCH.get(type(input_tensor))
+        if other is not None:
+            return other(public_name, input_tensor, axis, keepdims)
         x = convert_to_tensor(input_tensor)
         keep = bool(keepdims) if keepdims is not None else False
         return _run1(op_name, [x, _reduction_axes(x, axis)], {"keep_dims": keep}, name)

@@ -1,0 +1,383 @@
+"""A child-sum TreeLSTM (Tai et al. 2015, section 3.1) over the Python ASTs of
+the standard library: node-type embeddings of 300, hidden 150, 5 classes.
+
+The data is made here from the running interpreter's own sources: the
+functions of the standard library's modules (each an AST whose nodes are
+typed by their AST class), in a fixed order. Every tree's root state goes
+through a linear layer to 5 classes (the label is a fixed function of the
+function's name, so training has a target).
+
+Peers, each at batch 256, inference and training (SGD step):
+- treadle, woven per node from Python (one `w.node(x, [c...], [h...])` per
+  AST node: ragged arguments, leaves included);
+- treadle, woven in bulk (`Weaver.weave`, CSR arguments, one call per batch);
+- PyTorch, batched by height (all nodes of one height in one step; the
+  children's states gathered by index, their sums by index_add), when
+  installed.
+
+    python bench/child_sum_ast.py [--trees 598] [--batch 256] [--seconds 3] [--threads 2]
+
+Writes bench/results/child_sum_ast.json and .md; figures are trees per
+second and the weaving's share of a step.
+"""
+
+import argparse
+import ast
+import os
+import pathlib
+import sys
+import sysconfig
+import time
+import zlib
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import common  # noqa: E402
+
+EMBED, HIDDEN, CLASSES = 300, 150, 5
+
+
+# ---------------------------------------------------------------- data
+
+def stdlib_functions(limit, max_nodes=400):
+    """(node types, children lists, label) of the stdlib's functions, in a fixed order."""
+    root = pathlib.Path(sysconfig.get_paths()["stdlib"])
+    types = {}
+    trees = []
+    for path in sorted(root.glob("*.py")):
+        try:
+            module = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError, ValueError):
+            continue
+        for fn in ast.walk(module):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            kinds, kids = [], []
+            _postorder(fn, types, kinds, kids)
+            if len(kinds) > max_nodes:
+                continue
+            trees.append((kinds, kids, zlib.crc32(fn.name.encode()) % CLASSES))
+            if len(trees) == limit:
+                return trees, len(types)
+    return trees, len(types)
+
+
+def _postorder(node, types, kinds, kids):
+    """Numbers the tree's nodes children first (by position: AST objects such
+    as ast.Load() are shared between parents); returns node's number."""
+    children = [_postorder(c, types, kinds, kids) for c in ast.iter_child_nodes(node)]
+    kinds.append(types.setdefault(type(node).__name__, len(types)))
+    kids.append(children)
+    return len(kinds) - 1
+
+
+def describe(trees):
+    import numpy as np
+
+    def heights(kids):
+        h = [0] * len(kids)
+        for i, k in enumerate(kids):
+            h[i] = 1 + max((h[j] for j in k), default=0)
+        return h[-1]
+
+    return {"trees": len(trees), "nodes": int(sum(len(t[0]) for t in trees)),
+            "max_children": int(max(max(len(k) for k in t[1]) for t in trees)),
+            "max_height": int(max(heights(t[1]) for t in trees)),
+            "mean_nodes": float(np.mean([len(t[0]) for t in trees]))}
+
+
+# ---------------------------------------------------------------- treadle
+
+class TreadleModel:
+    def __init__(self, vocab, seed=0):
+        import numpy as np
+        import treadle as td
+        self.td = td
+        rng = np.random.default_rng(seed)
+        f = np.float32
+        self.embedding = td.Variable(rng.normal(0, 0.1, (vocab, EMBED)).astype(f))
+        self.w = td.Variable(rng.normal(0, 0.05, (EMBED, 4 * HIDDEN)).astype(f))
+        self.u_iou = td.Variable(rng.normal(0, 0.05, (HIDDEN, 3 * HIDDEN)).astype(f))
+        self.u_f = td.Variable(rng.normal(0, 0.05, (HIDDEN, HIDDEN)).astype(f))
+        self.b = td.Variable(np.zeros(4 * HIDDEN, f))
+        self.w_out = td.Variable(rng.normal(0, 0.05, (HIDDEN, CLASSES)).astype(f))
+        self.b_out = td.Variable(np.zeros(CLASSES, f))
+        self.x_ts = td.loom.TypeShape("float32", (EMBED,), "x")
+        self.c_ts = td.loom.TypeShape("float32", (HIDDEN,), "c")
+        self.h_ts = td.loom.TypeShape("float32", (HIDDEN,), "h")
+        model = self
+
+        class Node(td.loom.LoomOp):
+            def __init__(self):
+                super().__init__([model.x_ts, td.loom.Ragged(model.c_ts), td.loom.Ragged(model.h_ts)],
+                                 [model.c_ts, model.h_ts])
+
+            def instantiate_batch(self, inputs):
+                return model.cell(*inputs)
+
+        self.loom = td.loom.Loom(named_ops={"node": Node()}, batch_inputs={self.x_ts: self.embedding})
+        self.optimizer = td.optimizers.SGD(0.01)
+
+    def variables(self):
+        return [self.embedding, self.w, self.u_iou, self.u_f, self.b, self.w_out, self.b_out]
+
+    def cell(self, x, c_kids, h_kids):
+        td = self.td
+        i, o, u, f_x = td.split(td.matmul(x, self.w) + self.b, 4, axis=1)
+        i_h, o_h, u_h = td.split(td.matmul(td.reduce_sum(h_kids, axis=1), self.u_iou), 3, axis=1)
+        f = td.sigmoid(td.repeat(f_x, h_kids.row_lengths(), axis=0) + td.matmul(h_kids.values, self.u_f))
+        kept = td.math.unsorted_segment_sum(f * c_kids.values, h_kids.value_rowids(), h_kids.nrows())
+        c = td.sigmoid(i + i_h) * td.tanh(u + u_h) + kept
+        return [c, td.sigmoid(o + o_h) * td.tanh(c)]
+
+    # -- weaving
+    def weave_per_node(self, batch):
+        w = self.loom.make_weaver()
+        node, batch_input, x_ts = w.node, w.batch_input, self.x_ts
+        for kinds, kids, _ in batch:
+            cs, hs = [], []
+            for k, children in zip(kinds, kids):
+                c, h = node(batch_input(x_ts, k), [cs[j] for j in children], [hs[j] for j in children])
+                cs.append(c)
+                hs.append(h)
+            w.add_output(hs[-1])
+        return w
+
+    def weave_bulk(self, arrays):
+        w = self.loom.make_weaver()
+        w.weave(["node"], *arrays)
+        return w
+
+    @staticmethod
+    def bulk_arrays(batch):
+        """Weaver.weave's description of a batch (made with NumPy, outside the timed step)."""
+        import numpy as np
+        from treadle.loom import Weaver
+        node_op, splits, arg_input, arg_source, arg_value, arg_output, roots = [], [0], [], [], [], [], []
+        base = 0
+        for kinds, kids, _ in batch:
+            for k, children in zip(kinds, kids):
+                node_op.append(0)
+                n = len(children)
+                arg_input += [0] + [1] * n + [2] * n
+                arg_source += [Weaver.BATCH_INPUT] + [Weaver.NODE] * (2 * n)
+                arg_value += [k] + [base + j for j in children] * 2
+                arg_output += [0] + [0] * n + [1] * n
+                splits.append(len(arg_input))
+            base += len(kinds)
+            roots.append(base - 1)
+        i32 = np.int32
+        return (np.array(node_op, i32), np.array(splits, np.int64), np.array(arg_input, i32),
+                np.array(arg_source, i32), np.array(arg_value, np.int64), np.array(arg_output, i32),
+                np.array(roots, np.int64), np.ones(len(roots), i32))
+
+    # -- steps
+    def logits(self, weaver):
+        td = self.td
+        return td.matmul(self.loom.output_tensor(self.h_ts, weaver), self.w_out) + self.b_out
+
+    def infer(self, weaver):
+        return self.logits(weaver).numpy()
+
+    def train(self, weaver, labels):
+        td = self.td
+        with td.GradientTape() as tape:
+            loss = td.reduce_mean(td.nn.sparse_softmax_cross_entropy_with_logits(labels, self.logits(weaver)))
+        grads = tape.gradient(loss, self.variables())
+        self.optimizer.apply_gradients(zip(grads, self.variables()))
+        return float(loss)
+
+
+def copy_bytes(loom, weaver):
+    """The bytes the loom runtime copies in one forward run of the schedule,
+    read off its WeaverMessage: the depth-0 state (one row per depth-0
+    result), the gathers of each op's arguments from the state below (every
+    wired argument row; pass-throughs are such gathers too) and the copies of
+    the outputs. A backward run adds the same rows back (scatter-adds)."""
+    import numpy as np
+    from treadle import loom_pb2
+    msg = loom_pb2.WeaverMessage.FromString(weaver.serialize())
+    spec = loom._metadata
+    num_ts = len(spec.type_shapes)
+    row_bytes = [int(np.prod(ts.shape, dtype=np.int64)) * np.dtype(t.dtype.as_numpy_dtype).itemsize
+                 for ts, t in zip(spec.type_shapes, loom.type_shapes)]
+    ts_of = np.array(msg.result_type_shape)
+    depth = np.array(msg.result_depth)
+    sizes = np.array(row_bytes)
+    initial = int(sizes[ts_of[depth == 0]].sum())
+    gathers = {"op arguments": 0, "pass-throughs": 0}
+    for wiring in msg.wiring:
+        ts = spec.ops[wiring.op].input_type_shapes[wiring.arg]
+        kind = "pass-throughs" if wiring.op < num_ts else "op arguments"
+        gathers[kind] += len(wiring.results) * row_bytes[ts]
+    outputs = int(sizes[ts_of[np.array(msg.outputs, dtype=np.int64)]].sum()) if len(msg.outputs) else 0
+    return {"depth-0 state": initial, **gathers, "outputs": outputs}
+
+
+# ---------------------------------------------------------------- PyTorch, batched by height
+
+class TorchByHeight:
+    def __init__(self, torch, vocab, seed=0):
+        self.torch = torch
+        torch.manual_seed(seed)
+        nn = torch.nn
+        self.embedding = nn.Embedding(vocab, EMBED)
+        self.w = nn.Linear(EMBED, 4 * HIDDEN)
+        self.u_iou = nn.Linear(HIDDEN, 3 * HIDDEN, bias=False)
+        self.u_f = nn.Linear(HIDDEN, HIDDEN, bias=False)
+        self.out = nn.Linear(HIDDEN, CLASSES)
+        self.params = [p for m in (self.embedding, self.w, self.u_iou, self.u_f, self.out) for p in m.parameters()]
+        self.optimizer = torch.optim.SGD(self.params, lr=0.01)
+
+    def plan(self, batch):
+        """Per height: the nodes' types, and their children as rows of the
+        state so far (nodes are laid out height by height), with the parent
+        of each child edge; and the roots' rows. Made outside the timed step."""
+        import numpy as np
+        torch = self.torch
+        heights, kinds_all, kids_all = [], [], []
+        base = 0
+        roots = []
+        for kinds, kids, _ in batch:
+            h = [0] * len(kinds)
+            for i, k in enumerate(kids):
+                h[i] = 1 + max((h[j] for j in k), default=0)
+            heights += h
+            kinds_all += kinds
+            kids_all += [[base + j for j in k] for k in kids]
+            base += len(kinds)
+            roots.append(base - 1)
+        heights = np.array(heights)
+        order = np.argsort(heights, kind="stable")
+        row = np.empty(len(order), np.int64)
+        row[order] = np.arange(len(order))
+        levels = []
+        for hgt in range(1, heights.max() + 1):
+            nodes = order[heights[order] == hgt]
+            child_rows, parent = [], []
+            for p, n in enumerate(nodes):
+                child_rows += [row[c] for c in kids_all[n]]
+                parent += [p] * len(kids_all[n])
+            levels.append((torch.tensor(np.array(kinds_all)[nodes]), torch.tensor(child_rows, dtype=torch.long),
+                           torch.tensor(parent, dtype=torch.long), len(nodes)))
+        return levels, torch.tensor(row[roots])
+
+    def forward(self, plan):
+        torch = self.torch
+        levels, roots = plan
+        c_all = torch.zeros(0, HIDDEN)
+        h_all = torch.zeros(0, HIDDEN)
+        for kinds, child_rows, parent, n in levels:
+            i, o, u, f_x = self.w(self.embedding(kinds)).chunk(4, dim=1)
+            h_kids = h_all.index_select(0, child_rows)
+            c_kids = c_all.index_select(0, child_rows)
+            h_sum = torch.zeros(n, HIDDEN).index_add(0, parent, h_kids)
+            i_h, o_h, u_h = self.u_iou(h_sum).chunk(3, dim=1)
+            f = torch.sigmoid(f_x.index_select(0, parent) + self.u_f(h_kids))
+            kept = torch.zeros(n, HIDDEN).index_add(0, parent, f * c_kids)
+            c = torch.sigmoid(i + i_h) * torch.tanh(u + u_h) + kept
+            h = torch.sigmoid(o + o_h) * torch.tanh(c)
+            c_all = torch.cat([c_all, c])
+            h_all = torch.cat([h_all, h])
+        return self.out(h_all.index_select(0, roots))
+
+    def infer(self, plan):
+        with self.torch.no_grad():
+            return self.forward(plan).numpy()
+
+    def train(self, plan, labels):
+        self.optimizer.zero_grad()
+        loss = self.torch.nn.functional.cross_entropy(self.forward(plan), labels)
+        loss.backward()
+        self.optimizer.step()
+        return float(loss.detach())
+
+
+# ---------------------------------------------------------------- measuring
+
+def trees_per_second(step, batches, seconds):
+    step(batches[0])  # warm-up
+    done, steps, t0 = 0, 0, time.perf_counter()
+    while steps < 2 or time.perf_counter() - t0 < seconds:
+        b = batches[steps % len(batches)]
+        step(b)
+        done += b[1]
+        steps += 1
+    return done / (time.perf_counter() - t0)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trees", type=int, default=598)
+    parser.add_argument("--batch", type=int, default=256)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    # One thread by default: on a shared (oversubscribed) machine PyTorch's
+    # OpenMP threads spin and slow it tenfold, which would flatter treadle.
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out-dir", default=str(common.RESULTS_DIR))
+    args = parser.parse_args(argv)
+    common.limit_threads(args.threads)
+    import numpy as np
+    torch = common.optional_import("torch")
+
+    trees, vocab = stdlib_functions(args.trees)
+    data = describe(trees)
+    batches = [trees[i:i + args.batch] for i in range(0, len(trees) - args.batch + 1, args.batch)]
+    model = TreadleModel(vocab)
+    td = model.td
+    labels = [td.constant(np.array([t[2] for t in b], np.int32)) for b in batches]
+    arrays = [TreadleModel.bulk_arrays(b) for b in batches]
+    assert model.weave_per_node(batches[0]).serialize() == model.weave_bulk(arrays[0]).serialize()
+
+    results = {}
+    copies = copy_bytes(model.loom, model.weave_bulk(arrays[0]))
+
+    def record(name, mode, tps, weave_share=None):
+        results.setdefault(name, {})[mode] = {"trees_per_second": tps, "weave_share": weave_share}
+
+    idx = list(range(len(batches)))
+    n = args.batch
+    for name, weave in [("treadle, per-node Python weaving", lambda k: model.weave_per_node(batches[k])),
+                        ("treadle, bulk weaving", lambda k: model.weave_bulk(arrays[k]))]:
+        weave_tps = trees_per_second(lambda kb: weave(kb[0]), [(k, n) for k in idx], args.seconds / 2)
+        tps = trees_per_second(lambda kb: model.infer(weave(kb[0])), [(k, n) for k in idx], args.seconds)
+        record(name, "inference", tps, tps / weave_tps)
+        tps = trees_per_second(lambda kb: model.train(weave(kb[0]), labels[kb[0]]), [(k, n) for k in idx],
+                               args.seconds)
+        record(name, "training", tps, tps / weave_tps)
+    if torch is not None:
+        peer = TorchByHeight(torch, vocab)
+        plans = [peer.plan(b) for b in batches]
+        tlabels = [torch.tensor([t[2] for t in b]) for b in batches]
+        record("PyTorch by height", "inference",
+               trees_per_second(lambda kb: peer.infer(plans[kb[0]]), [(k, n) for k in idx], args.seconds))
+        record("PyTorch by height", "training",
+               trees_per_second(lambda kb: peer.train(plans[kb[0]], tlabels[kb[0]]), [(k, n) for k in idx],
+                                args.seconds))
+
+    machine = common.machine_info()
+    payload = {"benchmark": "child_sum_ast", "data": data, "vocab": vocab, "batch": args.batch,
+               "threads": args.threads, "machine": machine, "results": results,
+               "forward_copy_bytes_first_batch": copies}
+    torch_row = results.get("PyTorch by height")
+    lines = [f"Child-sum TreeLSTM over stdlib ASTs: {data['trees']} functions, {data['nodes']} nodes, "
+             f"{vocab} node types, up to {data['max_children']} children, height up to {data['max_height']}; "
+             f"embeddings {EMBED}, hidden {HIDDEN}, {CLASSES} classes; batch {args.batch}, {args.threads} threads.",
+             f"Machine: {machine['cpu_model']}; ISA flags {' '.join(machine['cpu_flags'])}; "
+             f"treadle {machine['versions']['treadle']}, torch {machine['versions']['torch']}.", "",
+             "| implementation | mode | trees/s | vs PyTorch | weaving share of a step |",
+             "| --- | --- | ---: | ---: | ---: |"]
+    for name, modes in results.items():
+        for mode, r in modes.items():
+            ratio = r["trees_per_second"] / torch_row[mode]["trees_per_second"] if torch_row else None
+            share = "—" if r["weave_share"] is None else f"{100 * r['weave_share']:.0f}%"
+            lines.append(f"| {name} | {mode} | {r['trees_per_second']:.0f} | {common.fmt_ratio(ratio)} | {share} |")
+    lines += ["", f"Bytes the loom runtime copies in one forward run of the first batch "
+              f"({sum(copies.values()) / 2**20:.1f} MiB in all; the backward run scatter-adds as many):", ""]
+    lines += [f"- {kind}: {n / 2**20:.1f} MiB" for kind, n in copies.items()]
+    markdown = "\n".join(lines) + "\n"
+    common.write_report("child_sum_ast", payload, markdown, args.out_dir)
+    print(markdown)
+
+
+if __name__ == "__main__":
+    main()

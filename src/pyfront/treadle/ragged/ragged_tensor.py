@@ -1,0 +1,300 @@
+"""td.RaggedTensor: rows of different lengths, as TensorFlow's RaggedTensor
+with one ragged dimension. A ragged tensor of shape [nrows, None, *inner] is
+`values` (all rows' entries, [nvalues, *inner]) and `row_splits` (row i is
+values[row_splits[i]:row_splits[i+1]]). Everything it does is ordinary ops on
+those two tensors, so it works eagerly and inside td.function, and gradients
+flow to `values`."""
+
+import numpy as np
+
+from treadle.framework import dtypes
+from treadle.framework.ops import execute
+from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
+from treadle.framework.tensor_shape import TensorShape
+from treadle.ops import math_ops
+
+_SPLIT_DTYPES = (dtypes.int32, dtypes.int64)
+
+
+def _run1(op_name, inputs, attrs=None):
+    return execute(op_name, inputs, attrs)[0]
+
+
+def _index(value, what, dtype=None):
+    t = value if isinstance(value, Tensor) else convert_to_tensor(value, dtype=dtype or dtypes.int64)
+    if t.dtype not in _SPLIT_DTYPES:
+        raise TypeError(f"td.RaggedTensor: {what} must be int32 or int64, got {t.dtype.name}")
+    if t.shape.rank is not None and t.shape.rank != 1:
+        raise ValueError(f"td.RaggedTensor: {what} must be a vector, got shape {t.shape}")
+    return t
+
+
+def _scalar(value, dtype):
+    return convert_to_tensor(value, dtype=dtype)
+
+
+def _check_splits(splits, nvalues):
+    """Eager validation (TensorFlow validates with assertions): starts at 0,
+    never decreases, ends at the number of values."""
+    s = splits.numpy()
+    if s.size == 0:
+        raise ValueError("td.RaggedTensor: row_splits must have at least one entry (0)")
+    if s[0] != 0:
+        raise ValueError(f"td.RaggedTensor: row_splits must start with 0, got {s[0]}")
+    if np.any(np.diff(s) < 0):
+        i = int(np.argmax(np.diff(s) < 0))
+        raise ValueError(f"td.RaggedTensor: row_splits must not decrease, got {s[i]} then {s[i + 1]}")
+    if nvalues is not None and s[-1] != nvalues:
+        raise ValueError(f"td.RaggedTensor: row_splits ends at {s[-1]} but there are {nvalues} values")
+
+
+class RaggedTensor:
+    """Made by `from_row_splits`, `from_row_lengths` or `from_value_rowids`
+    (as in TensorFlow, not by calling the class)."""
+
+    __slots__ = ("_values", "_row_splits", "_value_rowids", "_row_lengths")
+
+    def __init__(self, values, row_splits, value_rowids=None, row_lengths=None, internal=False):
+        if not internal:
+            raise ValueError("td.RaggedTensor is made by RaggedTensor.from_row_splits, from_row_lengths or "
+                             "from_value_rowids")
+        self._values = values
+        self._row_splits = row_splits
+        self._value_rowids = value_rowids
+        self._row_lengths = row_lengths
+
+    # ------------------------------------------------------------ construction
+    @classmethod
+    def from_row_splits(cls, values, row_splits, name=None, validate=True):
+        """Row i is values[row_splits[i]:row_splits[i + 1]]."""
+        values = _as_values(values)
+        splits = _index(row_splits, "row_splits")
+        if validate and type(splits) is EagerTensor:
+            _check_splits(splits, _nvalues(values))
+        return cls(values, splits, internal=True)
+
+    @classmethod
+    def from_row_lengths(cls, values, row_lengths, name=None, validate=True):
+        """Row i has row_lengths[i] values, in order."""
+        values = _as_values(values)
+        lengths = _index(row_lengths, "row_lengths")
+        if validate and type(lengths) is EagerTensor and np.any(lengths.numpy() < 0):
+            raise ValueError("td.RaggedTensor: row_lengths must be non-negative")
+        zero = convert_to_tensor([0], dtype=lengths.dtype)
+        splits = _run1("ConcatV2", [zero, math_ops_cumsum(lengths), _scalar(0, dtypes.int32)])
+        if validate and type(splits) is EagerTensor:
+            _check_splits(splits, _nvalues(values))
+        return cls(values, splits, row_lengths=lengths, internal=True)
+
+    @classmethod
+    def from_value_rowids(cls, values, value_rowids, nrows=None, name=None, validate=True):
+        """Value j belongs to row value_rowids[j] (sorted); `nrows` defaults to
+        the last row id + 1."""
+        values = _as_values(values)
+        rowids = _index(value_rowids, "value_rowids")
+        if validate and type(rowids) is EagerTensor:
+            r = rowids.numpy()
+            if np.any(r < 0) or np.any(np.diff(r) < 0):
+                raise ValueError("td.RaggedTensor: value_rowids must be sorted and non-negative")
+            n_given = None if nrows is None or isinstance(nrows, Tensor) else int(nrows)
+            if n_given is not None and r.size and r[-1] >= n_given:
+                raise ValueError(f"td.RaggedTensor: value_rowids has row {r[-1]} but nrows is {n_given}")
+        if nrows is None:
+            # The last row id + 1; the max of no ids is the lowest int, so 0 rows.
+            last = _run1("Max", [rowids, convert_to_tensor([0], dtype=dtypes.int32)], {"keep_dims": False})
+            nrows = _run1("Maximum", [_run1("AddV2", [last, _scalar(1, rowids.dtype)]), _scalar(0, rowids.dtype)])
+        nrows = nrows if isinstance(nrows, Tensor) else _scalar(int(nrows), rowids.dtype)
+        nrows = _run1("Cast", [nrows], {"DstT": rowids.dtype})
+        lengths = _run1("UnsortedSegmentSum", [_run1("OnesLike", [rowids]), rowids, nrows])
+        zero = convert_to_tensor([0], dtype=rowids.dtype)
+        splits = _run1("ConcatV2", [zero, math_ops_cumsum(lengths), _scalar(0, dtypes.int32)])
+        if validate and type(splits) is EagerTensor:
+            _check_splits(splits, _nvalues(values))
+        return cls(values, splits, value_rowids=rowids, row_lengths=lengths, internal=True)
+
+    # ------------------------------------------------------------ TensorFlow's accessors
+    @property
+    def values(self):
+        return self._values
+
+    @property
+    def flat_values(self):
+        return self._values
+
+    @property
+    def row_splits(self):
+        return self._row_splits
+
+    @property
+    def dtype(self):
+        return self._values.dtype
+
+    @property
+    def ragged_rank(self):
+        return 1
+
+    @property
+    def shape(self):
+        """[nrows, None, *values.shape[1:]] (nrows None when not known yet)."""
+        n = self._row_splits.shape[0]
+        nrows = None if n is None else n - 1
+        return TensorShape([nrows, None]).concatenate(self._values.shape[1:])
+
+    def row_lengths(self, axis=1, name=None):
+        if axis != 1:
+            raise ValueError(f"td.RaggedTensor.row_lengths: axis must be 1 (the ragged axis), got {axis}")
+        if self._row_lengths is None:
+            s = self._row_splits
+            self._row_lengths = _run1("Sub", [_slice(s, 1, None), _slice(s, 0, -1)])
+        return self._row_lengths
+
+    def value_rowids(self, name=None):
+        """The row of each value: row i repeated row_lengths()[i] times."""
+        if self._value_rowids is None:
+            dt = self._row_splits.dtype
+            rows = _run1("Range", [_scalar(0, dt), self.nrows(), _scalar(1, dt)])
+            self._value_rowids = _run1("Repeat", [rows, self.row_lengths()], {"axis": 0})
+        return self._value_rowids
+
+    def nrows(self, out_type=None, name=None):
+        s = self._row_splits
+        n = s.shape[0]
+        if n is not None:
+            result = _scalar(n - 1, s.dtype)
+        else:
+            result = _run1("Sub", [_run1("Size", [s], {"out_type": s.dtype}), _scalar(1, s.dtype)])
+        return result if out_type is None else _run1("Cast", [result], {"DstT": dtypes.as_dtype(out_type)})
+
+    def row_starts(self, name=None):
+        return _slice(self._row_splits, 0, -1)
+
+    def row_limits(self, name=None):
+        return _slice(self._row_splits, 1, None)
+
+    def with_values(self, new_values):
+        """The same rows holding `new_values` (one per value)."""
+        return RaggedTensor(_as_values(new_values), self._row_splits, self._value_rowids, self._row_lengths,
+                            internal=True)
+
+    def to_list(self):
+        values = self._values.numpy().tolist()
+        s = self._row_splits.numpy()
+        return [values[s[i]:s[i + 1]] for i in range(len(s) - 1)]
+
+    def numpy(self):
+        """An object array of the rows (as TensorFlow's eager RaggedTensor.numpy())."""
+        values = self._values.numpy()
+        s = self._row_splits.numpy()
+        out = np.empty(len(s) - 1, dtype=object)
+        for i in range(len(s) - 1):
+            out[i] = values[s[i]:s[i + 1]]
+        return out
+
+    def to_tensor(self, default_value=None, name=None):
+        """A dense [nrows, longest row, *inner] tensor, padded with default_value (0)."""
+        lengths = self.row_lengths()
+        width = _run1("Max", [lengths, convert_to_tensor([0], dtype=dtypes.int32)], {"keep_dims": False}) \
+            if lengths.shape[0] != 0 else _scalar(0, lengths.dtype)
+        width = _run1("Maximum", [width, _scalar(0, lengths.dtype)])
+        rowids = self.value_rowids()
+        cols = _run1("Sub", [_run1("Range", [_scalar(0, rowids.dtype), _run1("Size", [rowids], {"out_type": rowids.dtype}),
+                                             _scalar(1, rowids.dtype)]),
+                             _run1("GatherV2", [self._row_splits, rowids, _scalar(0, dtypes.int32)])])
+        flat = _run1("AddV2", [_run1("Mul", [rowids, width]), cols])
+        inner = _run1("Shape", [self._values], {"out_type": rowids.dtype})
+        inner = _slice(inner, 1, None)
+        rows = _run1("Mul", [self.nrows(), width])
+        dense = _run1("UnsortedSegmentSum", [self._values, flat, rows])
+        if default_value is not None:
+            mask = _run1("UnsortedSegmentSum", [_run1("OnesLike", [flat]), flat, rows])
+            mask = _run1("Reshape", [_run1("Cast", [mask], {"DstT": dtypes.bool}),
+                                     _run1("ConcatV2", [_run1("Reshape", [rows, convert_to_tensor([1], dtypes.int32)]),
+                                                        _run1("OnesLike", [inner]), _scalar(0, dtypes.int32)])])
+            dense = _run1("SelectV2", [mask, dense, convert_to_tensor(default_value, dtype=self.dtype)])
+        shape = _run1("ConcatV2", [_run1("Reshape", [self.nrows(), convert_to_tensor([1], dtypes.int32)]),
+                                   _run1("Reshape", [width, convert_to_tensor([1], dtypes.int32)]), inner,
+                                   _scalar(0, dtypes.int32)])
+        return _run1("Reshape", [dense, shape])
+
+    def __repr__(self):
+        if type(self._values) is EagerTensor and type(self._row_splits) is EagerTensor:
+            return f"<td.RaggedTensor {self.to_list()}>"
+        return f"td.RaggedTensor(values={self._values!r}, row_splits={self._row_splits!r})"
+
+
+def _as_values(values):
+    v = convert_to_tensor(values)
+    if v.shape.rank == 0:
+        raise ValueError("td.RaggedTensor: values must have rank >= 1")
+    return v
+
+
+def _nvalues(values):
+    return values.shape[0] if values.shape.rank is not None else None
+
+
+def _slice(t, begin, end):
+    """t[begin:end] of a vector (end None: to the end; negative: from the end)."""
+    b = convert_to_tensor([begin], dtype=dtypes.int32)
+    e = convert_to_tensor([0 if end is None else end], dtype=dtypes.int32)
+    return _run1("StridedSlice", [t, b, e, convert_to_tensor([1], dtype=dtypes.int32)],
+                 {"end_mask": 1 if end is None else 0})
+
+
+def math_ops_cumsum(x):
+    return _run1("Cumsum", [x, _scalar(0, dtypes.int32)])
+
+
+# ---------------------------------------------------------------- reductions
+
+def _reduce(public_name, rt, axis, keepdims):
+    """td.reduce_sum/mean/max/min/... of a RaggedTensor. axis=1 reduces each
+    row (a segment reduction of the values by row); None reduces everything;
+    axes past 1 reduce inside the values and keep the rows ragged."""
+    fn = getattr(math_ops, public_name)
+    if axis is None:
+        return fn(rt.values, None, keepdims)
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"td.{public_name} of a td.RaggedTensor: axis must be an int or None, got {axis!r}")
+    rank = rt.values.shape.rank
+    ndims = None if rank is None else rank + 1
+    axis = int(axis)
+    if axis < 0:
+        if ndims is None:
+            raise ValueError(f"td.{public_name} of a td.RaggedTensor: a negative axis needs a known rank")
+        axis += ndims
+    if axis >= 2:
+        return rt.with_values(fn(rt.values, axis - 1, keepdims))
+    if axis != 1 or keepdims:
+        raise ValueError(f"td.{public_name} of a td.RaggedTensor reduces axis 1 (each row), None, or axes of the "
+                         f"values; got axis={axis}{' with keepdims' if keepdims else ''}")
+    kind = _ROW_REDUCTIONS.get(public_name)
+    if kind is None:
+        raise ValueError(f"td.{public_name} does not reduce the rows of a td.RaggedTensor (reduce_sum, reduce_mean "
+                         "and reduce_max do)")
+    return kind(rt)
+
+
+def _rows_sum(rt):
+    ids = rt.value_rowids()
+    return _run1("UnsortedSegmentSum", [rt.values, ids, rt.nrows()])
+
+
+def _rows_max(rt):
+    ids = rt.value_rowids()
+    return _run1("UnsortedSegmentMax", [rt.values, ids, rt.nrows()])
+
+
+def _rows_mean(rt):
+    # As TensorFlow: the sum over the row count, so an empty row's mean is nan.
+    total = _rows_sum(rt)
+    count = _run1("Cast", [rt.row_lengths()], {"DstT": total.dtype})
+    rank = rt.values.shape.rank
+    if rank is None:
+        raise ValueError("td.reduce_mean of a td.RaggedTensor needs the values' rank to be known")
+    count = _run1("Reshape", [count, convert_to_tensor([-1] + [1] * (rank - 1), dtype=dtypes.int32)])
+    return _run1("RealDiv", [total, count])
+
+
+_ROW_REDUCTIONS = {"reduce_sum": _rows_sum, "reduce_max": _rows_max, "reduce_mean": _rows_mean}
+math_ops.REDUCTION_DISPATCH[RaggedTensor] = _reduce
