@@ -284,6 +284,10 @@ void RegisterLoom(py::module_& m) {
     return captures;
   }, py::arg("loom_def"), "Builds and validates the runtime of a serialized LoomDef; returns its capture specs.");
 
+  m.def("loom_schedule_depth", [](const Tensor& schedule) {
+    return GetHandle<loom::Schedule>(schedule, DType::kVariant, "Loom schedule")->num_depths;
+  }, py::arg("schedule"), "The deepest layer of a finalised schedule (a variant tensor).");
+
   // The Loom ops run eagerly through here rather than _core.execute: a run is
   // long however small its inputs, so the GIL is always released.
   m.def("loom_execute", [](const std::string& op_name, py::handle inputs_obj, py::handle attrs_obj) {

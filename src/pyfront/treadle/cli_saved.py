@@ -54,13 +54,10 @@ def cmd_run(args):
 
 
 def cmd_show(args):
-    from treadle import saved_pb2
-    from treadle.io.container import read_container
-    from treadle.io.saving import _KIND_FUNCTION, FORMAT_VERSION
+    from treadle.io.saving import read_saved_file
     from treadle.io import structure
 
-    saved = saved_pb2.SavedFile()
-    saved.ParseFromString(read_container(args.file, _KIND_FUNCTION | FORMAT_VERSION))
+    saved = read_saved_file(args.file)
     print(f"{args.file}: {len(saved.functions)} function(s), {len(saved.variables)} variable(s), "
           f"{len(saved.graph.library.function)} library function(s)")
     for v in saved.variables:

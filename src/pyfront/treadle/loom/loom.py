@@ -369,13 +369,19 @@ class Loom:
                             output_shapes=[[]] + shapes))
         handle, state = outs[0], outs[1:]
         states = list(state)
-        for depth in range(1, self._max_depth + 1):
+        # Run eagerly, the layers stop at the schedule's own depth: max_depth
+        # may come from a file, and the layers beyond the schedule are empty.
+        # A graph has a node for each depth up to max_depth.
+        num_depths = self._max_depth
+        if isinstance(handle, EagerTensor):
+            num_depths = min(num_depths, _core.loom_schedule_depth(handle))
+        for depth in range(1, num_depths + 1):
             state = execute("LoomLayer", [handle] + state + captures,
                             dict(base, Tinputs=types + capture_types, Tout=types, output_shapes=shapes, depth=depth))
             states.extend(state)
         return execute("LoomGatherOutputs", [handle] + states,
-                       dict(base, Tinputs=types * (self._max_depth + 1), Tout=types, output_shapes=shapes,
-                            num_depths=self._max_depth))
+                       dict(base, Tinputs=types * (num_depths + 1), Tout=types, output_shapes=shapes,
+                            num_depths=num_depths))
 
     def _schedule_tensor(self, schedule):
         eager = context.executing_eagerly()
