@@ -137,8 +137,10 @@ def test_schedule_file_claiming_more_bytes_than_it_holds(tmp_path, length):
     path.write_bytes(_record_header(length) + b"12345678")  # 20 bytes: a header and 8 of the record's bytes
     with pytest.raises(td.errors.DataLossError, match=f"claims {length} bytes.*only 8 remain"):
         td.loom.read_schedules(str(path))
-    with pytest.raises(td.errors.DataLossError, match=f"claims {length} bytes"):
-        td.loom.ScheduleReader(str(path)) if hasattr(td.loom, "ScheduleReader") else td.loom.read_schedules(str(path))
+    from treadle import _core
+    reader = _core.LoomScheduleReader(str(path))  # the reader `treadle loom run` streams with
+    with pytest.raises(td.errors.DataLossError, match=f"claims {length} bytes.*only 8 remain"):
+        reader.read_batch(vector_loom()[0]._spec, 10)
 
 
 def test_treadle_file_claiming_more_bytes_than_it_holds(tmp_path):
