@@ -6,6 +6,7 @@
 #include "loom/loom_registry.h"
 #include "loom/record_io.h"
 #include "py_common.h"
+#include "util/cancel.h"
 #include "util/errors.h"
 
 namespace treadle::python {
@@ -308,6 +309,7 @@ void RegisterLoom(py::module_& m) {
       throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
     }
     std::vector<Tensor> out;
+    cancel::CallScope scope;
     {
       py::gil_scoped_release nogil;
       out = RunOp(op, inputs, attrs);

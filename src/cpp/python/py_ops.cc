@@ -4,6 +4,7 @@
 
 #include "ops/kernels/random_ops.h"
 #include "py_common.h"
+#include "util/cancel.h"
 #include "util/errors.h"
 #include "util/parallel.h"
 
@@ -90,6 +91,7 @@ void RegisterOps(py::module_& m) {
       throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
     }
     std::vector<Tensor> out;
+    cancel::CallScope scope;
     if (ShouldReleaseGil(inputs)) {
       py::gil_scoped_release nogil;
       out = RunOp(op, inputs, attrs);

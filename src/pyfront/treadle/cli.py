@@ -159,6 +159,24 @@ def _cmd_loom_info(args):
     return 0
 
 
+def add_timeout_argument(parser):
+    parser.add_argument("--timeout", type=float, metavar="SECONDS",
+                        help="stop the runs after SECONDS (td.experimental.deadline); exit status 124")
+
+
+def run_with_timeout(args):
+    timeout = getattr(args, "timeout", None)
+    if timeout is None:
+        return args.run(args)
+    import treadle as td
+    try:
+        with td.experimental.deadline(timeout):
+            return args.run(args)
+    except td.errors.DeadlineExceededError:
+        print(f"treadle: timed out after {timeout:g} s", file=sys.stderr)
+        return 124
+
+
 def _build_parser():
     parser = argparse.ArgumentParser(prog="treadle", description="treadle: a dataflow runtime for dynamic computation")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -176,6 +194,7 @@ def _build_parser():
     run.add_argument("-o", "--output-dir", default="loom_outputs", help="where outputs_<i>.npy go, one per type shape")
     run.add_argument("-b", "--batch-size", type=int, default=256, help="schedules merged per run (default 256)")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    add_timeout_argument(run)
     run.set_defaults(run=_cmd_loom_run)
     info_cmd = loom_sub.add_parser("info", help="count the schedules, results and outputs of a schedule file")
     info_cmd.add_argument("schedules")
@@ -195,7 +214,9 @@ def main(argv=None):
         parser.error("--repeats must be at least 1")
     if getattr(args, "batch_size", 1) < 1:
         parser.error("--batch-size must be at least 1")
-    return args.run(args)
+    if (getattr(args, "timeout", None) or 0) < 0:
+        parser.error("--timeout must be at least 0")
+    return run_with_timeout(args)
 
 
 if __name__ == "__main__":

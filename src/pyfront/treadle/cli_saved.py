@@ -84,6 +84,8 @@ def register(sub):
     run.add_argument("--input", "-i", action="append", default=[],
                      help="NAME=file.npy (by parameter name) or file.npy (by position); repeatable")
     run.add_argument("--output-dir", "-o", help="also write each output as output_<k>.npy here")
+    from treadle.cli import add_timeout_argument
+    add_timeout_argument(run)
     run.set_defaults(run=cmd_run)
     show = sub.add_parser("show", help="print a saved function's signatures and graph")
     show.add_argument("file", help="a file written by td.save")
