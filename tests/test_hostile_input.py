@@ -237,3 +237,20 @@ def test_zero_element_tensor_protos_with_huge_dimensions_are_refused(dims):
 def test_zero_element_tensor_protos_with_modest_dimensions_load():
     proto = td.make_tensor_proto(np.zeros((0, 1000, 4), np.float32))
     assert td.make_ndarray(proto).shape == (0, 1000, 4)
+
+
+def test_load_refuses_declared_outputs_narrower_than_the_graph_makes(tmp_path):
+    """Found by the fuzzer: a loom function's outputs are (None, 3); a file
+    declaring (1048577, 3) would promise a shape the graph does not make."""
+    loom, _, _ = vector_loom()
+
+    @td.function
+    def run(schedule):
+        return loom._run(schedule)
+
+    run(td.constant(_depth_two_weaver(loom).serialize()))
+    path = str(tmp_path / "f.td")
+    td.save(run, path)
+    _set_outputs(path, lambda outs: [td.TensorSpec([1048577, 3], td.float64)] + list(outs[1:]))
+    with pytest.raises(td.errors.DataLossError, match=r"output 0 is declared float64 \(1048577, 3\).*\(None, 3\)"):
+        td.load(path)

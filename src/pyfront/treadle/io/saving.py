@@ -137,7 +137,12 @@ def _check_specs(name, what, declared, graph_specs, detail):
                                                f"{len(graph_specs)}")
     for i, (spec, (dtype, shape)) in enumerate(zip(declared, graph_specs)):
         graph_spec = TensorSpec(shape, dtype)
-        if spec.dtype != dtype or not spec.shape.is_compatible_with(graph_spec.shape):
+        # An argument is checked against the declared spec, then against the
+        # graph's: the two need only be compatible. A result is what the graph
+        # makes: the declared spec must hold every shape the graph's allows.
+        fits = (spec.shape.is_compatible_with(graph_spec.shape) if what == "inputs"
+                else graph_spec.shape.is_subtype_of(spec.shape))
+        if spec.dtype != dtype or not fits:
             raise errors.DataLossError(None, None, f"saved function {name}: {what[:-1]} {i} is declared "
                                                    f"{spec.dtype.name} {_shape_str(spec.shape)}, but the graph's is "
                                                    f"{graph_spec.dtype.name} {_shape_str(graph_spec.shape)}")
