@@ -107,7 +107,21 @@ def test_saved_loom_with_a_huge_max_depth_runs_only_the_schedules_depths(tmp_pat
         framework_ops.op_recorders.pop()
     x, y = np.array([1.0, 2.0, 3.0]), np.array([-1.0, 0.5, 2.0])
     np.testing.assert_array_equal(list(out.values())[0].numpy(), [(x + y) * y])
-    assert ran.count("LoomLayer") == 2
+    assert ran.count("LoomLayer") <= 2
+
+    # Traced, too, the work follows the schedule, not the file's max_depth.
+    @td.function
+    def run(schedule):
+        return loaded._run(schedule)
+
+    graph = run.get_concrete_function(td.constant(w.serialize())).graph
+    assert sum(op.type == "LoomLayer" for op in graph.operations) <= 2
+    np.testing.assert_array_equal(run(td.constant(w.serialize()))[0].numpy(), [(x + y) * y])
+    too_deep = loaded.make_weaver()
+    r = too_deep.named_tensor("x")
+    with pytest.raises(ValueError, match="beyond the loom's max_depth of 4096"):  # max_depth still bounds
+        for _ in range(4097):
+            r = too_deep.op("add", [r, r])[0]
 
 
 def test_unrolled_loom_gradients_with_a_shallow_schedule():
