@@ -2,7 +2,8 @@
 # The core built with AddressSanitizer and UndefinedBehaviorSanitizer (its own
 # build directory build/asan and virtual environment .venv-asan; ccache makes
 # rebuilds incremental), running the C++-heavy tests (loom, graph, the
-# readers, hostile inputs, cancellation, a kernel sample) and the fuzz corpus.
+# readers, hostile inputs, cancellation, kernels, gradients), the fuzz corpus
+# and a short mutation run.
 # Any sanitizer report aborts the process, which fails the step.
 #
 #   bash scripts/sanitizers.sh              # after scripts/setup.sh (system packages)
@@ -40,17 +41,28 @@ echo "sanitizers: building treadle with ASan + UBSan (build directory build/asan
   -Ccmake.define.CMAKE_SHARED_LINKER_FLAGS="$SAN" \
   ".[test]"
 
-# Python itself is not instrumented: the runtime is preloaded. Python's own
-# allocations are never freed at exit, so leak detection is off.
-LD_PRELOAD="$(g++ -print-file-name=libasan.so)"
-export LD_PRELOAD
+# Python itself is not instrumented: the runtime is preloaded, with libstdc++
+# (ASan intercepts __cxa_throw only if libstdc++ is loaded when it starts).
+# Python's own allocations are never freed at exit, so leak detection is off.
+LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so)"
+export LD_PRELOAD TREADLE_NO_DEEPBIND=1
 export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TREADLE_FUZZ_MEMORY=0  # ASan reserves terabytes of address space: no memory cap under it
 
-TESTS=(tests/loom tests/graph tests/test_hostile_input.py tests/test_cancellation.py tests/test_proto.py
-       tests/test_zero_copy.py tests/ops/test_errors.py tests/ops/test_array_gather_where.py
-       tests/ops/test_array_slicing.py tests/function/test_function_cache.py)
+# The C++-heavy tests. Not here: the RSS checks of tests/test_long_runs.py
+# (ASan's quarantine holds freed memory), and tests/ops/test_elementwise.py,
+# whose float32 exp reaches a left shift of a negative value in
+# src/cpp/ops/kernels/fast_math.cc (UBSan reports it; the file belongs to the
+# kernels' own work and is fixed there).
+TESTS=(tests/loom tests/graph tests/function tests/ops tests/autodiff/test_op_gradients.py
+       tests/test_hostile_input.py tests/test_cancellation.py tests/test_proto.py tests/test_zero_copy.py
+       tests/test_blas_kernels.py
+       tests/test_long_runs.py::test_threads_calling_one_function_get_identical_results
+       tests/test_long_runs.py::test_threads_running_one_loom_get_identical_results
+       --deselect tests/ops/test_elementwise.py)
 if [ $# -gt 0 ]; then TESTS=("$@"); fi
-"$VPY" -m pytest -q -p no:cacheprovider -m "not slow" "${TESTS[@]}"
+# --capture=sys: a sanitizer's report (written to fd 2) is shown, not swallowed with the test's output.
+"$VPY" -m pytest -q --capture=sys -p no:cacheprovider -m "not slow" "${TESTS[@]}"
 "$VPY" -m fuzz.run --corpus
+"$VPY" -m fuzz.run --seconds "${FUZZ_SECONDS_ASAN:-5}" --seed "${FUZZ_SEED:-1}"  # mutants under the sanitizers too
