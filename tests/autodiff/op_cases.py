@@ -270,3 +270,48 @@ case("MatrixInverse", "", lambda x: td.linalg.inv(x), u(2, 3, 3) + _WELL_CONDITI
 case("MatrixSolve", "", lambda a, b: td.linalg.solve(a, b), u(3, 3) + _WELL_CONDITIONED, u(3, 2))
 case("MatrixDeterminant", "", lambda x: td.linalg.det(x), u(2, 3, 3) + _WELL_CONDITIONED)
 case("Cholesky", "", lambda x: td.linalg.cholesky(_spd(x)), u(3, 3))
+
+# ---------------------------------------------------------------- the Loom
+# A loom whose named tensors are the differentiated inputs: its run (LoomRun)
+# and its unrolled steps (LoomInitialState, LoomLayer per depth,
+# LoomGatherOutputs) take them as op inputs like any other op.
+_VEC = td.loom.TypeShape("float64", (3,))
+
+
+class _BinaryLoomOp(td.loom.LoomOp):
+    def __init__(self, fn):
+        self._fn = fn
+        super().__init__([_VEC, _VEC], [_VEC])
+
+    def instantiate_batch(self, inputs):
+        return [self._fn(inputs[0], inputs[1])]
+
+
+def _gradcheck_loom(max_depth):
+    loom = td.loom.Loom(max_depth=max_depth, named_tensors={"x": np.zeros(3), "y": np.zeros(3)},
+                        named_ops={"add": _BinaryLoomOp(td.add), "mul": _BinaryLoomOp(lambda a, b: a * td.tanh(b))})
+    w = loom.make_weaver()
+    x, y = w.named_tensor("x"), w.named_tensor("y")
+    a = w.add(x, w(np.array([0.5, -1.0, 2.0])))
+    w.add_output(w.mul(w.mul(a, y), x))  # depth 3, x passed through to depth 2
+    w.add_output(w.add(a, y))
+    w.add_output(y)
+    return loom, w.serialize()
+
+
+_LOOP_LOOM, _LOOP_MESSAGE = _gradcheck_loom(None)
+_UNROLLED_LOOM, _UNROLLED_MESSAGE = _gradcheck_loom(4)  # a layer beyond the schedule's depth
+
+
+def _loom_run(x, y):
+    return td.raw_ops.LoomRun(schedule=td.constant(_LOOP_MESSAGE), inputs=[x, y],
+                              **{k: v for k, v in _LOOP_LOOM._run_attrs.items()})[:-1]
+
+
+def _loom_unrolled(x, y):
+    return _UNROLLED_LOOM._run_unrolled(td.constant(_UNROLLED_MESSAGE), [x, y])
+
+
+case("LoomRun", "", _loom_run, u(3), u(3), first_order_only=True)
+for _op in ("LoomInitialState", "LoomLayer", "LoomGatherOutputs"):
+    case(_op, "", _loom_unrolled, u(3), u(3), first_order_only=True)

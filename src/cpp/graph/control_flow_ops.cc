@@ -3,6 +3,7 @@
 // graph there is none, so these ops only run inside graphs.
 #include "graph/shape_merge.h"
 #include "ops/registry.h"
+#include "util/cancel.h"
 #include "util/errors.h"
 
 namespace treadle {
@@ -139,7 +140,9 @@ void WhileKernel(KernelContext& ctx) {
   const std::string& cond = ctx.attrs.GetFunc("cond").name;
   const std::string& body = ctx.attrs.GetFunc("body").name;
   std::vector<Tensor> vars(ctx.inputs);
+  cancel::InstallInterruptHook();  // a loop may never end: make sure Ctrl-C reaches it
   for (int64_t iteration = 0;; ++iteration) {
+    cancel::Check();
     std::vector<Tensor> c = ctx.functions->CallFunction(cond, vars);
     if (c.size() != 1) {
       throw Error(Code::kInternal, StrCat("While: cond function '", cond, "' returned ", c.size(), " values"));

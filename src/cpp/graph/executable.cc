@@ -5,6 +5,7 @@
 #include "graph/buffer_recycler.h"
 #include "graph/library.h"
 #include "graph/shape_merge.h"
+#include "util/cancel.h"
 #include "util/errors.h"
 
 namespace treadle::graph {
@@ -257,6 +258,7 @@ std::vector<Tensor> Executable::Run(const std::vector<Tensor>& args) const {
   outputs.reserve(max_outputs_);
   RunScratch scratch;
   for (const Step& step : steps_) {
+    cancel::Check();  // a step may be long (a loop, a call): Ctrl-C and deadlines stop the run between steps
     const Source* src = sources_.data() + step.first_source;
     for (int32_t k = 0; k < step.num_inputs; ++k, ++src) {
       if (src->is_const) inputs.push_back(consts_[src->index]);

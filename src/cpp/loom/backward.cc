@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "loom/layers.h"
+#include "util/cancel.h"
 #include "util/errors.h"
 #include "util/parallel.h"
 
@@ -221,6 +222,7 @@ void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const 
                      const std::vector<Tensor>& captures, const std::vector<Tensor>& grads,
                      const std::vector<int64_t>& rows_below, std::vector<Tensor>* below,
                      CaptureGrads* capture_grads) {
+  cancel::Check();
   const size_t n = record.chunks.size();
   std::vector<std::vector<Tensor>> chunk_grads(n);
   parallel::ParallelFor(static_cast<int>(n), [&](int i) {

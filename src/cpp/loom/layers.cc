@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "util/cancel.h"
 #include "util/errors.h"
 #include "util/parallel.h"
 
@@ -205,6 +206,7 @@ std::vector<std::vector<Tensor>> ForwardLayerOp(const LoomRuntime& rt, const Lay
                                                 const std::vector<Chunk>& chunks,
                                                 const std::vector<std::vector<const char*>>& rows,
                                                 const std::vector<Tensor>& captures, LayerRecord* record) {
+  cancel::Check();  // between layer ops: Ctrl-C and deadlines stop a long loom run
   std::vector<std::vector<Tensor>> outs(chunks.size());
   if (record) {
     record->chunks = chunks;

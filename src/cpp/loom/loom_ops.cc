@@ -284,9 +284,14 @@ std::vector<Tensor> Slice(const std::vector<Tensor>& v, size_t first, size_t n, 
   return {v.begin() + first, v.begin() + first + n};
 }
 
-int32_t DepthAttr(const KernelContext& ctx, const char* name) {
+// An int attr naming a depth, checked here once so the runtime can index its
+// per-depth tables with it: a layer's `depth` is at least 1 (depth 0 is the
+// initial state, which no layer computes), `num_depths` at least 0.
+int32_t DepthAttr(const KernelContext& ctx, const char* name, int64_t least) {
   const int64_t d = ctx.attrs.GetInt(name);
-  if (d < 0 || d > kMaxDepth) ThrowInvalidArgument(ctx.op.name, ": attr ", name, " = ", d, " is out of range");
+  if (d < least || d > kMaxDepth) {
+    ThrowInvalidArgument(ctx.op.name, ": attr ", name, " = ", d, " is out of range [", least, ", ", kMaxDepth, "]");
+  }
   return static_cast<int32_t>(d);
 }
 
@@ -303,14 +308,14 @@ void LayerKernel(KernelContext& ctx) {
   auto sc = ScheduleInput(ctx, *rt);
   const size_t T = rt->spec()->num_type_shapes();
   std::vector<Tensor> list = ListInput(ctx);
-  SetOutputs(ctx, RunLayer(*rt, *sc, DepthAttr(ctx, "depth"), Slice(list, 0, T, "LoomLayer"),
+  SetOutputs(ctx, RunLayer(*rt, *sc, DepthAttr(ctx, "depth", 1), Slice(list, 0, T, "LoomLayer"),
                            Slice(list, T, list.size() - std::min(T, list.size()), "LoomLayer")));
 }
 
 void GatherOutputsKernel(KernelContext& ctx) {
   auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
   auto sc = ScheduleInput(ctx, *rt);
-  SetOutputs(ctx, GatherOutputs(*rt->spec(), *sc, DepthAttr(ctx, "num_depths"), ListInput(ctx)));
+  SetOutputs(ctx, GatherOutputs(*rt->spec(), *sc, DepthAttr(ctx, "num_depths", 0), ListInput(ctx)));
 }
 
 void InitialStateGradKernel(KernelContext& ctx) {
@@ -339,14 +344,14 @@ void LayerGradKernel(KernelContext& ctx) {
   if (list.size() != 2 * T + C) {
     ThrowInvalidArgument("LoomLayerGrad: expected ", 2 * T + C, " inputs besides the schedule, got ", list.size());
   }
-  SetOutputs(ctx, RunLayerGrad(*rt, *sc, DepthAttr(ctx, "depth"), Slice(list, 0, T, "LoomLayerGrad"),
+  SetOutputs(ctx, RunLayerGrad(*rt, *sc, DepthAttr(ctx, "depth", 1), Slice(list, 0, T, "LoomLayerGrad"),
                                Slice(list, T, C, "LoomLayerGrad"), Slice(list, T + C, T, "LoomLayerGrad")));
 }
 
 void GatherOutputsGradKernel(KernelContext& ctx) {
   auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
   auto sc = ScheduleInput(ctx, *rt);
-  SetOutputs(ctx, GatherOutputsGrad(*rt->spec(), *sc, DepthAttr(ctx, "num_depths"), ListInput(ctx)));
+  SetOutputs(ctx, GatherOutputsGrad(*rt->spec(), *sc, DepthAttr(ctx, "num_depths", 0), ListInput(ctx)));
 }
 
 OpDef UnrolledOp(const char* name, KernelFn kernel, const char* int_attr, bool takes_message, const char* doc) {

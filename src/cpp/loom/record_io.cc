@@ -1,10 +1,14 @@
 #include "loom/record_io.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstring>
 
+#include <sys/stat.h>
+
 #include "util/errors.h"
+#include "util/paths.h"
 
 namespace treadle::loom {
 
@@ -77,7 +81,7 @@ uint32_t Crc32c(const void* data, size_t size, uint32_t crc) {
 }
 
 void WriteRecords(const std::string& path, const std::vector<std::string>& records) {
-  std::FILE* f = std::fopen(path.c_str(), "wb");
+  std::FILE* f = std::fopen(CheckedPath(path).c_str(), "wb");
   if (!f) throw Error(Code::kNotFound, StrCat(path, ": cannot open for writing: ", std::strerror(errno)));
   bool ok = true;
   for (const std::string& r : records) {
@@ -93,8 +97,10 @@ void WriteRecords(const std::string& path, const std::vector<std::string>& recor
 }
 
 RecordReader::RecordReader(const std::string& path) : path_(path) {
-  file_ = std::fopen(path.c_str(), "rb");
+  file_ = std::fopen(CheckedPath(path).c_str(), "rb");
   if (!file_) throw Error(Code::kNotFound, StrCat(path, ": cannot open: ", std::strerror(errno)));
+  struct stat st;
+  if (fstat(fileno(file_), &st) == 0 && S_ISREG(st.st_mode)) size_ = static_cast<uint64_t>(st.st_size);
 }
 
 RecordReader::~RecordReader() {
@@ -118,11 +124,17 @@ bool RecordReader::Next(std::string* out) {
     throw Error(Code::kDataLoss, StrCat(path_, ": record ", count_, " at byte offset ", offset_, " claims ", length,
                                         " bytes, more than the limit of ", kMaxRecordBytes));
   }
-  out->resize(length);
-  unsigned char footer[4];
-  if (std::fread(out->data(), 1, length, file_) != length || std::fread(footer, 1, 4, file_) != 4) {
+  // A record and its footer must fit in what is left of the file: a header
+  // is 12 bytes, and no more is allocated than the file can fill.
+  if (size_ != kUnknownSize && length + 4 > size_ - std::min(size_, offset_ + 12)) {
+    const uint64_t left = size_ - std::min(size_, offset_ + 12);
     throw Error(Code::kDataLoss, StrCat(path_, ": truncated record at byte offset ", offset_, " (record ", count_,
-                                        " of ", length, " bytes)"));
+                                        "): it claims ", length, " bytes, but only ", left, " remain"));
+  }
+  unsigned char footer[4];
+  if (!ReadData(length, out) || std::fread(footer, 1, 4, file_) != 4) {
+    throw Error(Code::kDataLoss, StrCat(path_, ": truncated record at byte offset ", offset_, " (record ", count_,
+                                        "): it claims ", length, " bytes, more than remain"));
   }
   if (MaskCrc(Crc32c(out->data(), length)) != Load32(footer)) {
     throw Error(Code::kDataLoss, StrCat(path_, ": corrupted record at byte offset ", offset_, " (record ", count_,
@@ -130,6 +142,20 @@ bool RecordReader::Next(std::string* out) {
   }
   offset_ += 16 + length;
   ++count_;
+  return true;
+}
+
+bool RecordReader::ReadData(uint64_t length, std::string* out) {
+  // In steps, so a stream of unknown size (a pipe) grows the buffer only as
+  // far as its bytes arrive.
+  constexpr uint64_t kStep = uint64_t{1} << 24;
+  out->clear();
+  while (out->size() < length) {
+    const size_t at = out->size();
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(kStep, length - at));
+    out->resize(at + n);
+    if (std::fread(out->data() + at, 1, n, file_) != n) return false;
+  }
   return true;
 }
 

@@ -1,7 +1,8 @@
 // Schedule files: TensorFlow's TFRecord format, so tf.data.TFRecordDataset
 // reads ours and we read TensorFlow's. Each record is
 //   uint64 length | uint32 masked crc32c(length) | data | uint32 masked crc32c(data)
-// little-endian. Reading checks both checksums and bounds the length.
+// little-endian. Reading checks both checksums and bounds the length by what
+// remains of the file, so a header claiming gigabytes allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,12 @@ class RecordReader {
   uint64_t records_read() const { return count_; }
 
  private:
+  static constexpr uint64_t kUnknownSize = ~uint64_t{0};
+  bool ReadData(uint64_t length, std::string* out);  // false when the file ends first
+
   std::string path_;
   std::FILE* file_ = nullptr;
+  uint64_t size_ = kUnknownSize;  // of a regular file
   uint64_t offset_ = 0;
   uint64_t count_ = 0;
 };

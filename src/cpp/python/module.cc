@@ -1,5 +1,6 @@
 // The _core extension module: pybind11 glue only.
 #include "py_common.h"
+#include "util/cancel.h"
 #include "util/parallel.h"
 
 PYBIND11_MODULE(_core, m) {
@@ -13,5 +14,6 @@ PYBIND11_MODULE(_core, m) {
   treadle::python::RegisterDLPack(m);
   treadle::python::RegisterLoom(m);
   treadle::python::RegisterData(m);
+  treadle::cancel::InstallInterruptHook();  // Ctrl-C reaches runs in C++ (util/cancel.h)
   treadle::parallel::NumThreads();  // BLAS single-threaded from the start: treadle's pool parallelises
 }

@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <iterator>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "py_common.h"
 
@@ -105,17 +107,22 @@ class KeyEncoder {
   std::vector<PyObject*> tensors_;
 };
 
+// Every lookup advances the cache's clock and stamps the entry it finds, so
+// the Python side can count calls (its retracing warning) and evict the
+// least recently used traces, fast-path hits included.
 class DispatchCache {
  public:
   // (value, flat tensor list) for a known kind of call, else None.
   py::object Lookup(py::tuple args) {
+    ++clock_;
     KeyEncoder enc;
     if (!EncodeArgs(args, enc)) return py::none();
     auto it = entries_.find(enc.key());
     if (it == entries_.end()) return py::none();
+    it->second.last_use = clock_;
     py::list flat(enc.tensors().size());
     for (size_t i = 0; i < enc.tensors().size(); ++i) flat[i] = py::reinterpret_borrow<py::object>(enc.tensors()[i]);
-    return py::make_tuple(it->second, flat);
+    return py::make_tuple(it->second.value, flat);
   }
 
   // Remembers `value` for calls like `args`, if `flat` (the slow path's tensor
@@ -128,20 +135,45 @@ class DispatchCache {
     for (size_t i = 0; i < mine.size(); ++i) {
       if (flat[i].ptr() != mine[i]) return false;
     }
-    entries_[enc.key()] = std::move(value);
+    entries_[enc.key()] = Entry{std::move(value), clock_};
     return true;
+  }
+
+  // Advances the clock for a call that did not come through Lookup.
+  uint64_t Tick() { return ++clock_; }
+  uint64_t clock() const { return clock_; }
+
+  // [(value, last use)] of every entry.
+  py::list LastUses() const {
+    py::list out;
+    for (const auto& [key, e] : entries_) out.append(py::make_tuple(e.value, e.last_use));
+    return out;
+  }
+
+  // Forgets the entries whose value is one of `values` (by identity).
+  void Discard(py::list values) {
+    std::unordered_set<PyObject*> drop;
+    for (py::handle v : values) drop.insert(v.ptr());
+    for (auto it = entries_.begin(); it != entries_.end();) {
+      it = drop.count(it->second.value.ptr()) ? entries_.erase(it) : std::next(it);
+    }
   }
 
   size_t size() const { return entries_.size(); }
 
  private:
+  struct Entry {
+    py::object value;
+    uint64_t last_use = 0;
+  };
   static bool EncodeArgs(const py::tuple& args, KeyEncoder& enc) {
     for (size_t i = 0; i < args.size(); ++i) {
       if (!enc.Encode(args[i].ptr())) return false;
     }
     return true;
   }
-  std::unordered_map<std::string, py::object> entries_;
+  std::unordered_map<std::string, Entry> entries_;
+  uint64_t clock_ = 0;
 };
 
 }  // namespace
@@ -151,6 +183,10 @@ void RegisterDispatch(py::module_& m) {
       .def(py::init<>())
       .def("lookup", &DispatchCache::Lookup, py::arg("args"))
       .def("insert", &DispatchCache::Insert, py::arg("args"), py::arg("flat"), py::arg("value"))
+      .def("tick", &DispatchCache::Tick)
+      .def_property_readonly("clock", &DispatchCache::clock)
+      .def("last_uses", &DispatchCache::LastUses)
+      .def("discard", &DispatchCache::Discard, py::arg("values"))
       .def("__len__", &DispatchCache::size);
 }
 

@@ -3,6 +3,7 @@
 #include "graph/graph_version.h"
 #include "graph/loader.h"
 #include "py_common.h"
+#include "util/cancel.h"
 #include "util/errors.h"
 
 namespace treadle::python {
@@ -38,6 +39,7 @@ std::vector<Tensor> ArgsFromPy(py::handle seq) {
 py::list Run(const PyExecutable& self, py::handle args_obj) {
   std::vector<Tensor> args = ArgsFromPy(args_obj);
   std::vector<Tensor> results;
+  cancel::CallScope scope;
   {
     py::gil_scoped_release nogil;  // PyFunc kernels take it back while they call Python
     results = self.executable->Run(args);

@@ -6,6 +6,7 @@
 #include "loom/loom_registry.h"
 #include "loom/record_io.h"
 #include "py_common.h"
+#include "util/cancel.h"
 #include "util/errors.h"
 
 namespace treadle::python {
@@ -509,6 +510,9 @@ void RegisterLoom(py::module_& m) {
     return loom::FunctionBodyFingerprint(lib.library(), name);
   }, py::arg("library"), py::arg("name"),
         "The fingerprint of what function `name` of a serialized GraphDef's library computes (LoomOpDef.body_fingerprint).");
+  m.def("loom_schedule_depth", [](const Tensor& schedule) {
+    return GetHandle<loom::Schedule>(schedule, DType::kVariant, "Loom schedule")->num_depths;
+  }, py::arg("schedule"), "The deepest layer of a finalised schedule (a variant tensor).");
 
   // The Loom ops run eagerly through here rather than _core.execute: a run is
   // long however small its inputs, so the GIL is always released.
@@ -530,6 +534,7 @@ void RegisterLoom(py::module_& m) {
       throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
     }
     std::vector<Tensor> out;
+    cancel::CallScope scope;
     {
       py::gil_scoped_release nogil;
       out = RunOp(op, inputs, attrs);

@@ -5,6 +5,7 @@
 #include "ops/kernels/random_ops.h"
 #include "ops/kernels/simd/isa.h"
 #include "py_common.h"
+#include "util/cancel.h"
 #include "util/errors.h"
 #include "util/parallel.h"
 
@@ -105,6 +106,7 @@ void RegisterOps(py::module_& m) {
       throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
     }
     std::vector<Tensor> out;
+    cancel::CallScope scope;
     if (ShouldReleaseGil(inputs)) {
       py::gil_scoped_release nogil;
       out = RunOp(op, inputs, attrs);

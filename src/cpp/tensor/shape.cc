@@ -1,18 +1,30 @@
 #include "tensor/shape.h"
 
+#include <algorithm>
+
 #include "util/errors.h"
 
 namespace treadle {
 
 int64_t NumElements(const Dims& dims) {
-  int64_t n = 1;
+  // The bound applies to the product of the nonzero dimensions too: an empty
+  // tensor of shape [0, 2^62, 4] would overflow its strides and every size
+  // computed from its other dimensions.
+  int64_t nonzero = 1;
+  bool empty = false;
   for (int64_t d : dims) {
     if (d < 0) ThrowInvalidArgument("shape ", DimsToString(dims), " has a negative dimension");
-    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements) {
-      ThrowInvalidArgument("shape ", DimsToString(dims), " has more than 2^40 elements");
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    if (__builtin_mul_overflow(nonzero, d, &nonzero) || nonzero > kMaxElements) {
+      ThrowInvalidArgument("shape ", DimsToString(dims), std::find(dims.begin(), dims.end(), 0) != dims.end()
+                                                             ? " has dimensions whose product exceeds 2^40"
+                                                             : " has more than 2^40 elements");
     }
   }
-  return n;
+  return empty ? 0 : nonzero;
 }
 
 std::string DimsToString(const Dims& dims) {

@@ -12,7 +12,9 @@
 namespace treadle {
 
 enum class Code {
+  kCancelled = 1,
   kInvalidArgument = 3,
+  kDeadlineExceeded = 4,
   kNotFound = 5,
   kFailedPrecondition = 9,
   kOutOfRange = 11,

@@ -11,6 +11,8 @@
 #include <thread>
 #include <vector>
 
+#include "util/cancel.h"
+
 
 namespace treadle::parallel {
 namespace {
@@ -130,7 +132,13 @@ int NumThreads() {
 void ParallelFor(int n, const std::function<void(int)>& fn) {
   if (n >= 2) {
     Pool* p = GetPool();
-    if (p && p->TryRun(n, fn)) return;
+    // The workers check for Ctrl-C and deadlines as the caller would.
+    const cancel::State caller = cancel::Current();
+    const std::function<void(int)> adopted = [&](int i) {
+      cancel::AdoptScope adopt(caller);
+      fn(i);
+    };
+    if (p && p->TryRun(n, caller.active ? adopted : fn)) return;
   }
   for (int i = 0; i < n; ++i) fn(i);
 }

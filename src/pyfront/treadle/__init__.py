@@ -13,14 +13,17 @@ import sys as _sys
 # OpenBLAS, loaded with the core, chooses its kernels then (see _blas.py).
 from treadle import _blas
 
+# The sanitizer runtimes refuse RTLD_DEEPBIND: scripts/sanitizers.sh sets
+# TREADLE_NO_DEEPBIND (the core is also linked -Bsymbolic).
 _flags = _sys.getdlopenflags()
-_sys.setdlopenflags(_flags | getattr(_os, "RTLD_DEEPBIND", 0))
+_deepbind = 0 if _os.environ.get("TREADLE_NO_DEEPBIND") else getattr(_os, "RTLD_DEEPBIND", 0)
+_sys.setdlopenflags(_flags | _deepbind)
 try:
     with _blas.chosen_kernels():
         from treadle import _core
 finally:
     _sys.setdlopenflags(_flags)
-del _flags
+del _flags, _deepbind
 
 from treadle import errors
 from treadle.framework import dtypes as _dtypes

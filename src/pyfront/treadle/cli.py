@@ -67,6 +67,34 @@ def existing_file(path, what="file"):
     return path
 
 
+def _seconds(text):
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not value >= 0:  # also refuses NaN
+        raise argparse.ArgumentTypeError(f"must be at least 0, got {text}")
+    return value
+
+
+def add_timeout_argument(parser):
+    parser.add_argument("--timeout", type=_seconds, metavar="SECONDS",
+                        help="stop the runs after SECONDS (td.experimental.deadline); exit status 124")
+
+
+def run_with_timeout(args):
+    timeout = getattr(args, "timeout", None)
+    if timeout is None:
+        return args.run(args)
+    import treadle as td
+    try:
+        with td.experimental.deadline(timeout):
+            return args.run(args)
+    except td.errors.DeadlineExceededError:
+        print(f"treadle: timed out after {timeout:g} s", file=sys.stderr)
+        return 124
+
+
 def _build_parser():
     import treadle as td
     from treadle import cli_demo, cli_files, cli_loom, cli_saved
@@ -145,7 +173,7 @@ def main(argv=None):
         if getattr(args, "run", None) is None:
             parser.print_help()
             return EXIT_OK
-        status = args.run(args)
+        status = run_with_timeout(args)
         sys.stdout.flush()  # a closed pipe shows here, while we can still handle it
         return status
     except BrokenPipeError:

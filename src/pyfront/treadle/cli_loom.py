@@ -108,6 +108,8 @@ def add_run_arguments(run):
     run.add_argument("-b", "--batch-size", type=positive_int, default=256, metavar="N",
                      help="schedules merged into one run (default 256)")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    from treadle.cli import add_timeout_argument
+    add_timeout_argument(run)
 
 
 def register(sub):

@@ -65,6 +65,8 @@ def add_run_arguments(run):
     run.add_argument("--input", "-i", action="append", default=[],
                      help="NAME=file.npy (by parameter name) or file.npy (by position); repeatable")
     run.add_argument("--output-dir", "-o", metavar="DIR", help="also write each output as output_<k>.npy here")
+    from treadle.cli import add_timeout_argument
+    add_timeout_argument(run)
 
 
 def register(sub):

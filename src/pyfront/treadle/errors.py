@@ -34,7 +34,10 @@ def _subclass(name, code, doc):
     return cls
 
 
+CancelledError = _subclass("CancelledError", 1, "The run was cancelled (interrupted by SIGINT).")
 UnknownError = _subclass("UnknownError", 2, "An error of no other kind.")
+DeadlineExceededError = _subclass("DeadlineExceededError", 4,
+                                  "The run passed its deadline (td.experimental.deadline, or a --timeout).")
 InvalidArgumentError = _subclass("InvalidArgumentError", 3, "An op got an invalid argument (a bad value, shape or dtype).")
 NotFoundError = _subclass("NotFoundError", 5, "Something named (an op, a file, a function) does not exist.")
 FailedPreconditionError = _subclass("FailedPreconditionError", 9, "The system is not in a state to run the op.")
@@ -44,7 +47,7 @@ InternalError = _subclass("InternalError", 13, "An invariant of treadle itself w
 DataLossError = _subclass("DataLossError", 15, "Data is corrupt or truncated (a record file, a serialized message).")
 
 _BY_CODE = {cls.error_code: cls for cls in (
-    UnknownError, InvalidArgumentError, NotFoundError, FailedPreconditionError, OutOfRangeError,
+    CancelledError, UnknownError, DeadlineExceededError, InvalidArgumentError, NotFoundError, FailedPreconditionError, OutOfRangeError,
     UnimplementedError, InternalError, DataLossError)}
 
 

@@ -144,60 +144,126 @@ def skeleton_key(ftype):
     return tuple(parts)
 
 
+def _only_subtype_is_itself(t):
+    """Whether no type but `t` itself is a subtype of `t` (a tensor type of a
+    fully defined shape, a literal, an identity...): such a traced type is
+    found by an exact lookup alone, never by a scan."""
+    if type(t) is trace_type.TensorType:
+        return t.shape.is_fully_defined()
+    if type(t) in (trace_type.Literal, trace_type.Hashable, trace_type.Weakref, trace_type.VariableType):
+        return True
+    if isinstance(t, trace_type._Sequence):
+        return all(_only_subtype_is_itself(c) for c in t.components)
+    if isinstance(t, trace_type.DictType):
+        return all(_only_subtype_is_itself(v) for v in t.mapping.values())
+    return False  # a user TraceType: its subtypes are its own business
+
+
+def is_specific(ftype):
+    """Whether only calls of exactly `ftype` match a trace of it."""
+    return all(_only_subtype_is_itself(p.type) for p in ftype.parameters)
+
+
 class FunctionCache:
-    """Traced ConcreteFunctions by FunctionType; a lookup finds the most
-    specific traced type that is a supertype of the call's type. Candidates
-    are found through the types' skeletons (shape-free keys), so a lookup
-    does not scan every trace."""
+    """Traced ConcreteFunctions by FunctionType, at most `capacity` of them.
+
+    A lookup finds the most specific traced type that is a supertype of the
+    call's type. Every traced type is in one dict; only the general ones
+    (types with subtypes other than themselves: unknown dimensions, user
+    TraceTypes) are also indexed by skeleton (shape-free keys) and scanned.
+    A miss therefore costs the same however many specific shapes were traced.
+    Calls matching a general trace leave no key behind (reduce_retracing keeps
+    no per-call entries).
+
+    Past `capacity`, the least recently used traces are evicted (evict()),
+    in batches of an eighth so that eviction costs O(log n) per trace."""
 
     def __init__(self):
-        self._exact = {}
-        self._by_skeleton = {}  # skeleton -> [(FunctionType, concrete)]
-        self._unindexed = []    # entries with user-defined TraceTypes
-        self._entries = []      # (FunctionType, concrete), in trace order
+        self._exact = {}        # every traced FunctionType -> concrete
+        self._general = {}      # skeleton -> {FunctionType: concrete}, general types only
+        self._unindexed = {}    # general types with user-defined TraceTypes (no skeleton)
+        self._last_use = {}     # FunctionType -> use stamp (the caller's clock)
+        self._by_skeleton = {}  # skeleton -> {FunctionType: None}, every type (for generalize)
 
     def _candidates(self, ftype):
         key = skeleton_key(ftype)
-        if key is None:
-            return self._entries
-        return self._by_skeleton.get(key, []) + self._unindexed
+        if key is None:  # a user TraceType in the call: any general trace may be its supertype
+            found = [e for d in self._general.values() for e in d.items()]
+        else:
+            found = list(self._general.get(key, {}).items())
+        return found + list(self._unindexed.items())
 
-    def lookup(self, ftype):
+    def lookup(self, ftype, stamp=0):
+        """The concrete function for a call of type `ftype`, or None."""
         hit = self._exact.get(ftype)
         if hit is not None:
+            self._last_use[ftype] = stamp
             return hit
-        candidates = [(t, c) for t, c in self._candidates(ftype) if ftype.is_subtype_of(t)]
-        if not candidates:
-            return None
-        best_type, best = candidates[0]
-        for t, c in candidates[1:]:
-            if t.is_subtype_of(best_type):
+        best_type = best = None
+        for t, c in self._candidates(ftype):
+            if ftype.is_subtype_of(t) and (best_type is None or t.is_subtype_of(best_type)):
                 best_type, best = t, c
-        self._exact[ftype] = best
+        if best is not None:
+            self._last_use[best_type] = stamp
         return best
 
-    def add(self, ftype, concrete):
-        entry = (ftype, concrete)
-        self._entries.append(entry)
-        key = skeleton_key(ftype)
-        if key is None:
-            self._unindexed.append(entry)
-        else:
-            self._by_skeleton.setdefault(key, []).append(entry)
+    def add(self, ftype, concrete, stamp=0):
         self._exact[ftype] = concrete
+        self._last_use[ftype] = stamp
+        self._by_skeleton.setdefault(skeleton_key(ftype), {})[ftype] = None
+        if not is_specific(ftype):
+            key = skeleton_key(ftype)
+            (self._unindexed if key is None else self._general.setdefault(key, {}))[ftype] = concrete
+
+    def evict(self, capacity, last_use_of=None):
+        """Evicts least recently used traces (by stamp; `last_use_of(concrete)`
+        may report a later use seen elsewhere) until at most capacity - capacity
+        // 8 remain, once there are more than `capacity`. Returns the evicted
+        concrete functions."""
+        if len(self._exact) <= capacity:
+            return []
+        def stamp(item):
+            t, c = item
+            later = last_use_of(c) if last_use_of else None
+            return max(self._last_use[t], later or 0)
+        keep = capacity - capacity // 8
+        items = sorted(self._exact.items(), key=stamp)
+        evicted = items[:len(items) - keep]
+        for t, _ in evicted:
+            del self._exact[t]
+            del self._last_use[t]
+            key = skeleton_key(t)
+            _discard(self._by_skeleton, key, t)
+            if key is None:
+                self._unindexed.pop(t, None)
+            else:
+                _discard(self._general, key, t)
+        return [c for _, c in evicted]
 
     def generalize(self, ftype):
-        """The most specific common supertype of ftype and the traced types it
-        relates to (for reduce_retracing)."""
+        """The most specific common supertype of ftype and the traced types of
+        its skeleton (for reduce_retracing)."""
         general = ftype
-        for t, _ in self._candidates(ftype):
+        key = skeleton_key(ftype)
+        for t in (self._exact if key is None else self._by_skeleton.get(key, ())):
             s = general.most_specific_common_supertype([t])
             if s is not None:
                 general = s
         return general
 
     def types(self):
-        return [t for t, _ in self._entries]
+        return list(self._exact)
+
+    def concrete_functions(self):
+        return list(self._exact.values())
 
     def __len__(self):
-        return len(self._entries)
+        return len(self._exact)
+
+
+def _discard(groups, key, t):
+    group = groups.get(key)
+    if group is not None:
+        group.pop(t, None)
+        if not group:
+            del groups[key]

@@ -5,7 +5,6 @@ ConcreteFunction whose type accepts them."""
 import functools
 import inspect
 import threading
-import warnings
 import weakref
 
 import numpy as np
@@ -17,12 +16,17 @@ from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.function import trace_type
 from treadle.function.concrete_function import ConcreteFunction, is_extension_value
-from treadle.function.function_type import FunctionCache, FunctionType, Parameter
+from treadle.function.function_type import FunctionCache, FunctionType, Parameter, is_specific
+from treadle.function.retracing import RetracingDetector
 from treadle.util import nest
 
 _RUN_EAGERLY = False
 _RETURNED_AS_TENSORS = (bool, int, float, str, bytes, np.generic, np.ndarray)
-_RETRACE_WARNING_THRESHOLD = 5
+
+# The most traces a td.function keeps. Past it, the least recently used
+# traces (an eighth of them at a time) are evicted: a call of an evicted type
+# traces again, and td.save saves only the traces kept.
+MAX_TRACES = 1024
 
 
 def run_functions_eagerly(run_eagerly):
@@ -52,13 +56,17 @@ class Function:
         if input_signature is not None:
             self._set_input_signature(tuple(input_signature))
         self._cache = FunctionCache()
-        self._fast_cache = _core.DispatchCache()  # C++: positional calls of known kinds
+        # C++: positional calls of known kinds, for traces of specific types
+        # only (a call matching a general trace leaves no key behind).
+        self._fast_cache = _core.DispatchCache()
         self._concrete_functions = []
+        self._max_traces = MAX_TRACES
         self._tracing_count = 0
         self._lock = threading.RLock()
         self._tracing = set()  # (thread, FunctionType) of the traces under way
         self._traced_once = False
-        self._warned_retracing = False
+        self._retracing = RetracingDetector()
+        self._per_instance = False
         self._instances = weakref.WeakKeyDictionary()
         functools.update_wrapper(self, python_function, updated=())
 
@@ -125,6 +133,7 @@ class Function:
             bound = Function(self._python_function.__get__(instance, owner), self._name,
                              self._input_signature, self._autograph, self._reduce_retracing,
                              self._jit_compile, self._follow_type_hints)
+            bound._per_instance = True
             self._instances[instance] = bound
         return bound
 
@@ -137,8 +146,10 @@ class Function:
             if hit is not None:  # the C++ cache only answers for eager tensors
                 concrete, flat = hit
                 return concrete._call_flat_eager(flat)
+        else:
+            self._fast_cache.tick()  # counts the call
         concrete, flat = self._dispatch(args, kwargs)
-        if not kwargs:
+        if not kwargs and is_specific(concrete.function_type):
             self._fast_cache.insert(args, flat, concrete)
         return concrete._call_flat(flat)
 
@@ -167,14 +178,14 @@ class Function:
         if self._signature_type is not None:
             return self._dispatch_to_signature(bound, args, kwargs)
         ftype = FunctionType.from_bound(bound)
-        concrete = self._cache.lookup(ftype)
+        concrete = self._cache.lookup(ftype, self._fast_cache.clock)
         if concrete is None:
             with self._lock:
-                concrete = self._cache.lookup(ftype)
+                concrete = self._cache.lookup(ftype, self._fast_cache.clock)
                 if concrete is None:
                     trace_as = self._cache.generalize(ftype) if self._reduce_retracing else ftype
                     concrete = self._trace(trace_as)
-                    self._cache.add(trace_as, concrete)
+                    self._remember(trace_as, concrete)
         return concrete, concrete.function_type.flatten_tensors(bound.arguments)
 
     def _dispatch_to_signature(self, bound, args, kwargs):
@@ -209,8 +220,22 @@ class Function:
                 concrete = self._cache.lookup(self._signature_type)
                 if concrete is None:
                     concrete = self._trace(self._signature_type)
-                    self._cache.add(self._signature_type, concrete)
+                    self._remember(self._signature_type, concrete)
         return concrete
+
+    def _remember(self, ftype, concrete):
+        """Adds a trace to the cache, evicting the least recently used ones
+        (by their last use on either path) past self._max_traces."""
+        self._cache.add(ftype, concrete, self._fast_cache.clock)
+        if len(self._cache) <= self._max_traces:
+            return
+        fast = {}
+        for value, stamp in self._fast_cache.last_uses():
+            fast[id(value)] = max(stamp, fast.get(id(value), 0))
+        evicted = self._cache.evict(self._max_traces, lambda c: fast.get(id(c)))
+        self._fast_cache.discard(evicted)
+        gone = {id(c) for c in evicted}
+        self._concrete_functions = [c for c in self._concrete_functions if id(c) not in gone]
 
     # ---------------------------------------------------------- tracing
     def _trace(self, ftype):
@@ -238,16 +263,7 @@ class Function:
             self._tracing.discard(key)
         self._tracing_count += 1
         self._concrete_functions.append(concrete)
-        if self._tracing_count >= _RETRACE_WARNING_THRESHOLD and not self._warned_retracing:
-            self._warned_retracing = True  # once per function, like TensorFlow's retracing warning
-            warnings.warn(
-                f"{self._tracing_count} out of the last {self._tracing_count} calls to {self._python_function} "
-                "triggered td.function retracing. Tracing is expensive and the excessive number of tracings could "
-                "be due to (1) creating @td.function repeatedly in a loop, (2) passing tensors with different "
-                "shapes, (3) passing Python objects instead of tensors. For (1), please define your @td.function "
-                "outside of the loop. For (2), @td.function has reduce_retracing=True option that can avoid "
-                "unnecessary retracing. For (3), please refer to the tf.function guide's 'Controlling retracing' "
-                "section.", stacklevel=3)
+        self._retracing.traced(self._python_function, ftype, self._fast_cache.clock, self._per_instance)
         return concrete
 
     def _trace_unguarded(self, ftype, allow_variables, created):
@@ -410,7 +426,14 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
              experimental_relax_shapes=None, experimental_compile=None, experimental_follow_type_hints=None, *,
              name=None):
     """Compiles a Python function into a callable graph (TensorFlow's tf.function,
-    with its parameters in its order)."""
+    with its parameters in its order).
+
+    Traces are cached per FunctionType of the arguments. The cache keeps at
+    most MAX_TRACES (1024) traces per function; beyond that the least
+    recently used are evicted, an eighth at a time, and a call of an evicted
+    type traces again. A function that traces 5 times within 10 calls warns
+    once (TensorFlow's "triggered tf.function retracing" warning), naming the
+    argument whose change caused the last trace."""
     if experimental_relax_shapes:
         reduce_retracing = True
     if experimental_compile is not None and jit_compile is None:

@@ -2,6 +2,8 @@
 payload length and a CRC-32 of the payload, so a truncated or corrupt file is
 reported as such before any protobuf parser sees it."""
 
+import os
+import stat
 import struct
 import zlib
 
@@ -44,6 +46,12 @@ def read_container(path, supported_version):
                             f"{supported_version})")
         if length > MAX_PAYLOAD:
             raise errors.DataLossError(None, None, f"{path}: header claims an implausible size {length}")
+        # Nothing is allocated beyond what the file holds: a header claiming
+        # 2^34 bytes in a small file is refused before any read.
+        remaining = _remaining_bytes(f)
+        if remaining is not None and length > remaining:
+            raise errors.DataLossError(None, None, f"{path}: file is truncated: the header claims {length} bytes of "
+                                                   f"payload, only {remaining} follow")
         payload = f.read(length)
         if len(payload) != length:
             raise errors.DataLossError(None, None, f"{path}: file is truncated ({len(payload)} of {length} bytes)")
@@ -52,6 +60,12 @@ def read_container(path, supported_version):
     if zlib.crc32(payload) & 0xFFFFFFFF != crc:
         raise errors.DataLossError(None, None, f"{path}: checksum mismatch: the file is corrupt")
     return payload
+
+
+def _remaining_bytes(f):
+    """The bytes after f's position, when f is a regular file (else None)."""
+    st = os.fstat(f.fileno())
+    return max(st.st_size - f.tell(), 0) if stat.S_ISREG(st.st_mode) else None
 
 
 def file_kind(path):

@@ -136,6 +136,22 @@ class LoadedFunction:
         self._captures = [read_value(cap, variables, f"saved function {self.name}: capture {i}")
                           for i, cap in enumerate(proto.captures)]
         self.parameter_names = list(proto.parameter_names)
+        self._check_against_graph()
+
+    def _check_against_graph(self):
+        """The file declares the function's structure and its graph has its own
+        signature: both come from the file, so they must agree (DataLossError
+        naming both), or a call would return values other than declared."""
+        cap_specs = [TensorSpec(v.shape, v.dtype) for v in self._capture_values()]
+        declared_in = [s for s in nest.flatten(self.structured_input_signature) if isinstance(s, TensorSpec)]
+        declared_out = [s for s in nest.flatten(self.structured_outputs) if isinstance(s, TensorSpec)]
+        _check_specs(self.name, "inputs", declared_in + cap_specs, self._executable.input_signature,
+                     f" ({len(declared_in)} arguments and {len(cap_specs)} captured values)")
+        _check_specs(self.name, "outputs", declared_out, self._executable.output_signature, "")
+
+    def _capture_values(self):
+        """The captured values as the graph takes them: a variable by its handle."""
+        return [c.handle if hasattr(c, "handle") else c for c in self._captures]
 
     def _flat_args(self, args, kwargs):
         sig_args, sig_kwargs = self.structured_input_signature
@@ -171,11 +187,32 @@ class LoadedFunction:
 
     def __call__(self, *args, **kwargs):
         flat = self._flat_args(args, dict(kwargs))
-        caps = [c.handle if hasattr(c, "handle") else c for c in self._captures]
-        out = self._executable.run(flat + caps)
+        out = self._executable.run(flat + self._capture_values())
         it = iter(out)
         leaves = [next(it) if isinstance(s, TensorSpec) else s for s in nest.flatten(self.structured_outputs)]
         return nest.pack_sequence_as(self.structured_outputs, leaves)
+
+
+def _check_specs(name, what, declared, graph_specs, detail):
+    if len(declared) != len(graph_specs):
+        raise errors.DataLossError(None, None, f"saved function {name}: the file declares {len(declared)} {what}"
+                                               f"{detail}, but its graph {'takes' if what == 'inputs' else 'returns'} "
+                                               f"{len(graph_specs)}")
+    for i, (spec, (dtype, shape)) in enumerate(zip(declared, graph_specs)):
+        graph_spec = TensorSpec(shape, dtype)
+        # An argument is checked against the declared spec, then against the
+        # graph's: the two need only be compatible. A result is what the graph
+        # makes: the declared spec must hold every shape the graph's allows.
+        fits = (spec.shape.is_compatible_with(graph_spec.shape) if what == "inputs"
+                else graph_spec.shape.is_subtype_of(spec.shape))
+        if spec.dtype != dtype or not fits:
+            raise errors.DataLossError(None, None, f"saved function {name}: {what[:-1]} {i} is declared "
+                                                   f"{spec.dtype.name} {_shape_str(spec.shape)}, but the graph's is "
+                                                   f"{graph_spec.dtype.name} {_shape_str(graph_spec.shape)}")
+
+
+def _shape_str(shape):
+    return "<unknown rank>" if shape.rank is None else str(tuple(shape.as_list()))
 
 
 class LoadedObject:
@@ -201,17 +238,24 @@ class LoadedObject:
         return f"<td.load'ed function with {len(self.functions)} signature(s)>"
 
 
-def load(path):
-    """Loads a file written by td.save."""
-    if file_kind(path) != _KIND_FUNCTION >> 8:
-        from treadle.loom.saving import load_loom
-        return load_loom(path)
+def read_saved_file(path):
+    """The SavedFile message of a saved function's file; DataLossError when the
+    file or its payload is malformed."""
     payload = read_container(path, _KIND_FUNCTION | FORMAT_VERSION)
     saved = saved_pb2.SavedFile()
     try:
         saved.ParseFromString(payload)
     except Exception as e:  # protobuf's DecodeError
         raise errors.DataLossError(None, None, f"{path}: the saved function is not a valid SavedFile: {e}") from None
+    return saved
+
+
+def load(path):
+    """Loads a file written by td.save."""
+    if file_kind(path) != _KIND_FUNCTION >> 8:
+        from treadle.loom.saving import load_loom
+        return load_loom(path)
+    saved = read_saved_file(path)
     variables = restore_variables(saved.variables)
     library = saved.graph.SerializeToString()
     functions = [LoadedFunction(library, f, variables) for f in saved.functions]

@@ -79,6 +79,7 @@ class Loom:
                                       or max_depth < 1):
             raise ValueError(f"max_depth must be None or a positive int, got {max_depth!r}")
         self._max_depth = None if max_depth is None else int(max_depth)
+        self._unrolled = self._max_depth is not None
         self._dry_run = bool(dry_run)
         self._init_named_tensors(named_tensors or {})
         self._init_ops(named_ops or {})
@@ -242,10 +243,15 @@ class Loom:
     @classmethod
     def _restore(cls, loom_def, named_values, batch_values, captures):
         """A loom from a saved LoomDef and the values it reads (td.load): it runs
-        and makes weavers, with no LoomOp objects behind its ops."""
+        and makes weavers, with no LoomOp objects behind its ops. It runs in the
+        loop mode (LoomRun) whatever its max_depth: that comes from the file, and
+        an unrolled graph would have a node per depth up to it, however shallow
+        the schedules (the loop stops at each schedule's depth; max_depth still
+        bounds the schedules)."""
         self = cls.__new__(cls)
         md = loom_def.metadata
         self._max_depth = md.max_depth or None
+        self._unrolled = False
         self._dry_run = False
         self._back_prop = True
         try:
@@ -438,7 +444,7 @@ class Loom:
         if self._dry_run:
             raise ValueError("this loom was built with dry_run=True: it makes schedules but cannot run them")
         inputs = [v.read_value() if isinstance(v, Variable) else v for v in self._input_sources]
-        if self._max_depth is not None:
+        if self._unrolled:
             return self._run_unrolled(self._schedule_tensor(schedule), inputs)
         outs = execute("LoomRun", [self._schedule_tensor(schedule)] + inputs, self._run_attrs)
         return outs[:-1]
@@ -456,13 +462,19 @@ class Loom:
                             output_shapes=[[]] + shapes))
         handle, state = outs[0], outs[1:]
         states = list(state)
-        for depth in range(1, self._max_depth + 1):
+        # Run eagerly, the layers stop at the schedule's own depth: max_depth
+        # may come from a file, and the layers beyond the schedule are empty.
+        # A graph has a node for each depth up to max_depth.
+        num_depths = self._max_depth
+        if isinstance(handle, EagerTensor):
+            num_depths = min(num_depths, _core.loom_schedule_depth(handle))
+        for depth in range(1, num_depths + 1):
             state = execute("LoomLayer", [handle] + state + captures,
                             dict(base, Tinputs=types + capture_types, Tout=types, output_shapes=shapes, depth=depth))
             states.extend(state)
         return execute("LoomGatherOutputs", [handle] + states,
-                       dict(base, Tinputs=types * (self._max_depth + 1), Tout=types, output_shapes=shapes,
-                            num_depths=self._max_depth))
+                       dict(base, Tinputs=types * (num_depths + 1), Tout=types, output_shapes=shapes,
+                            num_depths=num_depths))
 
     def _schedule_tensor(self, schedule):
         eager = context.executing_eagerly()

@@ -1,0 +1,463 @@
+"""The input kinds treadle reads, each with its valid seeds, its structure-aware
+mutation and the code that consumes an input the way a user's program would
+(load it, then run it), with an oracle for inputs that are accepted.
+
+A consumer returns normally (accepted), raises one of REJECTIONS (rejected:
+a Python exception saying what was wrong), or raises anything else, e.g.
+Wrong from an oracle (wrong). Crashes and hangs are seen by the supervisor
+(fuzz/run.py), which runs consumers in a worker process."""
+
+import base64
+import os
+import random
+import struct
+import tempfile
+import zlib
+
+import numpy as np
+
+import treadle as td
+from treadle import _core, graph_pb2, loom_pb2, saved_pb2, tensor_pb2
+from treadle.io.container import MAGIC
+
+from fuzz.mutate import Mutator, mutate_message_bytes
+
+
+class Wrong(AssertionError):
+    """An accepted input gave a result that contradicts the input."""
+
+
+REJECTIONS = (td.errors.OpError, ValueError, TypeError)
+DEADLINE_S = 2.0  # every consumer runs under td.experimental.deadline
+
+VEC = td.loom.TypeShape("float64", (3,))
+
+
+class _Binary(td.loom.LoomOp):
+    def __init__(self, fn):
+        self._fn = fn
+        super().__init__([VEC, VEC], [VEC])
+
+    def instantiate_batch(self, inputs):
+        return [self._fn(inputs[0], inputs[1])]
+
+
+def fixture_loom(max_depth=None):
+    """The loom that WeaverMessages, schedule files and LoomDefs are read against."""
+    return td.loom.Loom(max_depth=max_depth,
+                        named_tensors={"x": np.array([1.0, 2.0, 3.0]), "y": np.array([-1.0, 0.5, 2.0])},
+                        named_ops={"add": _Binary(td.add), "mul": _Binary(td.multiply)},
+                        batch_inputs={VEC: np.arange(12.0).reshape(4, 3)})
+
+
+_LOOMS = {}
+
+
+def _loom(max_depth=None):
+    if max_depth not in _LOOMS:
+        _LOOMS[max_depth] = fixture_loom(max_depth)
+    return _LOOMS[max_depth]
+
+
+def _weavers(loom):
+    out = []
+    w = loom.make_weaver()
+    x, y = w.named_tensor("x"), w.named_tensor("y")
+    a = w.op("add", [x, w.constant(np.array([0.5, -1.0, 2.0]))])[0]
+    b = w.op("mul", [a, w.batch_input(VEC, 3)])[0]
+    w.add_output(w.op("mul", [b, x])[0])
+    w.add_output(a)
+    w.add_output(y)
+    out.append(w)
+    w = loom.make_weaver()
+    r = w.batch_input(VEC, 0)
+    for i in range(5):
+        r = w.op("add" if i % 2 else "mul", [r, w.named_tensor("x")])[0]
+        w.add_output(r)
+    out.append(w)
+    w = loom.make_weaver()
+    w.add_output(w.named_tensor("x"))
+    out.append(w)
+    return out
+
+
+def _check_loom_outputs(loom, outputs):
+    for ts, value in outputs.items():
+        arr = value.numpy()
+        if arr.dtype != np.dtype(ts.dtype.as_numpy_dtype) or arr.shape[1:] != tuple(ts.shape):
+            raise Wrong(f"loom output of {ts} is {arr.dtype} {arr.shape}")
+
+
+def _exercise_loom(loom):
+    """Weaves what the loom's structure allows (its named tensors, each op on
+    them) and runs it."""
+    w = loom.make_weaver()
+    by_ts = {}
+    for name in loom.named_tensors:
+        r = w.named_tensor(name)
+        w.add_output(r)
+        by_ts.setdefault(w.get_type_shape(r), []).append(r)
+    for name in list(loom.named_ops)[:8]:
+        ins = loom._metadata.ops[loom._op_index(name)].input_type_shapes
+        try:
+            args = [by_ts[loom.type_shapes[i]][0] for i in ins]
+        except (KeyError, IndexError):
+            continue
+        for r in w.op(name, args):
+            w.add_output(r)
+    _check_loom_outputs(loom, loom(w))
+
+
+# ---------------------------------------------------------------- files
+
+def container(kind_version, payload):
+    return struct.pack("<4sIQI", MAGIC, kind_version, len(payload), zlib.crc32(payload) & 0xFFFFFFFF) + payload
+
+
+def _uncontain(data):
+    if len(data) < 20:
+        return None, None
+    _, version, _, _ = struct.unpack("<4sIQI", data[:20])
+    return version, data[20:]
+
+
+def _write_temp(data, suffix):
+    fd, path = tempfile.mkstemp(suffix=suffix)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return path
+
+
+def _mutate_container(rng, data, proto_cls):
+    version, payload = _uncontain(data)
+    if version is None or rng.random() < 0.05:
+        return Mutator(rng).damage(data)
+    mutant = mutate_message_bytes(rng, proto_cls, payload)
+    r = rng.random()
+    if r < 0.9:
+        return container(version, mutant)
+    head = bytearray(container(version, mutant))
+    if r < 0.95:  # a length field that lies (the CRC stays that of the payload)
+        head[8:16] = struct.pack("<Q", rng.choice([0, 1, len(mutant) + 1, 2 ** 31, 2 ** 34, 2 ** 34 + 1]))
+    else:
+        head[4:8] = struct.pack("<I", rng.choice([0, 1, 2, 0x101, 0x201, 0x102, 0xFFFFFFFF]))
+    return bytes(head)
+
+
+def _zeros_for(spec):
+    """An argument for `spec`: zeros, or for strings a schedule of the fixture
+    loom (the string inputs of the seeds are loom schedules)."""
+    shape = [1 if d is None else d for d in (spec.shape.as_list() if spec.shape.rank is not None else [])]
+    if spec.dtype == td.string:
+        message = _weavers(_loom())[0].serialize()
+        return td.constant(np.full(shape, message, dtype=object), dtype=td.string)
+    if spec.dtype in (td.resource, td.variant):
+        raise Unfeedable(spec)
+    return td.zeros(shape, spec.dtype)
+
+
+class Unfeedable(ValueError):
+    """A graph input the harness cannot make a value for (a resource handle)."""
+
+
+def _call_loaded(loaded):
+    from treadle.util import nest
+    for fn in loaded.functions:
+        args, kwargs = fn.structured_input_signature
+        values = nest.map_structure(lambda s: _zeros_for(s) if isinstance(s, td.TensorSpec) else s, (args, kwargs))
+        result = fn(*values[0], **values[1])
+        declared = [s for s in nest.flatten(fn.structured_outputs) if isinstance(s, td.TensorSpec)]
+        got = [t for t in nest.flatten(result) if isinstance(t, td.Tensor)]
+        if len(got) != len(declared):
+            raise Wrong(f"{len(got)} outputs, {len(declared)} declared")
+        for t, s in zip(got, declared):
+            if t.dtype != s.dtype or not s.shape.is_compatible_with(t.shape):
+                raise Wrong(f"output {t.dtype.name} {t.shape} where {s} is declared")
+
+
+def _parse(proto_cls, data, what=None):
+    """The harness's own parse (Python's protobuf, upb). With `what`, bytes it
+    refuses are treadle's to refuse (the C++ reader parses them next).
+    Without, treadle accepted them already; libprotobuf (C++) and upb differ
+    on a few malformed encodings (a tag beyond 32 bits), so None then: the
+    oracle checks what both parse."""
+    msg = proto_cls()
+    try:
+        msg.ParseFromString(data)
+    except Exception:  # protobuf's DecodeError
+        if what is None:
+            return None
+        _core.Executable.from_function(data, "")  # raises treadle's DataLossError
+        raise Wrong("treadle parsed a GraphDef protobuf cannot") from None
+    return msg
+
+
+# ---------------------------------------------------------------- kinds
+
+class Kind:
+    name = None
+    proto = None
+
+    def seeds(self):
+        raise NotImplementedError
+
+    def mutate(self, rng, data):
+        return mutate_message_bytes(rng, self.proto, data)
+
+    def consume(self, data):
+        raise NotImplementedError
+
+
+class TensorProtoKind(Kind):
+    name, proto = "tensor_proto", tensor_pb2.TensorProto
+
+    def seeds(self):
+        values = [np.arange(6, dtype=np.float32).reshape(2, 3), np.array([1, -2, 2 ** 40], np.int64),
+                  np.array([True, False]), np.array([b"a", b"", b"xyz"], dtype=object), np.float64(2.5),
+                  np.zeros((0, 3), np.int32), np.arange(24, dtype=np.int32).reshape(2, 3, 4)]
+        return [td.make_tensor_proto(v).SerializeToString() for v in values]
+
+    def consume(self, data):
+        arr = np.array(_core.tensor_from_proto_bytes(data), copy=True)
+        proto = _parse(tensor_pb2.TensorProto, data)
+        if proto is None:
+            return
+        dims = tuple(d.size for d in proto.shape.dim)
+        if arr.shape != dims:
+            raise Wrong(f"shape {arr.shape}, declared {dims}")
+
+
+class WeaverMessageKind(Kind):
+    name, proto = "weaver_message", loom_pb2.WeaverMessage
+
+    def seeds(self):
+        return [w.serialize() for w in _weavers(_loom())]
+
+    def consume(self, data):
+        loom = _loom()
+        w = loom.deserialize_weaver(data)
+        _check_loom_outputs(loom, loom(w))
+        unrolled = _loom(6)
+        _check_loom_outputs(unrolled, unrolled(data))
+
+
+def _records(data):
+    """The records of TFRecord bytes (None when the framing is broken)."""
+    out, i = [], 0
+    while i + 12 <= len(data):
+        n = struct.unpack("<Q", data[i:i + 8])[0]
+        if i + 16 + n > len(data):
+            return None
+        out.append(data[i + 12:i + 12 + n])
+        i += 16 + n
+    return out if i == len(data) else None
+
+
+def _frame(records, rng=None):
+    def masked(b):
+        c = _core.crc32c(b)
+        return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    out = bytearray()
+    for r in records:
+        head = struct.pack("<Q", len(r))
+        out += head + struct.pack("<I", masked(head)) + r + struct.pack("<I", masked(r))
+    if rng is not None and records and rng.random() < 0.3:  # a length that lies, with a valid checksum
+        head = struct.pack("<Q", rng.choice([2 ** 31, 2 ** 31 - 1, 2 ** 20, len(records[-1]) + 5]))
+        out += head + struct.pack("<I", masked(head)) + records[-1][:8]
+    return bytes(out)
+
+
+class ScheduleFileKind(Kind):
+    name = "schedule_file"
+
+    def seeds(self):
+        msgs = [w.serialize() for w in _weavers(_loom())]
+        return [_frame(msgs[:1]), _frame(msgs), _frame([])]
+
+    def mutate(self, rng, data):
+        records = _records(data)
+        if records is None or rng.random() < 0.1:
+            return Mutator(rng).damage(data)
+        records = list(records)
+        r = rng.random()
+        if records and r < 0.6:
+            i = rng.randrange(len(records))
+            records[i] = mutate_message_bytes(rng, loom_pb2.WeaverMessage, records[i])
+        elif records and r < 0.75:
+            del records[rng.randrange(len(records))]
+        elif records:
+            records.append(records[rng.randrange(len(records))])
+        return _frame(records, rng)
+
+    def consume(self, data):
+        loom = _loom()
+        path = _write_temp(data, ".tfrecord")
+        try:
+            records = td.loom.read_schedules(path)
+            if len(records) > len(data) // 16:
+                raise Wrong(f"{len(records)} records in {len(data)} bytes")
+            reader = _core.LoomScheduleReader(path)
+            while True:
+                batch = reader.read_batch(loom._spec, 2)
+                if batch is None:
+                    break
+                _check_loom_outputs(loom, loom(batch[0]))
+        finally:
+            os.unlink(path)
+
+
+def _saved_function_seeds():
+    v = td.Variable(np.array([1.0, -2.0], np.float32), name="v")
+
+    @td.function
+    def arith(x):
+        return x * 2.0 + v, {"sum": td.reduce_sum(x)}
+
+    @td.function
+    def loop(n):
+        i, acc = td.constant(0), td.constant(0.0)
+        while i < n:
+            acc += td.cast(i, td.float32)
+            i += 1
+        return acc
+
+    @td.function
+    def branch(x):
+        if td.reduce_sum(x) > 0:
+            return td.tanh(x)
+        return -x
+
+    unrolled = _loom(6)
+    message = _weavers(unrolled)[0].serialize()
+
+    @td.function
+    def loom_run(schedule):
+        return unrolled._run(schedule)
+
+    calls = [(arith, (td.constant([1.0, 2.0]),)), (loop, (td.constant(5),)),
+             (branch, (td.constant([[1.0, -3.0]]),)), (loom_run, (td.constant(message),))]
+    return calls
+
+
+class SavedFunctionKind(Kind):
+    name = "saved_function"
+
+    def seeds(self):
+        out = []
+        for fn, args in _saved_function_seeds():
+            fn(*args)
+            path = _write_temp(b"", ".td")
+            try:
+                td.save(fn, path)
+                with open(path, "rb") as f:
+                    out.append(f.read())
+            finally:
+                os.unlink(path)
+        return out
+
+    def mutate(self, rng, data):
+        return _mutate_container(rng, data, saved_pb2.SavedFile)
+
+    def consume(self, data):
+        path = _write_temp(data, ".td")
+        try:
+            loaded = td.load(path)
+        finally:
+            os.unlink(path)
+        if isinstance(loaded, td.loom.Loom):
+            _exercise_loom(loaded)
+        else:
+            _call_loaded(loaded)
+
+
+class SavedLoomKind(Kind):
+    name = "saved_loom"
+
+    def seeds(self):
+        out = []
+        for loom in (_loom(), _loom(6)):
+            path = _write_temp(b"", ".loom")
+            try:
+                td.save(loom, path)
+                with open(path, "rb") as f:
+                    out.append(f.read())
+            finally:
+                os.unlink(path)
+        return out
+
+    def mutate(self, rng, data):
+        return _mutate_container(rng, data, loom_pb2.SavedLoom)
+
+    consume = SavedFunctionKind.consume
+
+
+class GraphDefKind(Kind):
+    name, proto = "graph_def", graph_pb2.GraphDef
+
+    def seeds(self):
+        out = []
+        for fn, args in _saved_function_seeds():
+            out.append(fn.get_concrete_function(*args).library_graph_def().SerializeToString())
+        return out
+
+    def consume(self, data):
+        g = _parse(graph_pb2.GraphDef, data, "GraphDef")
+        for name in [f.signature.name for f in g.library.function][:4]:
+            try:
+                ex = _core.Executable.from_function(data, name)
+            except REJECTIONS:
+                continue
+            try:
+                args = [_zeros_for(td.TensorSpec(shape, dtype)) for dtype, shape in ex.input_signature]
+            except Unfeedable:
+                continue
+            outs = ex.run(args)
+            for t, (dtype, shape) in zip(outs, ex.output_signature):
+                if t.dtype != dtype or not td.TensorShape(shape).is_compatible_with(t.shape):
+                    raise Wrong(f"output {t.dtype.name} {t.shape} where the graph declares {dtype.name} {shape}")
+
+
+class LoomDefKind(Kind):
+    name, proto = "loom_def", loom_pb2.LoomDef
+
+    def seeds(self):
+        return [_loom()._loom_def, _loom(6)._loom_def]
+
+    def consume(self, data):
+        capture_specs = _core.loom_check_def(base64.b64encode(data).decode("ascii"))
+        loom_def = _parse(loom_pb2.LoomDef, data)
+        if loom_def is None:
+            return
+        md = loom_def.metadata
+        from treadle.framework import dtypes
+        try:
+            ts = [td.loom.TypeShape(dtypes._ALL[t.dtype], tuple(t.shape), t.tag) for t in md.type_shapes]
+        except (KeyError, IndexError):
+            raise Wrong("loom_check_def accepted a LoomDef with an invalid type shape") from None
+        try:
+            named = [td.zeros(ts[n.type_shape].shape, ts[n.type_shape].dtype) for n in md.named_tensors]
+            batch = [td.zeros((4,) + ts[i].shape, ts[i].dtype) for i in md.batch_input_type_shapes]
+        except IndexError:
+            raise Wrong("loom_check_def accepted a LoomDef with an invalid type shape index") from None
+        captures = [td.zeros([1 if d is None else d for d in (shape or [])], dtype)
+                    for _, dtype, shape in capture_specs]
+        loom = td.loom.Loom._restore(loom_def, named, batch, captures)
+        _exercise_loom(loom)
+
+
+KINDS = {k.name: k for k in (TensorProtoKind(), WeaverMessageKind(), ScheduleFileKind(), SavedFunctionKind(),
+                             SavedLoomKind(), GraphDefKind(), LoomDefKind())}
+
+
+def consume(kind, data):
+    """Runs one input; returns 'accepted' or 'rejected: <exception type>', raises otherwise."""
+    try:
+        with td.experimental.deadline(DEADLINE_S):
+            KINDS[kind].consume(data)
+    except REJECTIONS as e:
+        return f"rejected: {type(e).__name__}"
+    return "accepted"
+
+
+def rng_for(seed, kind):
+    return random.Random(f"{seed}:{kind}")

@@ -1,0 +1,86 @@
+"""TensorFlow's "excessive retracing" warning, for td.function: it appears when
+a function traced THRESHOLD times within its last WINDOW calls, or when
+THRESHOLD td.functions were made of one Python function and each traced
+(a td.function created in a loop), and it names the argument whose change
+caused the last trace."""
+
+import collections
+import warnings
+
+from treadle.function import trace_type
+
+THRESHOLD = 5   # traces ...
+WINDOW = 10     # ... within this many calls of one td.function
+
+_GENERIC = ("Tracing is expensive and the excessive number of tracings could be due to (1) creating @td.function "
+            "repeatedly in a loop, (2) passing tensors with different shapes, (3) passing Python objects instead "
+            "of tensors. For (1), please define your @td.function outside of the loop. For (2), @td.function has "
+            "reduce_retracing=True option that can avoid unnecessary retracing. For (3), please refer to the "
+            "tf.function guide's 'Controlling retracing' section.")
+
+# Per Python code object: how many td.functions made of it have traced.
+_functions_traced = collections.Counter()
+_warned_codes = set()
+
+
+class RetracingDetector:
+    """One per td.function: the call clock at its last THRESHOLD traces."""
+
+    __slots__ = ("_traced_at", "_last_type", "_warned")
+
+    def __init__(self):
+        self._traced_at = collections.deque(maxlen=THRESHOLD)
+        self._last_type = None
+        self._warned = False
+
+    def traced(self, fn, ftype, clock, per_instance):
+        """Records a trace of `fn` (the Python function) for `ftype` at call
+        number `clock`; warns when the traces are too frequent."""
+        previous, self._last_type = self._last_type, ftype
+        if previous is None and not per_instance:
+            _first_trace(fn)
+        self._traced_at.append(clock)
+        calls = clock - self._traced_at[0] + 1
+        if self._warned or len(self._traced_at) < THRESHOLD or calls > WINDOW:
+            return
+        self._warned = True
+        cause = _cause(previous, ftype) if previous is not None else ""
+        warnings.warn(f"{THRESHOLD} out of the last {calls} calls to {fn} triggered td.function retracing. "
+                      f"{cause}{_GENERIC}", stacklevel=5)
+
+
+def _first_trace(fn):
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return
+    _functions_traced[code] += 1
+    if _functions_traced[code] >= THRESHOLD and code not in _warned_codes:
+        _warned_codes.add(code)
+        warnings.warn(f"{_functions_traced[code]} td.functions were made of {fn} and each of them traced: a "
+                      f"td.function created again and again (in a loop) traces every time. This is cause (1) of "
+                      f"td.function retracing. {_GENERIC}", stacklevel=6)
+
+
+def _cause(old, new):
+    """A sentence naming the argument whose type changed between two traces."""
+    old_params = {p.name: p.type for p in old.parameters}
+    for p in new.parameters:
+        before = old_params.get(p.name)
+        if before is None or before == p.type:
+            continue
+        a, b = before, p.type
+        if type(a) is trace_type.TensorType and type(b) is trace_type.TensorType:
+            if a.dtype != b.dtype:
+                return (f"The last retrace was caused by argument '{p.name}', a tensor whose dtype changed from "
+                        f"{a.dtype.name} to {b.dtype.name} (cause 2). ")
+            return (f"The last retrace was caused by argument '{p.name}', a tensor whose shape changed from "
+                    f"{a.shape} to {b.shape} (cause 2: reduce_retracing=True or an input_signature with None "
+                    "dimensions traces once for both). ")
+        if isinstance(a, trace_type.Literal) and isinstance(b, trace_type.Literal):
+            return (f"The last retrace was caused by argument '{p.name}', a Python value that changed from "
+                    f"{a.value!r} to {b.value!r} (cause 3: every new Python value is a new trace; pass a tensor "
+                    "instead). ")
+        return f"The last retrace was caused by argument '{p.name}', whose type changed from {a!r} to {b!r}. "
+    if len(new.parameters) != len(old.parameters):
+        return "The last retrace was caused by a different number of arguments. "
+    return ""
