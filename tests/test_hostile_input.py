@@ -234,8 +234,13 @@ def test_show_of_a_corrupt_payload_raises_data_loss(tmp_path, capsys):
     from treadle import cli
     path = str(tmp_path / "bad.td")
     write_container(path, (1 << 8) | 1, b"\xff\xff\xff\xff garbage")
+    from treadle.io.saving import read_saved_file
     with pytest.raises(td.errors.DataLossError, match="bad.td"):
-        cli.main(["show", path])
+        read_saved_file(path)
+    # The command line reports it on one line, with status 1 (issue 18's manners).
+    assert cli.main(["show", path]) == 1
+    err = capsys.readouterr().err
+    assert "bad.td" in err and len(err.strip().splitlines()) == 1
 
 
 @pytest.mark.parametrize("dims", [[0, 2**62, 4], [2**62, 0], [0, 2**41]])

@@ -1,5 +1,7 @@
 #include "data/record_file.h"
 
+#include <sys/stat.h>
+
 #include <zlib.h>
 
 #include <algorithm>
@@ -8,6 +10,7 @@
 
 #include "loom/record_io.h"
 #include "util/errors.h"
+#include "util/paths.h"
 
 namespace treadle::data {
 
@@ -30,19 +33,28 @@ void Store64(unsigned char* p, uint64_t v) {
 int WindowBits(Compression c) { return c == Compression::kGzip ? kWindowBits + 16 : kWindowBits; }
 
 std::FILE* Open(const std::string& path, const char* mode) {
-  std::FILE* f = std::fopen(path.c_str(), mode);
+  std::FILE* f = std::fopen(CheckedPath(path).c_str(), mode);
   if (!f) throw Error(Code::kNotFound, StrCat(path, ": cannot open: ", std::strerror(errno)));
   return f;
 }
 
 class PlainSource : public ByteSource {
  public:
-  explicit PlainSource(std::FILE* f) : file_(f) {}
+  explicit PlainSource(std::FILE* f) : file_(f) {
+    struct stat st;
+    if (fstat(fileno(f), &st) == 0 && S_ISREG(st.st_mode)) size_ = st.st_size;
+  }
   ~PlainSource() override { std::fclose(file_); }
-  size_t Read(void* out, size_t n) override { return std::fread(out, 1, n, file_); }
+  size_t Read(void* out, size_t n) override {
+    const size_t got = std::fread(out, 1, n, file_);
+    position_ += static_cast<int64_t>(got);
+    return got;
+  }
+  int64_t Remaining() const override { return size_ < 0 ? -1 : std::max<int64_t>(size_ - position_, 0); }
 
  private:
   std::FILE* file_;
+  int64_t size_ = -1, position_ = 0;
 };
 
 // Inflates a GZIP or ZLIB stream. Running out of input before the stream's
@@ -184,8 +196,16 @@ bool RecordFileReader::Next(std::string* out) {
     throw Error(Code::kDataLoss, StrCat(path_, ": record ", count_, " at byte offset ", offset_, " claims ", length,
                                         " bytes, more than the limit of ", loom::kMaxRecordBytes));
   }
-  // Grow as the data arrives so that a corrupt length in a short file cannot
-  // make us allocate gigabytes up front.
+  // A plain file says how many bytes are left: a record claiming more is
+  // corrupt before anything is allocated for it.
+  const int64_t remaining = source_->Remaining();
+  if (remaining >= 0 && length > static_cast<uint64_t>(remaining)) {
+    throw Error(Code::kDataLoss, StrCat(path_, ": truncated record at byte offset ", offset_, " (record ", count_,
+                                        "): it claims ", length, " bytes, but only ", remaining,
+                                        " remain in the file"));
+  }
+  // Otherwise grow as the data arrives, so that a corrupt length in a short
+  // stream cannot make us allocate gigabytes up front.
   out->clear();
   bool complete = true;
   while (complete && out->size() < length) {

@@ -28,6 +28,9 @@ class ByteSource {
   virtual ~ByteSource() = default;
   // Reads up to n bytes into out; fewer only at the end of the data.
   virtual size_t Read(void* out, size_t n) = 0;
+  // The bytes left to read, where the source knows it (a plain file); -1
+  // where it does not (a compressed stream, a pipe).
+  virtual int64_t Remaining() const { return -1; }
 };
 
 class RecordFileReader {

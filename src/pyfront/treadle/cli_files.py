@@ -86,19 +86,20 @@ def parse_schedule(record, where):
 
 
 def _read_saved(path, kind):
-    from treadle import loom_pb2, saved_pb2
+    """The file's message; td.errors.DataLossError (one line, status 1) when
+    the container or its payload is malformed."""
+    from treadle import errors, loom_pb2
     from treadle.io.container import read_container
-    from treadle.io.saving import FORMAT_VERSION, _KIND_FUNCTION
+    from treadle.io.saving import read_saved_file
     from treadle.loom.saving import FORMAT_VERSION as LOOM_FORMAT_VERSION, KIND_LOOM
     if kind == FUNCTION:
-        message, version = saved_pb2.SavedFile(), _KIND_FUNCTION | FORMAT_VERSION
-    else:
-        message, version = loom_pb2.SavedLoom(), (KIND_LOOM << 8) | LOOM_FORMAT_VERSION
-    payload = read_container(path, version)
+        return read_saved_file(path)
+    message = loom_pb2.SavedLoom()
+    payload = read_container(path, (KIND_LOOM << 8) | LOOM_FORMAT_VERSION)
     try:
         message.ParseFromString(payload)
     except Exception as e:  # protobuf's DecodeError
-        raise CommandError(f"{path}: the {kind} is corrupt ({e})") from None
+        raise errors.DataLossError(None, None, f"{path}: the {kind} is corrupt ({e})") from None
     return message
 
 

@@ -5,6 +5,7 @@ ConcreteFunction whose type accepts them."""
 import functools
 import inspect
 import threading
+import warnings
 import weakref
 
 import numpy as np

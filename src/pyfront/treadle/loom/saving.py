@@ -57,7 +57,22 @@ def load_loom(path):
     named = [value(c, f"named tensor {i}") for i, c in enumerate(saved.named_tensors)]
     batch = [value(c, f"batch input {i}") for i, c in enumerate(saved.batch_inputs)]
     captures = [value(c, f"captured value {i}") for i, c in enumerate(saved.captures)]
+    _fingerprint_op_bodies(saved.loom)
     return Loom._restore(saved.loom, named, batch, captures)
+
+
+def _fingerprint_op_bodies(loom_def):
+    """Files saved before looms fingerprinted their ops' bodies have 0 there:
+    the fingerprint of what each op's function computes is filled in, so that
+    such a loom loads (and its fingerprint covers its bodies, as a new loom's
+    does). A nonzero value is left to the runtime's check against the library."""
+    library = None
+    for op in loom_def.metadata.ops:
+        if op.pass_through or op.body_fingerprint or not op.function_name:
+            continue
+        if library is None:
+            library = loom_def.library.SerializeToString()
+        op.body_fingerprint = _core.loom_body_fingerprint(library, op.function_name)
 
 
 class LoadedLoomOp(LoomOp):
