@@ -50,17 +50,14 @@ export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:strict_stri
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TREADLE_FUZZ_MEMORY=0  # ASan reserves terabytes of address space: no memory cap under it
 
-# The C++-heavy tests. Not here: the RSS checks of tests/test_long_runs.py
-# (ASan's quarantine holds freed memory), and tests/ops/test_elementwise.py,
-# whose float32 exp reaches a left shift of a negative value in
-# src/cpp/ops/kernels/fast_math.cc (UBSan reports it; the file belongs to the
-# kernels' own work and is fixed there).
+# The C++-heavy tests (tests/ops includes the SIMD kernels at every level the
+# CPU has). Not here: the RSS checks of tests/test_long_runs.py (ASan's
+# quarantine holds freed memory).
 TESTS=(tests/loom tests/graph tests/function tests/ops tests/autodiff/test_op_gradients.py
        tests/test_hostile_input.py tests/test_cancellation.py tests/test_proto.py tests/test_zero_copy.py
        tests/test_blas_kernels.py
        tests/test_long_runs.py::test_threads_calling_one_function_get_identical_results
-       tests/test_long_runs.py::test_threads_running_one_loom_get_identical_results
-       --deselect tests/ops/test_elementwise.py)
+       tests/test_long_runs.py::test_threads_running_one_loom_get_identical_results)
 if [ $# -gt 0 ]; then TESTS=("$@"); fi
 # --capture=sys: a sanitizer's report (written to fd 2) is shown, not swallowed with the test's output.
 "$VPY" -m pytest -q --capture=sys -p no:cacheprovider -m "not slow" "${TESTS[@]}"
