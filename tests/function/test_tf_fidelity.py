@@ -311,6 +311,8 @@ def test_save_a_module_with_function_methods(tmp_path):
     out = loaded.signatures["serving_default"](x=td.constant([4.0]))
     assert list(out) == ["output_0"] and out["output_0"].numpy().tolist() == [8.0]
     assert [v.numpy() for v in loaded.trainable_variables] == [2.0]
+    # Every saved function, whatever it was saved as: the call, both traces of shifted, the signature.
+    assert len(loaded.functions) == 4
     with pytest.raises(TypeError, match="has none"):
         td.save(td.Module(), path)
 

@@ -276,6 +276,8 @@ class LoadedModule:
     def __init__(self, entries, variables):
         self.variables = variables
         self.trainable_variables = [v for v in variables if getattr(v, "trainable", False)]
+        # Every saved function, whatever it was saved as (as LoadedObject.functions).
+        self.functions = [fn for _, _, fn in entries]
         by_attribute, self._own = {}, []
         self.signatures = {}
         for attribute, key, fn in entries:
