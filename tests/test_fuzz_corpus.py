@@ -52,3 +52,16 @@ def test_the_regressions_are_rejected_where_their_input_is_wrong():
                 outcome = targets.consume(kind, f.read())
             assert outcome == "accepted" if name in expect_accepted else outcome.startswith("rejected"), (name,
                                                                                                          outcome)
+
+
+def test_every_seed_is_accepted():
+    """A seed the current treadle rejects (say, a WeaverMessage made before a
+    change of the loom's fingerprint) would make its kind's fuzzing explore
+    only the rejection path: regenerate with `python -m fuzz.run --write-seeds`."""
+    import warnings
+    from fuzz import targets
+    for kind in targets.KINDS:
+        for path in run.corpus_files(kind, dirs=(run.CORPUS,)):
+            with open(path, "rb") as f, warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                assert targets.consume(kind, f.read()) == "accepted", (kind, os.path.basename(path))
