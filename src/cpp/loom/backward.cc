@@ -4,8 +4,10 @@
 // gradients that reach the loom's inputs from depth 0.
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "loom/layers.h"
+#include "ops/kernels/simd/vec_kernels.h"
 #include "util/cancel.h"
 #include "util/errors.h"
 #include "util/parallel.h"
@@ -86,14 +88,16 @@ struct RowAdd {
   int64_t count, row_elements;
 };
 
+// d[e0:e1] += s[e0:e1] for each row, through the SIMD kernels.
 template <typename T>
 void AddRowSlice(const RowAdd& a, int64_t e0, int64_t e1) {
   const T* src = a.src->data<T>();
   T* dst = a.dst->data<T>();
   for (int64_t r = 0; r < a.count; ++r) {
-    const T* s = src + r * a.row_elements;
-    T* d = dst + (a.index ? a.index[r] : r) * a.row_elements;
-    for (int64_t e = e0; e < e1; ++e) d[e] += s[e];
+    const T* s = src + r * a.row_elements + e0;
+    T* d = dst + (a.index ? a.index[r] : r) * a.row_elements + e0;
+    if constexpr (std::is_same_v<T, float>) simd::BinaryF32(simd::Binary::kAdd, d, 1, s, 1, d, e1 - e0);
+    else simd::BinaryF64(simd::Binary::kAdd, d, 1, s, 1, d, e1 - e0);
   }
 }
 
