@@ -128,6 +128,17 @@ def _write_temp(data, suffix):
     return path
 
 
+def _saved_bytes(obj, suffix):
+    """The bytes td.save writes for `obj` (through a temporary file)."""
+    path = _write_temp(b"", suffix)
+    try:
+        td.save(obj, path)
+        with open(path, "rb") as f:
+            return f.read()
+    finally:
+        os.unlink(path)
+
+
 def _mutate_container(rng, data, proto_cls):
     version, payload = _uncontain(data)
     if version is None or rng.random() < 0.05:
@@ -346,13 +357,7 @@ class SavedFunctionKind(Kind):
         out = []
         for fn, args in _saved_function_seeds():
             fn(*args)
-            path = _write_temp(b"", ".td")
-            try:
-                td.save(fn, path)
-                with open(path, "rb") as f:
-                    out.append(f.read())
-            finally:
-                os.unlink(path)
+            out.append(_saved_bytes(fn, ".td"))
         return out
 
     def mutate(self, rng, data):
@@ -374,16 +379,7 @@ class SavedLoomKind(Kind):
     name = "saved_loom"
 
     def seeds(self):
-        out = []
-        for loom in (_loom(), _loom(6)):
-            path = _write_temp(b"", ".loom")
-            try:
-                td.save(loom, path)
-                with open(path, "rb") as f:
-                    out.append(f.read())
-            finally:
-                os.unlink(path)
-        return out
+        return [_saved_bytes(loom, ".loom") for loom in (_loom(), _loom(6))]
 
     def mutate(self, rng, data):
         return _mutate_container(rng, data, loom_pb2.SavedLoom)
