@@ -360,33 +360,33 @@ void CastI32ToF32(const int32_t* x, float* y, int64_t n) {
   for (; i < un; ++i) y[i] = static_cast<float>(x[i]);
 }
 
-int32_t CastOneF32ToI32(float v) {
-  if (std::isnan(v)) return 0;
-  if (v <= -2147483648.0f) return std::numeric_limits<int32_t>::min();
-  if (v >= 2147483648.0f) return std::numeric_limits<int32_t>::max();
-  return static_cast<int32_t>(v);
+// TensorFlow's float -> int32: truncation, saturation at the int32 range,
+// NaN -> 0. Highway's own overflow handling differs between targets, so NaN
+// and the out-of-range lanes convert 0 and the saturated values go in after.
+template <class DF>
+HWY_INLINE auto SaturatingF32ToI32(DF df, hn::Vec<DF> v) {
+  const hn::RebindToSigned<DF> di;
+  const auto too_big = hn::Ge(v, hn::Set(df, 2147483648.0f));
+  const auto too_small = hn::Le(v, hn::Set(df, -2147483648.0f));
+  v = hn::IfThenZeroElse(hn::Or(hn::Or(too_big, too_small), hn::IsNaN(v)), v);
+  auto r = hn::ConvertTo(di, v);
+  r = hn::IfThenElse(hn::RebindMask(di, too_big), hn::Set(di, std::numeric_limits<int32_t>::max()), r);
+  return hn::IfThenElse(hn::RebindMask(di, too_small), hn::Set(di, std::numeric_limits<int32_t>::min()), r);
 }
 
 void CastF32ToI32(const float* x, int32_t* y, int64_t n) {
   const hn::ScalableTag<float> df;
   const hn::RebindToSigned<decltype(df)> di;
   const size_t lanes = hn::Lanes(df), un = static_cast<size_t>(n);
-  const auto max_f = hn::Set(df, 2147483648.0f);
-  const auto min_f = hn::Set(df, -2147483648.0f);
   size_t i = 0;
-  for (; i + lanes <= un; i += lanes) {
-    auto v = hn::LoadU(df, x + i);
-    const auto too_big = hn::Ge(v, max_f);
-    const auto too_small = hn::Le(v, min_f);
-    // NaN and the out-of-range lanes convert 0 (Highway's own overflow
-    // handling differs between targets), then the saturated values go in.
-    v = hn::IfThenZeroElse(hn::Or(hn::Or(too_big, too_small), hn::IsNaN(v)), v);
-    auto r = hn::ConvertTo(di, v);
-    r = hn::IfThenElse(hn::RebindMask(di, too_big), hn::Set(di, std::numeric_limits<int32_t>::max()), r);
-    r = hn::IfThenElse(hn::RebindMask(di, too_small), hn::Set(di, std::numeric_limits<int32_t>::min()), r);
-    hn::StoreU(r, di, y + i);
-  }
-  for (; i < un; ++i) y[i] = CastOneF32ToI32(x[i]);
+  for (; i + lanes <= un; i += lanes) hn::StoreU(SaturatingF32ToI32(df, hn::LoadU(df, x + i)), di, y + i);
+  if (i == un) return;
+  // The tail through buffers, by the same rule.
+  HWY_ALIGN float in[kMaxLanes<float>] = {};
+  HWY_ALIGN int32_t out[kMaxLanes<int32_t>];
+  hn::SafeCopyN(un - i, df, x + i, in);
+  hn::Store(SaturatingF32ToI32(df, hn::Load(df, in)), di, out);
+  hn::SafeCopyN(un - i, di, out, y + i);
 }
 
 void CastBoolToF32(const bool* x, float* y, int64_t n) {
