@@ -47,6 +47,8 @@ class RecordFileReader {
   // truncated or corrupt.
   bool Next(std::string* out);
   uint64_t records_read() const { return count_; }
+  // The byte offset of the next record in the (decompressed) data.
+  uint64_t offset() const { return offset_; }
 
  private:
   void CheckCompression();  // before the first record

@@ -3,6 +3,7 @@
 // microsecond), schedule merging, the runtime's validation, and record files.
 #include <climits>
 
+#include "data/record_file.h"
 #include "loom/loom_registry.h"
 #include "loom/record_io.h"
 #include "py_common.h"
@@ -313,7 +314,7 @@ py::tuple SpecToPy(const graph::TensorSpec& s) {
 }
 
 struct PyScheduleReader {
-  std::unique_ptr<loom::RecordReader> reader;
+  std::unique_ptr<data::RecordFileReader> reader;
 };
 
 }  // namespace
@@ -550,13 +551,15 @@ void RegisterLoom(py::module_& m) {
   }, py::arg("data"), py::arg("crc") = 0);
   m.def("write_records", [](const std::string& path, const std::vector<std::string>& records) {
     py::gil_scoped_release nogil;
-    loom::WriteRecords(path, records);
+    data::WriteRecordFile(path, records, data::Compression::kNone);
   }, py::arg("path"), py::arg("records"), "Writes records in the TFRecord format.");
   m.def("read_records", [](const std::string& path) {
     std::vector<std::string> records;
     {
       py::gil_scoped_release nogil;
-      records = loom::ReadAllRecords(path);
+      data::RecordFileReader reader(path, data::Compression::kNone);
+      std::string record;
+      while (reader.Next(&record)) records.push_back(std::move(record));
     }
     py::list out;
     for (const std::string& r : records) out.append(py::bytes(r));
@@ -564,7 +567,7 @@ void RegisterLoom(py::module_& m) {
   }, py::arg("path"), "Reads every record of a TFRecord file (checksums verified).");
 
   py::class_<PyScheduleReader>(m, "LoomScheduleReader", "Reads schedule records and merges them in batches.")
-      .def(py::init([](const std::string& path) { return PyScheduleReader{std::make_unique<loom::RecordReader>(path)}; }),
+      .def(py::init([](const std::string& path) { return PyScheduleReader{std::make_unique<data::RecordFileReader>(path, data::Compression::kNone)}; }),
            py::arg("path"))
       .def("read_batch", [](PyScheduleReader& r, const PyLoomSpec& spec, int64_t max_count) -> py::object {
              std::shared_ptr<const loom::Schedule> sched;
