@@ -11,7 +11,7 @@ import pytest
 
 import treadle as td
 from treadle.autograph import converter
-from treadle.autograph.operators import converted_call
+from treadle.autograph.converter import converted_call
 
 
 def _is_converted(fn):

@@ -21,14 +21,17 @@ import functools
 import inspect
 import linecache
 import os
+import sys
 import sysconfig
 import threading
 import types
 import warnings
 import weakref
 
+import numpy
+
 from treadle.autograph import operators
-from treadle.autograph.operators import errors
+from treadle.autograph.operators import builtins, errors
 from treadle.autograph.static_analysis import definitions, liveness
 from treadle.autograph.transformer import (base, break_continue, control_flow, directives, expressions, functions,
                                            return_statements)
@@ -41,7 +44,6 @@ class AutoGraphWarning(UserWarning):
 _lock = threading.RLock()
 _function_cache = weakref.WeakKeyDictionary()  # function -> converted function (or itself)
 _code_cache = {}  # code object -> _Converted, or a str: why it cannot be converted
-_AG_CELL = types.CellType(operators)
 _FUTURE_FLAGS = 0
 for _feature in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
@@ -52,9 +54,7 @@ _NOT_CONVERTIBLE_FLAGS = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.C
 # ------------------------------------------------------------------ library code
 
 def _library_roots():
-    import numpy
-    import treadle
-    roots = {os.path.dirname(treadle.__file__), os.path.dirname(numpy.__file__)}
+    roots = {_TREADLE_ROOT, os.path.dirname(numpy.__file__)}
     for key in ("stdlib", "platstdlib", "purelib", "platlib"):
         path = sysconfig.get_paths().get(key)
         if path:
@@ -63,6 +63,7 @@ def _library_roots():
     return tuple(os.path.join(r, "") for r in roots)
 
 
+_TREADLE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # treadle/autograph/..
 _roots = None
 _library_files = {}
 
@@ -91,29 +92,65 @@ def convert(fn):
     """The converted version of a callable (a function, method, partial or
     callable object); callables that cannot be converted come back as they
     are (with an AutoGraphWarning when their source could not be read)."""
-    if isinstance(fn, types.FunctionType):
-        return converted_function(fn)
-    if isinstance(fn, types.MethodType):
-        func = fn.__func__
-        conv = convert(func)
-        return fn if conv is func else types.MethodType(conv, fn.__self__)
-    if isinstance(fn, functools.partial):
-        inner = convert(fn.func)
-        return fn if inner is fn.func else functools.partial(inner, *fn.args, **fn.keywords)
-    if getattr(fn, "__ag_do_not_convert__", False):
-        return fn
-    call = getattr(type(fn), "__call__", None)
-    if isinstance(call, types.FunctionType) and not isinstance(fn, type):
+    return _convert_callable(fn, for_call=False)
+
+
+def converted_call(f):
+    """What converted code calls in place of `f` (`f(x)` becomes
+    `ag__.converted_call(f)(x)`): the converted version of a user function,
+    method or callable object, a tensor-aware stand-in for a few builtins
+    (len, range, print...), or `f` itself (library code, classes, td.functions)."""
+    return _convert_callable(f, for_call=True)
+
+
+def _convert_callable(f, for_call):
+    """The one dispatch on callables. `for_call`: `f` is about to be called by
+    converted code, so builtins get their stand-ins and opaque callables run
+    as they are without a warning."""
+    t = type(f)
+    if t is types.FunctionType:
+        # Defined inside converted code: converted already (the common case, so tested first).
+        return f if f.__code__ in errors.CONVERTED_CODE else converted_function(f)
+    if t is types.MethodType:
+        func = f.__func__
+        if type(func) is not types.FunctionType:
+            return f
+        conv = converted_function(func)
+        return f if conv is func else types.MethodType(conv, f.__self__)
+    if t is functools.partial:
+        inner = _convert_callable(f.func, for_call)
+        return f if inner is f.func else functools.partial(inner, *f.args, **f.keywords)
+    if for_call and (t is types.BuiltinFunctionType or t is type):
+        try:
+            return builtins.OVERRIDES.get(f, f)
+        except TypeError:  # an unhashable callable has no stand-in
+            return f
+    if getattr(f, "__ag_do_not_convert__", False):
+        return f
+    if isinstance(f, type):
+        return f if for_call else _opaque(f)  # classes are called as they are
+    call = getattr(t, "__call__", None)
+    if type(call) is types.FunctionType:
         conv = converted_function(call)
-        return fn if conv is call else types.MethodType(conv, fn)
+        return f if conv is call else types.MethodType(conv, f)
+    return f if for_call else _opaque(f)
+
+
+def _opaque(fn):
     if not _from_library_module(fn):
         _warn(fn, "its source code is not available (it is a builtin or an extension)")
     return fn
 
 
+# What converted code sees as `ag__`: the runtime operators and converted_call.
+_RUNTIME = types.ModuleType("ag__", "The AutoGraph runtime of converted code.")
+_RUNTIME.__dict__.update({name: getattr(operators, name) for name in operators.__all__})
+_RUNTIME.converted_call = converted_call
+_AG_CELL = types.CellType(_RUNTIME)
+
+
 def _from_library_module(obj):
     """True for callables of library packages (NumPy ufuncs and dispatchers...)."""
-    import sys
     module = sys.modules.get((getattr(obj, "__module__", None) or "").split(".")[0])
     filename = getattr(module, "__file__", None)
     return filename is not None and _is_library(filename)
@@ -228,7 +265,6 @@ def _warn(fn, reason):
 
 def _user_stacklevel():
     """The stacklevel of the first caller outside treadle (where the warning belongs)."""
-    import sys
     level, frame = 2, sys._getframe(2)
     while frame is not None and _is_library(frame.f_code.co_filename) and "treadle" in frame.f_code.co_filename:
         level += 1
