@@ -11,8 +11,8 @@ import pytest
 
 import treadle as td
 from treadle import graph_pb2, loom_pb2, saved_pb2
-from treadle.framework import ops as framework_ops
-from treadle.framework.ops import execute
+from treadle.framework import op_execution as framework_ops
+from treadle.framework.op_execution import execute
 from treadle.io.container import MAGIC, read_container, write_container
 
 from tests.loom.loom_testlib import vector_loom

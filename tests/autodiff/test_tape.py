@@ -348,7 +348,7 @@ def test_gradient_through_eager_operators_and_indexing():
 
 
 def test_operators_fast_path_is_restored_after_tapes():
-    from treadle.framework import ops
+    from treadle.framework import op_execution as ops
     with td.GradientTape():
         assert ops.op_recorders
     assert not ops.op_recorders

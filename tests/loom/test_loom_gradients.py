@@ -191,7 +191,7 @@ def test_sgd_on_a_batch_input_equals_the_dense_update(momentum):
 
 
 def test_loom_run_grad_checks_its_input_counts():
-    from treadle.framework.ops import execute
+    from treadle.framework.op_execution import execute
     loom, table, x = _table_loom()
     inputs = [v.read_value() if isinstance(v, td.Variable) else v for v in loom._input_sources]
     outs = execute("LoomRun", [loom._schedule_tensor(_table_weaver(loom))] + inputs, loom._run_attrs)

@@ -58,6 +58,6 @@ def infer(op_name, dtypes, shapes, values=None, attrs=None):
     """Output (dtypes, shapes) of `op_name` as graph construction sees them:
     shapes may hold None dims (or be None), values are known only where given."""
     from treadle import _core
-    from treadle.framework.ops import op_handle
+    from treadle.framework.op_execution import op_handle
     out_dtypes, out_shapes, _ = _core.infer(op_handle(op_name), dtypes, shapes, values, attrs or {})
     return list(out_dtypes), [None if s is None else tuple(s) for s in out_shapes]

@@ -1,7 +1,10 @@
 // The EagerTensor type as Python sees it: metadata, the buffer protocol and a
 // NumPy view, and the arithmetic operators (run in C++ for speed; anything the
 // fast path does not handle goes to a fallback the front end registers).
-#include <array>
+#include <deque>
+#include <optional>
+#include <string>
+#include <tuple>
 
 #include "py_common.h"
 #include "util/errors.h"
@@ -12,10 +15,19 @@ void SetDTypeObjects(py::list objs);
 
 namespace {
 
-py::object g_fallback;  // treadle.framework.tensor._binary_fallback(name, x, y, reflected)
-// While a GradientTape records, operators must reach treadle.framework.ops.execute
+// Python callables the front end sets. Handles, not py::objects: a static
+// py::object would be released after the interpreter has finalized.
+py::handle g_fallback;  // treadle.framework.tensor._binary_fallback(name, x, y, reflected)
+// While a GradientTape records, operators must reach treadle.framework.op_execution.execute
 // (where the tape sees them): the fast path is then off and g_execute is set.
-py::object g_execute;
+py::handle g_execute;
+
+// Replaces a callable set from Python (under the GIL); None unsets it.
+void SetCallable(py::handle& slot, const py::object& fn) {
+  py::handle old = slot;
+  slot = fn.is_none() ? py::handle() : fn.inc_ref();
+  old.dec_ref();
+}
 
 const OpDef* LookupOp(const char* name) { return &OpRegistry::Global().Get(name); }
 
@@ -27,34 +39,15 @@ std::vector<Tensor> RunWithGil(const OpDef& op, const std::vector<Tensor>& input
   return RunOp(op, inputs, attrs);
 }
 
-// One entry per binary dunder; `op` is null where the front end decides
-// (true division, matmul, bitwise/logical), so the fallback handles those.
-struct BinaryDunder {
-  const char* dunder;
-  const char* api_name;  // name handed to the fallback
-  const char* op;
-  const char* rdunder;
+// One of Tensor's operators as an EagerTensor runs it. The table is the front
+// end's (treadle/ops/math_ops.py), installed once at import: `op` is null
+// where the front end decides (true division, matmul, bitwise/logical), so the
+// fallback handles those.
+struct EagerOperator {
+  std::string name;    // the operator's function name, handed to the fallback
+  const OpDef* op;     // run directly when both operands share a dtype; null: always the fallback
 };
-constexpr std::array<BinaryDunder, 12> kBinaryDunders = {{
-    {"__add__", "add", "AddV2", "__radd__"},
-    {"__sub__", "subtract", "Sub", "__rsub__"},
-    {"__mul__", "multiply", "Mul", "__rmul__"},
-    {"__truediv__", "truediv", nullptr, "__rtruediv__"},
-    {"__floordiv__", "floordiv", "FloorDiv", "__rfloordiv__"},
-    {"__mod__", "mod", "FloorMod", "__rmod__"},
-    {"__pow__", "pow", "Pow", "__rpow__"},
-    {"__matmul__", "matmul", nullptr, "__rmatmul__"},
-    {"__and__", "and", nullptr, "__rand__"},
-    {"__or__", "or", nullptr, "__ror__"},
-    {"__lt__", "less", "Less", nullptr},
-    {"__gt__", "greater", "Greater", nullptr},
-}};
-constexpr std::array<BinaryDunder, 4> kCompareDunders = {{
-    {"__le__", "less_equal", "LessEqual", nullptr},
-    {"__ge__", "greater_equal", "GreaterEqual", nullptr},
-    {"__eq__", "equal", "Equal", nullptr},
-    {"__ne__", "not_equal", "NotEqual", nullptr},
-}};
+std::deque<EagerOperator> g_operators;  // stable addresses: the installed methods point into it
 
 py::object CallFallback(const char* name, py::handle x, py::handle y, bool reflected) {
   if (!g_fallback) return py::reinterpret_borrow<py::object>(Py_NotImplemented);
@@ -62,7 +55,7 @@ py::object CallFallback(const char* name, py::handle x, py::handle y, bool refle
 }
 
 // self <op> other (or other <op> self when reflected).
-py::object RunBinary(const BinaryDunder& d, const Tensor& self, py::handle self_obj, py::handle other,
+py::object RunBinary(const EagerOperator& d, const Tensor& self, py::handle self_obj, py::handle other,
                      bool reflected) {
   if (d.op && !g_execute) {
     const Tensor* other_t = nullptr;
@@ -78,15 +71,47 @@ py::object RunBinary(const BinaryDunder& d, const Tensor& self, py::handle self_
       static thread_local std::vector<Tensor> inputs(2);
       inputs[0] = reflected ? *other_t : self;
       inputs[1] = reflected ? self : *other_t;
-      const OpDef* op = LookupOp(d.op);
       static const AttrMap kNoAttrs;
-      std::vector<Tensor> out = RunWithGil(*op, inputs, kNoAttrs);
+      std::vector<Tensor> out = RunWithGil(*d.op, inputs, kNoAttrs);
       inputs[0] = Tensor();
       inputs[1] = Tensor();
       return py::cast(std::move(out[0]));
     }
   }
-  return CallFallback(d.api_name, self_obj, other, reflected);
+  return CallFallback(d.name.c_str(), self_obj, other, reflected);
+}
+
+void DefineMethod(py::handle cls, const std::string& dunder, py::cpp_function fn) {
+  py::setattr(cls, dunder.c_str(), fn);
+}
+
+void InstallBinary(py::handle cls, const std::string& dunder, const EagerOperator& d, bool reflected) {
+  DefineMethod(cls, dunder, py::cpp_function([&d, reflected](py::object self, py::object other) {
+    return RunBinary(d, self.cast<const Tensor&>(), self, other, reflected);
+  }, py::name(dunder.c_str()), py::is_method(cls), py::is_operator()));
+}
+
+void InstallUnary(py::handle cls, const std::string& dunder, const OpDef* op) {
+  DefineMethod(cls, dunder, py::cpp_function([op](py::object self) -> py::object {
+    // While a tape records, the op goes through execute, where the tape sees it.
+    if (g_execute) return g_execute(op->name, py::make_tuple(self).cast<py::list>()).cast<py::list>()[0];
+    return py::cast(RunOp(*op, {self.cast<const Tensor&>()}, AttrMap())[0]);
+  }, py::name(dunder.c_str()), py::is_method(cls)));
+}
+
+void InstallEagerOperators(py::list binary, py::list unary) {
+  py::handle cls = py::type::of<Tensor>();
+  for (py::handle row : binary) {
+    auto [dunder, rdunder, name, op] = row.cast<std::tuple<std::string, std::optional<std::string>, std::string,
+                                                           std::optional<std::string>>>();
+    g_operators.push_back({name, op ? LookupOp(op->c_str()) : nullptr});
+    InstallBinary(cls, dunder, g_operators.back(), false);
+    if (rdunder) InstallBinary(cls, *rdunder, g_operators.back(), true);
+  }
+  for (py::handle row : unary) {
+    auto [dunder, op] = row.cast<std::tuple<std::string, std::string>>();
+    InstallUnary(cls, dunder, LookupOp(op.c_str()));
+  }
 }
 
 }  // namespace
@@ -99,10 +124,8 @@ Tensor TensorFromPyObject(py::handle obj) {
 
 void RegisterTensor(py::module_& m) {
   m.def("_set_dtype_objects", &SetDTypeObjects);
-  m.def("_set_binary_fallback", [](py::object fn) { g_fallback = std::move(fn); });
-  m.def("_set_operator_execute", [](py::object execute) {
-          g_execute = execute.is_none() ? py::object() : std::move(execute);
-        },
+  m.def("_set_binary_fallback", [](py::object fn) { SetCallable(g_fallback, fn); });
+  m.def("_set_operator_execute", [](py::object execute) { SetCallable(g_execute, execute); },
         "None: operators of eager tensors run ops directly (the fast path); a function: they call "
         "execute(op_name, inputs) instead (set while a GradientTape records).");
 
@@ -152,31 +175,11 @@ void RegisterTensor(py::module_& m) {
                                static_cast<py::ssize_t>(shape.size()), shape, strides, /*readonly=*/true);
       });
 
-  for (const BinaryDunder& d : kBinaryDunders) {
-    cls.def(d.dunder, [&d](py::object self, py::object other) {
-      return RunBinary(d, self.cast<const Tensor&>(), self, other, false);
-    }, py::is_operator());
-    if (d.rdunder) {
-      cls.def(d.rdunder, [&d](py::object self, py::object other) {
-        return RunBinary(d, self.cast<const Tensor&>(), self, other, true);
-      }, py::is_operator());
-    }
-  }
-  for (const BinaryDunder& d : kCompareDunders) {
-    cls.def(d.dunder, [&d](py::object self, py::object other) {
-      return RunBinary(d, self.cast<const Tensor&>(), self, other, false);
-    }, py::is_operator());
-  }
-  cls.def("__neg__", [](py::object self) -> py::object {
-    if (g_execute) return g_execute("Neg", py::make_tuple(self).cast<py::list>()).cast<py::list>()[0];
-    return py::cast(RunOp(*LookupOp("Neg"), {self.cast<const Tensor&>()}, AttrMap())[0]);
-  });
-  cls.def("__abs__", [](py::object self) -> py::object {
-    if (g_execute) return g_execute("Abs", py::make_tuple(self).cast<py::list>()).cast<py::list>()[0];
-    return py::cast(RunOp(*LookupOp("Abs"), {self.cast<const Tensor&>()}, AttrMap())[0]);
-  });
   cls.attr("__hash__") = py::none();  // elementwise __eq__ makes tensors unhashable, as in TensorFlow
 
+  m.def("_install_eager_operators", &InstallEagerOperators, py::arg("binary"), py::arg("unary"),
+        "Defines EagerTensor's operators from the front end's operator table: binary rows are "
+        "(dunder, reflected dunder or None, name, op or None), unary rows (dunder, op).");
   m.def("tensor_from_numpy", &TensorFromNumpy, py::arg("array"), py::arg("copy") = true,
         "A tensor from a NumPy array; with copy=False it shares the array's memory when it can.");
   m.def("scalar_tensor", [](py::handle value, py::handle dtype) {

@@ -19,7 +19,7 @@ import inspect
 
 from treadle.framework import context, dtypes
 from treadle.framework.indexed_slices import IndexedSlices, densify
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.variables import Variable
 

@@ -5,7 +5,7 @@ where they are not."""
 import numpy as np
 
 from treadle.framework import context, dtypes
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, convert_to_tensor
 from treadle.framework.tensor_util import constant_value
 from treadle.ops.array_ops import _index_constant

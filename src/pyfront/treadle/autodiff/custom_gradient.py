@@ -12,7 +12,7 @@ import weakref
 
 from treadle.autodiff import _ops, tape
 from treadle.autodiff.registry import RegisterGradient
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.util import nest
 

@@ -12,7 +12,7 @@ import threading
 from treadle import _core
 from treadle.autodiff import _ops, backprop, function_gradients
 from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES
-from treadle.framework import context, dtypes, ops, variables
+from treadle.framework import context, dtypes, op_execution, variables
 from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.function import concrete_function
@@ -40,8 +40,8 @@ def _install_hooks():
     with _hooks_lock:
         _active[0] += 1
         if _active[0] == 1:
-            _core._set_operator_execute(ops.execute)  # eager operators go through execute, to be seen
-            ops.op_recorders.append(_record_op)
+            _core._set_operator_execute(op_execution.execute)  # eager operators go through execute, to be seen
+            op_execution.op_recorders.append(_record_op)
             variables._read_hooks.append(_variable_read)
             concrete_function.call_recorders.append(_record_call)
 
@@ -51,7 +51,7 @@ def _remove_hooks():
         _active[0] -= 1
         if _active[0] == 0:
             _core._set_operator_execute(None)
-            ops.op_recorders.remove(_record_op)
+            op_execution.op_recorders.remove(_record_op)
             variables._read_hooks.remove(_variable_read)
             concrete_function.call_recorders.remove(_record_call)
 

@@ -10,7 +10,7 @@ import itertools
 from treadle import _core, errors
 from treadle.framework import context, dtypes
 from treadle.framework.graph_tensor import Operation, SymbolicTensor
-from treadle.framework.ops import op_handle
+from treadle.framework.op_execution import op_handle
 from treadle.framework.op_def_library import SIGNATURES
 from treadle.framework.tensor import EagerTensor, Tensor
 from treadle.framework.tensor_shape import TensorShape

@@ -3,7 +3,7 @@
 import sys
 
 from treadle.framework import dtypes
-from treadle.framework.tensor import Tensor, _TensorRef, convert_to_tensor
+from treadle.framework.tensor import Tensor, _TensorRef, iterate
 from treadle.framework.tensor_shape import TensorShape
 
 
@@ -104,29 +104,12 @@ class SymbolicTensor(Tensor):
             raise OperatorNotAllowedInGraphError("Cannot iterate over a scalar tensor.")
         if self._shape[0] is None:
             raise OperatorNotAllowedInGraphError("Cannot iterate over a tensor with unknown first dimension.")
-        from treadle.ops import array_ops
-        return iter(array_ops.unstack(self, num=self._shape[0]))
+        return iterate(self, self._shape[0])
 
     def __array__(self, dtype=None, copy=None):
         raise NotImplementedError(
             f"Cannot convert a symbolic td.Tensor ({self.name}) to a numpy array. This error may indicate that "
             "you're trying to pass a Tensor to a NumPy call, which is not supported.")
-
-    def __getitem__(self, key):
-        from treadle.ops import array_ops
-        return array_ops.tensor_getitem(self, key)
-
-    def __neg__(self):
-        from treadle.framework.ops import execute
-        return execute("Neg", [self], None)[0]
-
-    def __abs__(self):
-        from treadle.framework.ops import execute
-        return execute("Abs", [self], None)[0]
-
-    def __invert__(self):
-        from treadle.ops import math_ops
-        return math_ops.invert_(self)
 
 
 def _where_used_as_bool(tensor):
@@ -137,41 +120,5 @@ def _where_used_as_bool(tensor):
     what = f"'{names[0]}', " if names else ""
     return f"{what}{tensor.name}, at {frame.f_code.co_filename}:{frame.f_lineno}"
 
-
-def _install_operators():
-    from treadle.ops import math_ops
-    table = {
-        "add": ("__add__", "__radd__"), "subtract": ("__sub__", "__rsub__"), "multiply": ("__mul__", "__rmul__"),
-        "truediv": ("__truediv__", "__rtruediv__"), "floordiv": ("__floordiv__", "__rfloordiv__"),
-        "mod": ("__mod__", "__rmod__"), "pow": ("__pow__", "__rpow__"), "matmul": ("__matmul__", "__rmatmul__"),
-        "and": ("__and__", "__rand__"), "or": ("__or__", "__ror__"),
-        "less": ("__lt__", None), "greater": ("__gt__", None), "less_equal": ("__le__", None),
-        "greater_equal": ("__ge__", None), "equal": ("__eq__", None), "not_equal": ("__ne__", None),
-    }
-    for name, (dunder, rdunder) in table.items():
-        fn = math_ops.OPERATOR_FUNCTIONS[name]
-
-        def forward(self, other, fn=fn, name=name):
-            try:
-                other = convert_to_tensor(other, dtype_hint=self.dtype)
-            except (TypeError, ValueError):
-                if name in ("equal", "not_equal"):
-                    return name == "not_equal"
-                return NotImplemented
-            return fn(self, other)
-
-        def reflected(self, other, fn=fn):
-            try:
-                other = convert_to_tensor(other, dtype_hint=self.dtype)
-            except (TypeError, ValueError):
-                return NotImplemented
-            return fn(other, self)
-
-        setattr(SymbolicTensor, dunder, forward)
-        if rdunder:
-            setattr(SymbolicTensor, rdunder, reflected)
-
-
-_install_operators()
 
 __all__ = ["Operation", "SymbolicTensor", "dtypes"]

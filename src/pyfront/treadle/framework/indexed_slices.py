@@ -11,10 +11,11 @@ densifies it with UnsortedSegmentSum."""
 import numpy as np
 
 from treadle.framework import dtypes
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor, register_tensor_conversion_function
 from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.tensor_util import constant_value
+from treadle.function import trace_type
 
 _INDEX_DTYPES = (dtypes.int32, dtypes.int64)
 
@@ -96,8 +97,7 @@ class IndexedSlices:
 
     def __tf_tracing_type__(self, context):
         """As a td.function argument: its tensors by dtype and shape."""
-        from treadle.function.trace_type import IndexedSlicesType, from_value
-        return IndexedSlicesType([from_value(t, context) for t in flatten(self)])
+        return IndexedSlicesType([trace_type.from_value(t, context) for t in flatten(self)])
 
     def __neg__(self):
         return IndexedSlices(execute("Neg", [self._values])[0], self._indices, self._dense_shape)
@@ -158,6 +158,33 @@ def rebuild(like, parts):
     if isinstance(like, IndexedSlices):
         return IndexedSlices(parts[0], parts[1], parts[2] if len(parts) > 2 else None)
     return parts[0]
+
+
+class IndexedSlicesType(trace_type.SequenceType):
+    """A td.IndexedSlices as a td.function argument: the types of its values,
+    indices and (when it has one) dense_shape; its tensors go in that order."""
+
+    rebuilt_in_signatures = False
+
+    def _make(self, values):
+        return IndexedSlices(*values)
+
+    def placeholder_value(self, placeholder_context=None):
+        names = ("values", "indices", "dense_shape")
+        return self._make([c.placeholder_value(placeholder_context.with_name(f"{placeholder_context.name}_{n}"))
+                           for c, n in zip(self.components, names)])
+
+    def to_tensors(self, value):
+        return flatten(value)
+
+    def cast(self, value, casting_context=None):
+        parts = flatten(value) if isinstance(value, IndexedSlices) else None
+        if parts is None or len(parts) != len(self.components):
+            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        return self._make([c.cast(v) for c, v in zip(self.components, parts)])
+
+    def __repr__(self):
+        return f"IndexedSlices[{', '.join(map(repr, self.components))}]"
 
 
 __all__ = ["IndexedSlices", "densify"]

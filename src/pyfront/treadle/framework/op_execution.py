@@ -1,4 +1,6 @@
-"""The single entry point every op call goes through."""
+"""The single entry point every op call goes through: `execute` (eagerly, or
+by adding a node to the graph being traced), the registry handles it uses,
+and the recorders (tapes, numeric checks) that see each call."""
 
 from treadle import _core
 from treadle.framework import context

@@ -2,12 +2,14 @@
 symbolic tensors of a graph being traced, plus conversion of Python values."""
 
 import abc
+import collections
 import numbers
 
 import numpy as np
 
 from treadle import _core
 from treadle.framework import context, dtypes
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor_shape import TensorShape
 
 EagerTensor = _core.EagerTensor
@@ -17,8 +19,8 @@ class Tensor(metaclass=abc.ABCMeta):
     """A multi-dimensional array of one dtype. Eager tensors hold values;
     symbolic tensors stand for values a graph will compute."""
 
-    # Operators of symbolic tensors go through the same op functions as the
-    # eager fallback; they are installed by _install_operators below.
+    # The operators, indexing and iteration of every tensor kind go through
+    # the op functions of treadle/ops, which install them (register_operators).
 
 
 Tensor.register(EagerTensor)
@@ -129,8 +131,7 @@ def _convert_value(value, dtype):
         return _core.scalar_tensor(value, dtype)
     arr = _python_to_numpy(value, dtype)
     if arr is None:
-        from treadle.ops import array_ops
-        return array_ops.stack([convert_to_tensor(v, dtype=dtype) for v in value])
+        return _array_functions["pack"]([convert_to_tensor(v, dtype=dtype) for v in value])
     return _core.tensor_from_numpy(arr, True)
 
 
@@ -152,8 +153,7 @@ def constant(value, dtype=None, shape=None, name="Const"):
             t = _core.tensor_from_numpy(arr, True)  # copied into a treadle buffer (64-byte aligned)
             return _in_current_graph(t)
     if shape is not None:
-        from treadle.ops import array_ops
-        t = array_ops.reshape(t, shape)
+        t = _array_functions["reshape"](t, shape)
     return _in_current_graph(t)
 
 
@@ -166,8 +166,7 @@ def _in_current_graph(t):
 
 
 def _cast_eager(t, dtype):
-    from treadle.ops import math_ops
-    return math_ops.cast(t, dtype)
+    return execute("Cast", [t], {"DstT": dtypes.as_dtype(dtype)})[0]
 
 
 def _reshape_for_constant(arr, shape):
@@ -238,8 +237,7 @@ def _iter(self):
     shape = self._shape_tuple()
     if not shape:
         raise TypeError("Cannot iterate over a scalar tensor.")
-    from treadle.ops import array_ops
-    return iter(array_ops.unstack(self, num=shape[0]))
+    return iterate(self, shape[0])
 
 
 def _bool(self):
@@ -263,16 +261,6 @@ def _index(self):
         raise TypeError(f"Only scalar integer tensors can be used as an index, got {self.dtype.name} "
                         f"of shape {self.shape}")
     return int(self._scalar_item())
-
-
-def _getitem(self, key):
-    from treadle.ops import array_ops
-    return array_ops.tensor_getitem(self, key)
-
-
-def _invert(self):
-    from treadle.ops import math_ops
-    return math_ops.invert_(self)
 
 
 def _get_shape(self):
@@ -313,8 +301,6 @@ _EAGER_METHODS = {
     "__float__": _float,
     "__int__": _int,
     "__index__": _index,
-    "__getitem__": _getitem,
-    "__invert__": _invert,
     "get_shape": _get_shape,
     "ref": _ref,
     "__array_priority__": 100,
@@ -323,13 +309,79 @@ for _name, _value in _EAGER_METHODS.items():
     setattr(EagerTensor, _name, _value)
 
 
-# ---------------------------------------------------------------- operators
+# ---------------------------------------------------------------- what treadle/ops installs
+
+# framework/ sits below ops/: the functions behind Tensor's operators, indexing,
+# iteration and list packing live in treadle/ops (math_ops.py, array_ops.py),
+# which register them here when imported (treadle/__init__ imports them).
+
+BinaryOperator = collections.namedtuple("BinaryOperator", "name dunder rdunder eager_op fn")
+BinaryOperator.__doc__ = """A row of the operator table: `x <dunder> y` calls fn(x, y) (`rdunder`:
+fn(y, x)); an eager tensor runs `eager_op` without leaving C++ when both operands
+share its dtype (None: fn always decides). `name` names the operator."""
+UnaryOperator = collections.namedtuple("UnaryOperator", "dunder eager_op fn")
+
+_operator_functions = {}  # BinaryOperator.name -> fn, for the eager fallback
+_array_functions = {}  # "pack", "reshape", "unstack": installed by register_array_functions
+
+
+def register_operators(binary, unary):
+    """Installs the operator table on every tensor kind: EagerTensor's operators
+    run in C++ (with _binary_fallback for what they leave), the others' (symbolic
+    tensors) are Python methods of Tensor."""
+    _core._install_eager_operators([(r.dunder, r.rdunder, r.name, r.eager_op) for r in binary],
+                                   [(r.dunder, r.eager_op) for r in unary if r.eager_op])
+    for row in binary:
+        _operator_functions[row.name] = row.fn
+        setattr(Tensor, row.dunder, _symbolic_operator(row))
+        if row.rdunder:
+            setattr(Tensor, row.rdunder, _symbolic_reflected(row.fn))
+    for row in unary:
+        setattr(Tensor, row.dunder, row.fn)
+        if row.eager_op is None:
+            setattr(EagerTensor, row.dunder, row.fn)
+
+
+def register_array_functions(pack, reshape, unstack, getitem):
+    """Installs list packing (`pack(tensors)`, for lists holding tensors),
+    `constant(..., shape)`'s reshape, iteration and indexing."""
+    _array_functions.update(pack=pack, reshape=reshape, unstack=unstack)
+    Tensor.__getitem__ = getitem
+    EagerTensor.__getitem__ = getitem
+
+
+def iterate(t, num):
+    """An iterator over t's `num` slices along its first dimension."""
+    return iter(_array_functions["unstack"](t, num=num))
+
+
+def _symbolic_operator(row):
+    def forward(self, other):
+        try:
+            other = convert_to_tensor(other, dtype_hint=self.dtype)
+        except (TypeError, ValueError):
+            if row.name in ("equal", "not_equal"):
+                return row.name == "not_equal"
+            return NotImplemented
+        return row.fn(self, other)
+    forward.__name__ = row.dunder
+    return forward
+
+
+def _symbolic_reflected(fn):
+    def reflected(self, other):
+        try:
+            other = convert_to_tensor(other, dtype_hint=self.dtype)
+        except (TypeError, ValueError):
+            return NotImplemented
+        return fn(other, self)
+    return reflected
+
 
 def _binary_fallback(name, x, y, reflected):
     """Operators the C++ fast path did not take: other operand types, dtype
     mismatches, and the operators whose op depends on dtypes."""
-    from treadle.ops import math_ops
-    fn = math_ops.OPERATOR_FUNCTIONS[name]
+    fn = _operator_functions[name]
     if isinstance(y, Tensor) and type(y) is not EagerTensor and not reflected:
         return NotImplemented  # a symbolic operand: its reflected operator builds the node
     try:

@@ -2,7 +2,7 @@
 list (a variant tensor) so that it flows through While and If like a value."""
 
 from treadle.framework import context, dtypes
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 

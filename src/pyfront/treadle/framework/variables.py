@@ -7,9 +7,10 @@ import weakref
 import numpy as np
 
 from treadle.framework import context, dtypes
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, _TensorRef, convert_to_tensor, register_tensor_conversion_function
 from treadle.framework.tensor_shape import TensorShape
+from treadle.function import trace_type
 
 _ids = itertools.count(1)
 _by_handle = weakref.WeakValueDictionary()  # id(handle tensor) -> Variable, to recognise captured handles
@@ -164,6 +165,35 @@ class Variable:
 
     def __index__(self):
         return self.read_value().__index__()
+
+
+class VariableType(trace_type.ExactType):
+    """A td.Variable as a td.function argument: its dtype, shape and identity
+    (the resource it refers to)."""
+
+    __slots__ = ("dtype", "shape", "resource_id", "_ref")
+
+    def __init__(self, variable):
+        self.dtype = variable.dtype
+        self.shape = variable.shape
+        self.resource_id = variable._unique_id
+        self._ref = weakref.ref(variable)
+
+    def placeholder_value(self, placeholder_context=None):
+        return self._ref()
+
+    def __eq__(self, other):
+        return (type(other) is VariableType and self.resource_id == other.resource_id and self.dtype == other.dtype
+                and self.shape == other.shape)
+
+    def __hash__(self):
+        return hash((self.resource_id, self.dtype))
+
+    def __repr__(self):
+        return f"Variable(shape={self.shape}, dtype={self.dtype!r}, id={self.resource_id})"
+
+
+Variable.__tf_tracing_type__ = lambda self, context: VariableType(self)
 
 
 def _delegate(dunder):

@@ -165,7 +165,7 @@ class ConcreteFunction:
 
     def _call_in_graph(self, graph, inputs):
         """Adds a call of this function to the graph being traced."""
-        from treadle.framework.ops import execute
+        from treadle.framework.op_execution import execute
         if graph is None:
             graph = next(t for t in inputs if type(t) is not EagerTensor).graph
         graph.add_function(self)
@@ -227,7 +227,7 @@ def _read_capture(value):
 def _carries_tensors(t):
     if isinstance(t, trace_type.TensorType):
         return True
-    if isinstance(t, trace_type._Sequence):
+    if isinstance(t, trace_type.SequenceType):
         return any(_carries_tensors(c) for c in t.components)
     if isinstance(t, trace_type.DictType):
         return any(_carries_tensors(c) for c in t.mapping.values())

@@ -116,9 +116,9 @@ def _skeleton(t):
     None for types whose subtyping it cannot predict (user TraceTypes)."""
     if isinstance(t, trace_type.TensorType):
         return ("T", t.dtype)
-    if type(t) in (trace_type.Literal, trace_type.Hashable, trace_type.Weakref, trace_type.VariableType):
+    if isinstance(t, trace_type.ExactType):
         return t
-    if isinstance(t, trace_type._Sequence):
+    if isinstance(t, trace_type.SequenceType):
         parts = tuple(_skeleton(c) for c in t.components)
         if any(p is None for p in parts):
             return None
@@ -150,9 +150,9 @@ def _only_subtype_is_itself(t):
     found by an exact lookup alone, never by a scan."""
     if type(t) is trace_type.TensorType:
         return t.shape.is_fully_defined()
-    if type(t) in (trace_type.Literal, trace_type.Hashable, trace_type.Weakref, trace_type.VariableType):
+    if isinstance(t, trace_type.ExactType):
         return True
-    if isinstance(t, trace_type._Sequence):
+    if isinstance(t, trace_type.SequenceType):
         return all(_only_subtype_is_itself(c) for c in t.components)
     if isinstance(t, trace_type.DictType):
         return all(_only_subtype_is_itself(v) for v in t.mapping.values())

@@ -415,7 +415,7 @@ def _spec_structure(t, name=None):
         return TensorSpec(t.shape, t.dtype, t.name or name)
     if isinstance(t, trace_type.Literal):
         return t.value
-    if isinstance(t, trace_type._Sequence) and not isinstance(t, (trace_type.AttrsType, trace_type.IndexedSlicesType)):
+    if isinstance(t, trace_type.SequenceType) and t.rebuilt_in_signatures:
         return t._make([_spec_structure(c) for c in t.components])
     if isinstance(t, trace_type.DictType):
         return {k: _spec_structure(v) for k, v in t.mapping.items()}

@@ -10,7 +10,7 @@ import collections.abc
 import weakref
 
 from treadle.framework import dtypes
-from treadle.framework.tensor import Tensor
+from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.tensor_spec import TensorSpec
 
@@ -97,7 +97,6 @@ class TensorType(TraceType):
         return [value]
 
     def cast(self, value, casting_context=None):
-        from treadle.framework.tensor import convert_to_tensor
         if not isinstance(value, Tensor):
             try:
                 value = convert_to_tensor(value, dtype_hint=self.dtype)
@@ -120,16 +119,13 @@ class TensorType(TraceType):
         return repr(self.spec())
 
 
-class VariableType(TraceType):
-    """A td.Variable: its dtype, shape and identity (the resource it refers to)."""
+# ------------------------------------------------------------------ Python values
 
-    __slots__ = ("dtype", "shape", "resource_id", "_ref")
+class ExactType(TraceType):
+    """A type matched by equality alone: no type but itself is its subtype
+    (Python values, objects by identity, variables)."""
 
-    def __init__(self, variable):
-        self.dtype = variable.dtype
-        self.shape = variable.shape
-        self.resource_id = variable._unique_id
-        self._ref = weakref.ref(variable)
+    __slots__ = ()
 
     def is_subtype_of(self, other):
         return self == other
@@ -137,23 +133,8 @@ class VariableType(TraceType):
     def most_specific_common_supertype(self, others):
         return self if all(self == o for o in others) else None
 
-    def placeholder_value(self, placeholder_context=None):
-        return self._ref()
 
-    def __eq__(self, other):
-        return (type(other) is VariableType and self.resource_id == other.resource_id and self.dtype == other.dtype
-                and self.shape == other.shape)
-
-    def __hash__(self):
-        return hash((self.resource_id, self.dtype))
-
-    def __repr__(self):
-        return f"Variable(shape={self.shape}, dtype={self.dtype!r}, id={self.resource_id})"
-
-
-# ------------------------------------------------------------------ Python values
-
-class Literal(TraceType):
+class Literal(ExactType):
     """A Python primitive, matched by value with Python's `==`: as in
     TensorFlow, 1, 1.0 and True are one type and share a trace."""
 
@@ -162,12 +143,6 @@ class Literal(TraceType):
     def __init__(self, value):
         self.value = value
         self._hash = hash(value)
-
-    def is_subtype_of(self, other):
-        return self == other
-
-    def most_specific_common_supertype(self, others):
-        return self if all(self == o for o in others) else None
 
     def placeholder_value(self, placeholder_context=None):
         return self.value
@@ -197,7 +172,7 @@ def _equal(a, b):
         return False
 
 
-class Weakref(TraceType):
+class Weakref(ExactType):
     """Any other hashable object, held weakly: matched while it lives by
     `==` and `hash` (identity, for objects that do not define them), as
     TensorFlow's guide says; a dead object matches nothing."""
@@ -207,12 +182,6 @@ class Weakref(TraceType):
     def __init__(self, obj):
         self._ref = weakref.ref(obj)
         self._hash = hash(obj)  # TypeError for unhashable objects
-
-    def is_subtype_of(self, other):
-        return self == other
-
-    def most_specific_common_supertype(self, others):
-        return self if all(self == o for o in others) else None
 
     def placeholder_value(self, placeholder_context=None):
         return self._ref()
@@ -239,8 +208,14 @@ class Hashable(Literal):
 
 # ------------------------------------------------------------------ containers
 
-class _Sequence(TraceType):
+class SequenceType(TraceType):
+    """A sequence of components, matched component by component; `_make`
+    builds a value from component values."""
+
     __slots__ = ("components",)
+    # Whether structured_input_signature shows the sequence rebuilt from its
+    # components' specs (a list of TensorSpecs) rather than as this type.
+    rebuilt_in_signatures = True
 
     def __init__(self, components):
         self.components = tuple(components)
@@ -286,7 +261,7 @@ class _Sequence(TraceType):
         return hash((type(self), self.components))
 
 
-class TupleType(_Sequence):
+class TupleType(SequenceType):
     def _make(self, values):
         return tuple(values)
 
@@ -294,7 +269,7 @@ class TupleType(_Sequence):
         return f"Tuple[{', '.join(map(repr, self.components))}]"
 
 
-class ListType(_Sequence):
+class ListType(SequenceType):
     def _make(self, values):
         return list(values)
 
@@ -302,7 +277,7 @@ class ListType(_Sequence):
         return f"List[{', '.join(map(repr, self.components))}]"
 
 
-class NamedTupleType(_Sequence):
+class NamedTupleType(SequenceType):
     __slots__ = ("cls",)
 
     def __init__(self, cls, components):
@@ -329,6 +304,8 @@ class NamedTupleType(_Sequence):
 
 
 class AttrsType(NamedTupleType):
+    rebuilt_in_signatures = False
+
     def _rebuild(self, comps):
         return AttrsType(self.cls, comps)
 
@@ -339,34 +316,6 @@ class AttrsType(NamedTupleType):
         return type(other) is AttrsType and other.cls is self.cls and self.components == other.components
 
     __hash__ = NamedTupleType.__hash__
-
-
-class IndexedSlicesType(_Sequence):
-    """A td.IndexedSlices: the types of its values, indices and (when it has
-    one) dense_shape; its tensors go in that order."""
-
-    def _make(self, values):
-        from treadle.framework.indexed_slices import IndexedSlices
-        return IndexedSlices(*values)
-
-    def placeholder_value(self, placeholder_context=None):
-        names = ("values", "indices", "dense_shape")
-        return self._make([c.placeholder_value(placeholder_context.with_name(f"{placeholder_context.name}_{n}"))
-                           for c, n in zip(self.components, names)])
-
-    def to_tensors(self, value):
-        from treadle.framework.indexed_slices import flatten
-        return flatten(value)
-
-    def cast(self, value, casting_context=None):
-        from treadle.framework.indexed_slices import IndexedSlices, flatten
-        parts = flatten(value) if isinstance(value, IndexedSlices) else None
-        if parts is None or len(parts) != len(self.components):
-            raise ValueError(f"Can not cast {value!r} to {self!r}")
-        return self._make([c.cast(v) for c, v in zip(self.components, parts)])
-
-    def __repr__(self):
-        return f"IndexedSlices[{', '.join(map(repr, self.components))}]"
 
 
 class DictType(TraceType):
@@ -512,11 +461,8 @@ def from_value(value, context=_CONTEXT):
     if isinstance(value, TraceType):
         return value
     protocol = getattr(value, "__tf_tracing_type__", None)
-    if protocol is not None:
+    if protocol is not None:  # td.Variable, td.IndexedSlices, datasets, user classes
         return protocol(context)
-    from treadle.framework.variables import Variable
-    if isinstance(value, Variable):
-        return VariableType(value)
     if t is list:
         return ListType([from_value(v, context) for v in value])
     if t is tuple:

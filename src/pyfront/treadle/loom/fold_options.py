@@ -19,7 +19,7 @@ machinery, and what they mean in treadle.
 
 import contextlib
 
-from treadle.framework import ops
+from treadle.framework import op_execution as ops
 
 _ACCEPTED = {
     # name: (the values that describe what treadle does, why others are refused)

@@ -13,7 +13,7 @@ from treadle.autodiff import _ops
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
 from treadle.framework.indexed_slices import IndexedSlices
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 
 
 def attach_backward_functions(loom, library):

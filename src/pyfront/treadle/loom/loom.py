@@ -11,7 +11,7 @@ import numpy as np
 
 from treadle import _core, graph_pb2, loom_pb2
 from treadle.framework import context, dtypes
-from treadle.framework import ops
+from treadle.framework import op_execution as ops
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded

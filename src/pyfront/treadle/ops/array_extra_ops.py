@@ -4,7 +4,7 @@ ensure_shape. Each runs registered ops through `execute`, so it builds graph
 nodes while a function is traced, and gradients come from the ops' rules."""
 
 from treadle.framework import dtypes
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 from treadle.ops import array_ops, math_ops

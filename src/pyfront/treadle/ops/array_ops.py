@@ -10,9 +10,11 @@ import numbers
 import numpy as np
 
 from treadle.framework import context, dtypes
-from treadle.framework.ops import execute
+from treadle.framework import tensor as tensor_module
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
+from treadle.ops.math_ops import cast
 
 newaxis = None
 
@@ -389,7 +391,6 @@ def _range(start, limit=None, delta=1, dtype=None, name="range"):
             if v.dtype not in _RANGE_DTYPE_ORDER:
                 raise TypeError(f"range: arguments must be int32, int64, float32 or float64, got {v.dtype.name}")
         dtype = max((v.dtype for v in args), key=_RANGE_DTYPE_ORDER.index)
-    from treadle.ops.math_ops import cast
     args = [cast(v, dtype) for v in args]
     return _run1("Range", args, name=name)
 
@@ -461,7 +462,6 @@ def _pack_symbolic_indices(lists):
     wide = any((isinstance(v, Tensor) and v.dtype == dtypes.int64) or
                (type(v) is int and not _INT32_MIN <= v <= _INT32_MAX) for values in lists for v in values)
     dtype = dtypes.int64 if wide else dtypes.int32
-    from treadle.ops.math_ops import cast
     return [stack([cast(v, dtype) if isinstance(v, Tensor) else convert_to_tensor(v, dtype=dtype) for v in values])
             for values in lists]
 
@@ -480,6 +480,10 @@ def tensor_getitem(tensor, key):
         packed = _pack_symbolic_indices(lists)
     return _run1("StridedSlice", [tensor] + packed, masks)
 
+
+# Lists holding tensors convert by packing; td.constant(tensor, shape=...)
+# reshapes; tensors iterate by unstacking and index by strided slicing.
+tensor_module.register_array_functions(pack=stack, reshape=reshape, unstack=unstack, getitem=tensor_getitem)
 
 PUBLIC = {"": ["reshape", "expand_dims", "squeeze", "identity", "shape", "size", "rank", "transpose",
                "concat", "stack", "unstack", "split", "gather", "where", "one_hot", "tile", "fill", "zeros",

@@ -4,7 +4,7 @@ functions traced from the Python callables."""
 
 from treadle.framework import context, dtypes
 from treadle.framework.func_graph import FuncGraph, unique_function_name
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 from treadle.util import nest

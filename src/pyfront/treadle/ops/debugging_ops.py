@@ -4,8 +4,8 @@ a traced function when it runs (they are stateful, so they always run)."""
 
 import numpy as np
 
-from treadle.framework import dtypes, ops
-from treadle.framework.ops import execute
+from treadle.framework import dtypes, op_execution
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.ops import array_ops, math_ops
 
@@ -92,13 +92,13 @@ def enable_check_numerics(stack_height_limit=30, path_length_limit=50):
     functions traced from now on when they run (InvalidArgumentError naming the op)."""
     if not _enabled[0]:
         _enabled[0] = True
-        ops.op_recorders.append(_check_outputs)
+        op_execution.op_recorders.append(_check_outputs)
 
 
 def disable_check_numerics():
     if _enabled[0]:
         _enabled[0] = False
-        ops.op_recorders.remove(_check_outputs)
+        op_execution.op_recorders.remove(_check_outputs)
 
 
 PUBLIC = {"": ["Assert"],

@@ -3,7 +3,7 @@ from existing ops, and inv, solve, det and cholesky on their own kernels
 (MatrixInverse, MatrixSolve, MatrixDeterminant, Cholesky)."""
 
 from treadle.framework import dtypes
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.ops import array_ops, math_ops
 from treadle.ops.array_ops import _tensor

@@ -3,7 +3,7 @@ standard error by default, like tf.print."""
 
 import sys
 
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework import dtypes
 from treadle.util import nest

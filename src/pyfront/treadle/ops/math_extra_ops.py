@@ -2,7 +2,7 @@
 products with TensorFlow's defaults, clipping, norms, log-sum-exp, and the
 parts of td.linalg built from existing ops."""
 
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.ops import array_ops, math_ops
 from treadle.ops.array_ops import _int_scalar, _tensor

@@ -2,9 +2,9 @@
 
 import numpy as np
 
-from treadle.framework import dtypes
+from treadle.framework import dtypes, tensor
 from treadle.framework.op_def_library import raw_ops
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
 
 
@@ -190,25 +190,44 @@ def _named(fn, node_name):
     return named
 
 
-# Python operator name -> function, used by the operators of every tensor kind.
-OPERATOR_FUNCTIONS = {
-    "add": _operator_add,
-    "subtract": _op2("Sub", "sub"),
-    "multiply": _op2("Mul", "mul"),
-    "truediv": _named(truediv, "truediv"),
-    "floordiv": _op2("FloorDiv", "floordiv"),
-    "mod": _op2("FloorMod", "mod"),
-    "pow": _op2("Pow", "pow"),
-    "matmul": _named(matmul, "matmul"),
-    "and": _and,
-    "or": _or,
-    "less": _op2("Less"),
-    "greater": _op2("Greater"),
-    "less_equal": _op2("LessEqual"),
-    "greater_equal": _op2("GreaterEqual"),
-    "equal": _op2("Equal"),
-    "not_equal": _op2("NotEqual"),
-}
+def _op1(op_name):
+    def fn(x, name=None):
+        return _run1(op_name, [convert_to_tensor(x)], name=name)
+    fn.__name__ = op_name
+    return fn
+
+
+# Tensor's operators, one table for every tensor kind (framework/tensor.py
+# installs it): an eager tensor runs the row's op straight from C++ when both
+# operands share its dtype; everything else goes through the row's function.
+_B = tensor.BinaryOperator
+BINARY_OPERATORS = (
+    _B("add", "__add__", "__radd__", "AddV2", _operator_add),
+    _B("subtract", "__sub__", "__rsub__", "Sub", _op2("Sub", "sub")),
+    _B("multiply", "__mul__", "__rmul__", "Mul", _op2("Mul", "mul")),
+    _B("truediv", "__truediv__", "__rtruediv__", None, _named(truediv, "truediv")),
+    _B("floordiv", "__floordiv__", "__rfloordiv__", "FloorDiv", _op2("FloorDiv", "floordiv")),
+    _B("mod", "__mod__", "__rmod__", "FloorMod", _op2("FloorMod", "mod")),
+    _B("pow", "__pow__", "__rpow__", "Pow", _op2("Pow", "pow")),
+    _B("matmul", "__matmul__", "__rmatmul__", None, _named(matmul, "matmul")),
+    _B("and", "__and__", "__rand__", None, _and),
+    _B("or", "__or__", "__ror__", None, _or),
+    _B("less", "__lt__", None, "Less", _op2("Less")),
+    _B("greater", "__gt__", None, "Greater", _op2("Greater")),
+    _B("less_equal", "__le__", None, "LessEqual", _op2("LessEqual")),
+    _B("greater_equal", "__ge__", None, "GreaterEqual", _op2("GreaterEqual")),
+    _B("equal", "__eq__", None, "Equal", _op2("Equal")),
+    _B("not_equal", "__ne__", None, "NotEqual", _op2("NotEqual")),
+)
+UNARY_OPERATORS = (
+    tensor.UnaryOperator("__neg__", "Neg", _op1("Neg")),
+    tensor.UnaryOperator("__abs__", "Abs", _op1("Abs")),
+    tensor.UnaryOperator("__invert__", None, invert_),
+)
+tensor.register_operators(BINARY_OPERATORS, UNARY_OPERATORS)
+
+# Operator name -> function, for the op wrappers built on the operators.
+OPERATOR_FUNCTIONS = {row.name: row.fn for row in BINARY_OPERATORS}
 
 _REDUCTIONS = ["reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod", "reduce_all", "reduce_any",
                "argmax", "argmin", "add_n"]

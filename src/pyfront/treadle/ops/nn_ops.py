@@ -1,6 +1,6 @@
 """Neural-network wrappers (td.nn): softmax, losses."""
 
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.ops import math_ops
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from treadle import _core
 from treadle.framework import dtypes
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
 
 DEFAULT_GRAPH_SEED = 87654321

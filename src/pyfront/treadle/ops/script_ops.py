@@ -6,7 +6,7 @@ import threading
 
 from treadle import _core
 from treadle.framework import context, dtypes
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, convert_to_tensor
 
 PUBLIC = {"": ["py_function"]}

@@ -5,7 +5,7 @@ registry (segment_ops.cc)."""
 import numpy as np
 
 from treadle.framework import dtypes
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
 
 

@@ -6,7 +6,7 @@ stateless seed and advances it, eagerly and in traced functions alike."""
 import numpy as np
 
 from treadle.framework import dtypes
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.ops.random_ops import _shape_tensor
 

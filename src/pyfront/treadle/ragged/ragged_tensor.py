@@ -8,7 +8,7 @@ flow to `values`."""
 import numpy as np
 
 from treadle.framework import dtypes
-from treadle.framework.ops import execute
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 from treadle.ops import math_ops
