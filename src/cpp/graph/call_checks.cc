@@ -10,38 +10,6 @@ namespace treadle::graph {
 
 namespace {
 
-// How an op that calls functions passes its inputs and results: which node
-// inputs become the function's arguments (all, or all but the condition),
-// and which list(type) attrs type the arguments and results (nullptr for
-// results: the function returns exactly one value of any dtype).
-struct CallRule {
-  const char* op;
-  const char* func_attr;
-  bool skips_first_input;
-  const char* arg_types;
-  const char* result_types;
-};
-
-constexpr CallRule kCallRules[] = {
-    {"If", "then_branch", true, "Tin", "Tout"},
-    {"If", "else_branch", true, "Tin", "Tout"},
-    {"While", "cond", false, "T", nullptr},
-    {"While", "body", false, "T", "T"},
-    {"StatelessIf", "then_branch", true, "Tin", "Tout"},
-    {"StatelessIf", "else_branch", true, "Tin", "Tout"},
-    {"StatelessWhile", "cond", false, "T", nullptr},
-    {"StatelessWhile", "body", false, "T", "T"},
-    {"PartitionedCall", "f", false, "Tin", "Tout"},
-    {"StatefulPartitionedCall", "f", false, "Tin", "Tout"},
-};
-
-const CallRule* FindRule(const std::string& op, const std::string& attr) {
-  for (const CallRule& r : kCallRules) {
-    if (op == r.op && attr == r.func_attr) return &r;
-  }
-  return nullptr;
-}
-
 std::string TypeList(const std::vector<DType>& types) {
   std::string s = "(";
   for (size_t i = 0; i < types.size(); ++i) s += (i ? ", " : "") + std::string(DTypeName(types[i]));
@@ -54,9 +22,11 @@ std::vector<DType> SpecTypes(const std::vector<TensorSpec>& specs) {
   return out;
 }
 
-void CheckCall(const Node& node, const std::string& where, const CallRule& rule, const FunctionSignature& sig,
+// Checks a node's call of `sig` against how its op passes arguments and takes
+// results (the registry's FunctionAttrDef).
+void CheckCall(const Node& node, const std::string& where, const FunctionAttrDef& rule, const FunctionSignature& sig,
                const std::vector<PartialShape>& input_shapes) {
-  const std::string what = StrCat(where, " attr '", rule.func_attr, "': function '", sig.name, "'");
+  const std::string what = StrCat(where, " attr '", rule.attr, "': function '", sig.name, "'");
   const auto& arg_types = node.attrs.GetTypeList(rule.arg_types);
   std::vector<DType> takes = SpecTypes(sig.inputs);
   if (takes != arg_types) {
@@ -64,7 +34,7 @@ void CheckCall(const Node& node, const std::string& where, const CallRule& rule,
                          TypeList(arg_types));
   }
   std::vector<DType> gives = SpecTypes(sig.outputs);
-  if (rule.result_types) {
+  if (!rule.result_types.empty()) {
     const auto& result_types = node.attrs.GetTypeList(rule.result_types);
     if (gives != result_types) {
       ThrowInvalidArgument(what, " returns ", TypeList(gives), " but the node's ", rule.result_types, " is ",
@@ -73,7 +43,7 @@ void CheckCall(const Node& node, const std::string& where, const CallRule& rule,
   } else if (gives.size() != 1) {
     ThrowInvalidArgument(what, " must return exactly one value, but returns ", gives.size());
   }
-  const size_t first = rule.skips_first_input ? 1 : 0;
+  const size_t first = static_cast<size_t>(rule.first_input);
   for (size_t k = 0; k < sig.inputs.size() && first + k < input_shapes.size(); ++k) {
     if (!MergeShapes(input_shapes[first + k], sig.inputs[k].shape)) {
       ThrowInvalidArgument(what, " argument '", sig.inputs[k].name, "' expects shape ",
@@ -125,7 +95,7 @@ void CheckFunctionCalls(const Body& body, Node* node, const std::vector<PartialS
                                           "', which is not in the library"));
     }
     node->callees.push_back(f);
-    if (const CallRule* rule = FindRule(node->op->name, attr)) {
+    if (const FunctionAttrDef* rule = node->op->FindFunctionAttr(attr)) {
       CheckCall(*node, where, *rule, library.signature(f), input_shapes);
       has_rule = true;
     }

@@ -111,6 +111,7 @@ OpDef IfOp(const char* name) {
   // with ones that cannot be seen yet: never fold or merge either.
   op.stateful = true;
   op.doc = "Runs then_branch(input) when cond is true, else_branch(input) otherwise.";
+  op.function_attrs = {{"then_branch", 1, "Tin", "Tout"}, {"else_branch", 1, "Tin", "Tout"}};
   return op;
 }
 
@@ -186,6 +187,7 @@ OpDef WhileOp(const char* name) {
   op.kernel = WhileKernel;
   op.stateful = true;  // its body may have effects: never fold or merge it
   op.doc = "Repeats input = body(input) while cond(input) is true; returns the final loop variables.";
+  op.function_attrs = {{"cond", 0, "T", ""}, {"body", 0, "T", "T", /*loop_body=*/true}};
   return op;
 }
 
@@ -218,6 +220,7 @@ OpDef CallOp(const char* name, bool stateful) {
   op.kernel = CallKernel;
   op.stateful = stateful;
   op.doc = "Calls library function f on args and returns its results.";
+  op.function_attrs = {{"f", 0, "Tin", "Tout"}};
   return op;
 }
 

@@ -13,6 +13,33 @@ const AttrDef* OpDef::FindAttr(std::string_view attr_name) const {
   return nullptr;
 }
 
+const FunctionAttrDef* OpDef::FindFunctionAttr(std::string_view attr_name) const {
+  for (const auto& f : function_attrs) if (f.attr == attr_name) return &f;
+  return nullptr;
+}
+
+namespace {
+
+// A registration that describes its function attrs wrongly is a bug in the
+// core: say which and stop, as for a duplicate name.
+void CheckFunctionAttrs(const OpDef& def) {
+  auto has = [&](const std::string& name, AttrType type) {
+    const AttrDef* a = def.FindAttr(name);
+    return a && a->type == type;
+  };
+  for (const FunctionAttrDef& f : def.function_attrs) {
+    const bool ok = has(f.attr, AttrType::kFunc) && f.first_input >= 0 &&
+                    f.first_input <= static_cast<int>(def.inputs.size()) && has(f.arg_types, AttrType::kTypeList) &&
+                    (f.result_types.empty() || has(f.result_types, AttrType::kTypeList));
+    if (!ok) {
+      std::fprintf(stderr, "treadle: op %s describes function attr %s wrongly\n", def.name.c_str(), f.attr.c_str());
+      std::abort();
+    }
+  }
+}
+
+}  // namespace
+
 OpRegistry& OpRegistry::Global() {
   static OpRegistry* registry = new OpRegistry();  // never destroyed: kernels may run at exit
   return *registry;
@@ -23,6 +50,7 @@ void OpRegistry::Register(OpDef def) {
     std::fprintf(stderr, "treadle: op %s registered twice\n", def.name.c_str());
     std::abort();
   }
+  CheckFunctionAttrs(def);
   std::string name = def.name;
   ops_.emplace(std::move(name), std::move(def));
 }

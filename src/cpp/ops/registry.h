@@ -118,6 +118,19 @@ class KernelContext {
 
 using KernelFn = std::function<void(KernelContext&)>;
 
+// How an op that calls library functions (If, While, calls) hands them its
+// inputs and takes their results. Graph checks, gradients and the front end
+// read this instead of knowing each control-flow op's layout.
+struct FunctionAttrDef {
+  std::string attr;          // the func attr naming the function: "then_branch", "body", "f"
+  int first_input = 0;       // the node's inputs [first_input, ...) are the function's arguments
+  std::string arg_types;     // the list(type) attr typing those arguments
+  // The list(type) attr typing the function's results, which are the node's
+  // outputs; empty for a predicate (one result of any dtype, not an output).
+  std::string result_types;
+  bool loop_body = false;    // its results are also the next values of its arguments
+};
+
 struct OpDef {
   std::string name;              // TensorFlow's raw op name where there is one: "AddV2", "Sum"
   std::vector<ArgDef> inputs;
@@ -131,8 +144,10 @@ struct OpDef {
   // empty when the front end writes a wrapper by hand.
   std::vector<std::string> api_names;
   std::string doc;
+  std::vector<FunctionAttrDef> function_attrs;  // empty for ops that call no function
 
   const AttrDef* FindAttr(std::string_view attr_name) const;
+  const FunctionAttrDef* FindFunctionAttr(std::string_view attr_name) const;
 };
 
 class OpRegistry {

@@ -11,6 +11,7 @@ PYBIND11_MODULE(_core, m) {
   treadle::python::RegisterProto(m);
   treadle::python::RegisterGraph(m);
   treadle::python::RegisterDispatch(m);
+  treadle::python::RegisterFunctionAttrs(m);
   treadle::python::RegisterDLPack(m);
   treadle::python::RegisterLoom(m);
   treadle::python::RegisterData(m);

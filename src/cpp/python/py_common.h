@@ -56,6 +56,7 @@ void RegisterOps(py::module_& m);
 void RegisterProto(py::module_& m);
 void RegisterGraph(py::module_& m);
 void RegisterDispatch(py::module_& m);
+void RegisterFunctionAttrs(py::module_& m);
 void RegisterDLPack(py::module_& m);  // after RegisterTensor: adds EagerTensor methods
 void RegisterLoom(py::module_& m);
 void RegisterData(py::module_& m);

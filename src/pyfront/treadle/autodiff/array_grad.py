@@ -1,8 +1,8 @@
 """Gradient rules of the array ops: reshaping, joining and splitting,
 transposes, tiling, gathering, slicing and selection."""
 
-from treadle.autodiff import _ops
-from treadle.autodiff._ops import ints, run, run_all, scalar
+from treadle.autodiff import helpers
+from treadle.autodiff.helpers import ints, run, run_all, scalar
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
 from treadle.framework.indexed_slices import IndexedSlices
@@ -16,12 +16,12 @@ _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_ax
 
 def _dims(t, begin, end=None):
     """t's dimensions [begin:end] as an int32 vector (a constant when known)."""
-    s = _ops.static_shape(t)
+    s = helpers.static_shape(t)
     if s is not None:
         part = s[begin:end]
         if None not in part:
             return ints(part)
-    shape = _ops.shape(t)
+    shape = helpers.shape(t)
     stop = end if end is not None else 0
     return run("StridedSlice", [shape, ints([begin]), ints([stop]), ints([1])],
                {"end_mask": 0 if end is not None else 1})
@@ -29,10 +29,10 @@ def _dims(t, begin, end=None):
 
 def _dim(t, i):
     """Dimension i of t as an int32 scalar."""
-    s = _ops.static_shape(t)
+    s = helpers.static_shape(t)
     if s is not None and s[i] is not None:
         return scalar(s[i], dtypes.int32)
-    return run("StridedSlice", [_ops.shape(t), ints([i]), ints([i + 1]), ints([1])], {"shrink_axis_mask": 1})
+    return run("StridedSlice", [helpers.shape(t), ints([i]), ints([i + 1]), ints([1])], {"shrink_axis_mask": 1})
 
 
 def _concat(values, axis):
@@ -40,14 +40,14 @@ def _concat(values, axis):
 
 
 def _axis_value(t, what):
-    value = _ops.const_value(t)
+    value = helpers.const_value(t)
     if value is None:
         raise NotImplementedError(f"the gradient of {what} needs a constant axis")
     return int(value)
 
 
 def _grads_or_zeros(op, grads):
-    return [g if g is not None else _ops.zeros_like(o) for g, o in zip(grads, op.outputs)]
+    return [g if g is not None else helpers.zeros_like(o) for g, o in zip(grads, op.outputs)]
 
 
 # ---------------------------------------------------------------- shapes
@@ -58,7 +58,7 @@ def _identity_grad(op, dz):
 
 
 def _reshape_back(op, dz):
-    return [_ops.reshape(dz, _ops.shape(op.inputs[0]))] + [None] * (len(op.inputs) - 1)
+    return [helpers.reshape(dz, helpers.shape(op.inputs[0]))] + [None] * (len(op.inputs) - 1)
 
 
 RegisterGradient("Reshape", "ExpandDims", "Squeeze")(_reshape_back)
@@ -67,7 +67,7 @@ RegisterGradient("Reshape", "ExpandDims", "Squeeze")(_reshape_back)
 @RegisterGradient("Transpose")
 def _transpose_grad(op, dz):
     perm = op.inputs[1]
-    value = _ops.const_value(perm)
+    value = helpers.const_value(perm)
     if value is not None:
         inverse = [0] * len(value)
         for i, p in enumerate(value):
@@ -80,12 +80,12 @@ def _transpose_grad(op, dz):
 
 @RegisterGradient("BroadcastTo")
 def _broadcast_to_grad(op, dz):
-    return _ops.reduce_to(dz, op.inputs[0]), None
+    return helpers.reduce_to(dz, op.inputs[0]), None
 
 
 @RegisterGradient("Fill")
 def _fill_grad(op, dz):
-    return None, _ops.reduce_sum(dz, _ops.all_axes(dz))
+    return None, helpers.reduce_sum(dz, helpers.all_axes(dz))
 
 
 # ---------------------------------------------------------------- joining and splitting
@@ -93,21 +93,21 @@ def _fill_grad(op, dz):
 @RegisterGradient("ConcatV2")
 def _concat_grad(op, dz):
     values, axis = op.inputs[:-1], op.inputs[-1]
-    axis_value = _ops.const_value(axis)
+    axis_value = helpers.const_value(axis)
     sizes = None
     if axis_value is not None:
         a = int(axis_value)
         dims = []
         for v in values:
-            s = _ops.static_shape(v)
+            s = helpers.static_shape(v)
             dims.append(s[a] if s is not None and -len(s) <= a < len(s) else None)
         if None not in dims:
             sizes = ints(dims)
     if sizes is None:
         parts = []
         for v in values:
-            r = _ops.rank(v)
-            parts.append(run("GatherV2", [_ops.shape(v), run("FloorMod", [_ops.cast(axis, dtypes.int32), r]),
+            r = helpers.rank(v)
+            parts.append(run("GatherV2", [helpers.shape(v), run("FloorMod", [helpers.cast(axis, dtypes.int32), r]),
                                           scalar(0, dtypes.int32)]))
         sizes = run("Pack", parts, {"axis": 0})
     pieces = run_all("SplitV", [dz, sizes, axis], {"num_split": len(values)})
@@ -140,18 +140,18 @@ def _split_v_grad(op, *dzs):
 def _tile_grad(op, dz):
     # Reshape dz to [m0, d0, m1, d1, ...] and sum over the m axes.
     x, multiples = op.inputs
-    xs, mv = _ops.static_shape(x), _ops.const_value(multiples)
-    if _ops.fully_known(xs) and mv is not None:
+    xs, mv = helpers.static_shape(x), helpers.const_value(multiples)
+    if helpers.fully_known(xs) and mv is not None:
         split = []
         for m, d in zip(mv, xs):
             split += [int(m), d]
-        g = _ops.reduce_sum(_ops.reshape(dz, ints(split)), ints(range(0, len(split), 2)))
+        g = helpers.reduce_sum(helpers.reshape(dz, ints(split)), ints(range(0, len(split), 2)))
     else:
-        pairs = run("Pack", [_ops.cast(multiples, dtypes.int32), _ops.shape(x)], {"axis": 1})
-        split = _ops.reshape(pairs, ints([-1]))
+        pairs = run("Pack", [helpers.cast(multiples, dtypes.int32), helpers.shape(x)], {"axis": 1})
+        split = helpers.reshape(pairs, ints([-1]))
         size = run("Size", [split], {"out_type": dtypes.int32})
         axes = run("Range", [scalar(0, dtypes.int32), size, scalar(2, dtypes.int32)])
-        g = _ops.reduce_sum(_ops.reshape(dz, split), axes)
+        g = helpers.reduce_sum(helpers.reshape(dz, split), axes)
     return g, None
 
 
@@ -165,10 +165,10 @@ def _gather_grad(op, dz):
     if axis == 0 and batch_dims == 0:
         # As TensorFlow: the rows of dz (shape indices.shape + params.shape[1:])
         # as IndexedSlices of params' shape, densified only where needed.
-        values = _ops.reshape(dz, _concat([ints([-1]), _dims(params, 1)], ints(0)))
-        flat_indices = _ops.reshape(indices, ints([-1]))
-        return IndexedSlices(values, flat_indices, _ops.shape(params)), None, None
-    ps, ids = _ops.static_shape(params), _ops.static_shape(indices)
+        values = helpers.reshape(dz, _concat([ints([-1]), _dims(params, 1)], ints(0)))
+        flat_indices = helpers.reshape(indices, ints([-1]))
+        return IndexedSlices(values, flat_indices, helpers.shape(params)), None, None
+    ps, ids = helpers.static_shape(params), helpers.static_shape(indices)
     if ps is None or ids is None:
         return _gather_grad_unknown_rank(params, indices, dz, axis, batch_dims), None, None
     pr, ir = len(ps), len(ids)
@@ -181,21 +181,21 @@ def _gather_grad(op, dz):
         list(range(b + n_o + n_i, b + n_o + n_i + pr - a - 1))
     dzt = run("Transpose", [dz, ints(perm)])
     p = _dim(params, a)
-    ids_t = _ops.cast(indices, dtypes.int32) if indices.dtype != dtypes.int64 else indices
+    ids_t = helpers.cast(indices, dtypes.int32) if indices.dtype != dtypes.int64 else indices
     idt = ids_t.dtype
     if b > 0:
         batch_shape = _dims(params, 0, b)
         nb = run("Prod", [batch_shape, ints([0])], {"keep_dims": False})
         flat_batch = run("Range", [scalar(0, dtypes.int32), nb, scalar(1, dtypes.int32)])
-        offsets = _ops.reshape(flat_batch, _concat([batch_shape, ints([1] * n_i)], ints(0)))
-        ids_t = _ops.add(ids_t, _ops.cast(_ops.mul(offsets, p), idt))
-        num = _ops.mul(nb, p)
+        offsets = helpers.reshape(flat_batch, _concat([batch_shape, ints([1] * n_i)], ints(0)))
+        ids_t = helpers.add(ids_t, helpers.cast(helpers.mul(offsets, p), idt))
+        num = helpers.mul(nb, p)
     else:
         batch_shape = ints([])
         num = p
     g = run("UnsortedSegmentSum", [dzt, ids_t, num])  # [nb * P, O..., R...]
-    g = _ops.reshape(g, _concat([batch_shape, _ops.reshape(p, ints([1])), _dims(params, b, a),
-                                 _dims(params, a + 1)], ints(0)))  # [B, P, O, R]
+    g = helpers.reshape(g, _concat([batch_shape, helpers.reshape(p, ints([1])), _dims(params, b, a),
+                                    _dims(params, a + 1)], ints(0)))  # [B, P, O, R]
     back = list(range(b)) + list(range(b + 1, b + 1 + n_o)) + [b] + list(range(b + 1 + n_o, pr))
     return run("Transpose", [g, ints(back)]), None, None
 
@@ -209,56 +209,56 @@ def _gather_grad_unknown_rank(params, indices, dz, axis, batch_dims):
         return scalar(v, i32)
 
     def vec(t):
-        return _ops.reshape(t, ints([1]))
+        return helpers.reshape(t, ints([1]))
 
     def span(lo, hi):
         return run("Range", [lo, hi, const(1)])
 
     def dims(begin, end):
-        return run("StridedSlice", [_ops.shape(params), vec(begin), vec(end), ints([1])])
+        return run("StridedSlice", [helpers.shape(params), vec(begin), vec(end), ints([1])])
 
-    pr, ir = _ops.rank(params), _ops.rank(indices)
-    b = _ops.add(const(batch_dims), ir) if batch_dims < 0 else const(batch_dims)
-    a = _ops.add(const(axis), pr) if axis < 0 else const(axis)
-    n_o, n_i = _ops.sub(a, b), _ops.sub(ir, b)
-    b_o, b_o_i = _ops.add(b, n_o), _ops.add(_ops.add(b, n_o), n_i)
+    pr, ir = helpers.rank(params), helpers.rank(indices)
+    b = helpers.add(const(batch_dims), ir) if batch_dims < 0 else const(batch_dims)
+    a = helpers.add(const(axis), pr) if axis < 0 else const(axis)
+    n_o, n_i = helpers.sub(a, b), helpers.sub(ir, b)
+    b_o, b_o_i = helpers.add(b, n_o), helpers.add(helpers.add(b, n_o), n_i)
     perm = _concat([span(const(0), b), span(b_o, b_o_i), span(b, b_o), span(b_o_i, run("Rank", [dz]))], ints(0))
     dzt = run("Transpose", [dz, perm])
-    p = run("GatherV2", [_ops.shape(params), a, const(0)])
-    ids_t = indices if indices.dtype == dtypes.int64 else _ops.cast(indices, i32)
+    p = run("GatherV2", [helpers.shape(params), a, const(0)])
+    ids_t = indices if indices.dtype == dtypes.int64 else helpers.cast(indices, i32)
     batch_shape = dims(const(0), b)
     nb = run("Prod", [batch_shape, ints([0])], {"keep_dims": False})
     ones = run("Fill", [vec(n_i), const(1)])
-    offsets = _ops.reshape(span(const(0), nb), _concat([batch_shape, ones], ints(0)))
-    ids_t = _ops.add(ids_t, _ops.cast(_ops.mul(offsets, p), ids_t.dtype))
-    g = run("UnsortedSegmentSum", [dzt, ids_t, _ops.mul(nb, p)])
-    g = _ops.reshape(g, _concat([batch_shape, vec(p), dims(b, a), dims(_ops.add(a, const(1)), pr)], ints(0)))
-    b1 = _ops.add(b, const(1))
-    back = _concat([span(const(0), b), span(b1, _ops.add(b1, n_o)), vec(b), span(_ops.add(b1, n_o), pr)], ints(0))
+    offsets = helpers.reshape(span(const(0), nb), _concat([batch_shape, ones], ints(0)))
+    ids_t = helpers.add(ids_t, helpers.cast(helpers.mul(offsets, p), ids_t.dtype))
+    g = run("UnsortedSegmentSum", [dzt, ids_t, helpers.mul(nb, p)])
+    g = helpers.reshape(g, _concat([batch_shape, vec(p), dims(b, a), dims(helpers.add(a, const(1)), pr)], ints(0)))
+    b1 = helpers.add(b, const(1))
+    back = _concat([span(const(0), b), span(b1, helpers.add(b1, n_o)), vec(b), span(helpers.add(b1, n_o), pr)], ints(0))
     return run("Transpose", [g, back])
 
 
 @RegisterGradient("UnsortedSegmentSum")
 def _segment_sum_grad(op, dz):
     ids = op.inputs[1]
-    values = _ops.const_value(ids)
+    values = helpers.const_value(ids)
     if values is not None and (values.size == 0 or values.min() >= 0):
         return run("GatherV2", [dz, ids, scalar(0, dtypes.int32)]), None, None
     # Negative ids were dropped: they get zero gradient.
     zero = scalar(0, ids.dtype)
     g = run("GatherV2", [dz, run("Maximum", [ids, zero]), scalar(0, dtypes.int32)])
     keep = run("GreaterEqual", [ids, zero])
-    extra = _ops.sub(_ops.rank(g), _ops.rank(ids))
-    ones = run("Fill", [_ops.reshape(extra, ints([1])), scalar(1, dtypes.int32)])
-    keep = _ops.reshape(keep, _concat([_ops.shape(ids), ones], ints(0)))
-    return _ops.select(keep, g, scalar(0, g.dtype)), None, None
+    extra = helpers.sub(helpers.rank(g), helpers.rank(ids))
+    ones = run("Fill", [helpers.reshape(extra, ints([1])), scalar(1, dtypes.int32)])
+    keep = helpers.reshape(keep, _concat([helpers.shape(ids), ones], ints(0)))
+    return helpers.select(keep, g, scalar(0, g.dtype)), None, None
 
 
 @RegisterGradient("StridedSlice")
 def _strided_slice_grad(op, dz):
     x, begin, end, strides = op.inputs
     attrs = {m: get_attr(op, m) for m in _MASKS}
-    shape = _ops.cast(_ops.shape(x), begin.dtype)
+    shape = helpers.cast(helpers.shape(x), begin.dtype)
     return run("StridedSliceGrad", [shape, begin, end, strides, dz], attrs), None, None, None
 
 
@@ -273,6 +273,6 @@ def _strided_slice_grad_grad(op, dz):
 def _select_grad(op, dz):
     cond, t, e = op.inputs
     zero = scalar(0, dz.dtype)
-    gt = _ops.reduce_to(_ops.select(cond, dz, zero), t)
-    ge = _ops.reduce_to(_ops.select(cond, zero, dz), e)
+    gt = helpers.reduce_to(helpers.select(cond, dz, zero), t)
+    ge = helpers.reduce_to(helpers.select(cond, zero, dz), e)
     return None, gt, ge

@@ -12,8 +12,8 @@ gradients, except the rules in SPARSE_PASS_THROUGH, which hand their
 gradient on unchanged, so that a variable read only through gathers gets
 IndexedSlices, as in TensorFlow."""
 
-from treadle.autodiff import _ops
-from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES, get_gradient_function, set_wanted
+from treadle.autodiff import helpers
+from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES, call_rule, get_gradient_function
 from treadle.framework import dtypes
 from treadle.framework.indexed_slices import IndexedSlices, densify
 
@@ -68,7 +68,7 @@ def aggregate(grads):
         return grads[0]
     if all(isinstance(g, IndexedSlices) for g in grads):
         return _concat_slices(grads)
-    return _ops.add_n([dense(g) for g in grads])
+    return helpers.add_n([dense(g) for g in grads])
 
 
 def _concat_slices(slices):
@@ -76,9 +76,9 @@ def _concat_slices(slices):
     another (int64 indices when the parts disagree)."""
     index_dtypes = {s.indices.dtype for s in slices}
     index_dtype = index_dtypes.pop() if len(index_dtypes) == 1 else dtypes.int64
-    axis = _ops.scalar(0, dtypes.int32)
-    values = _ops.run("ConcatV2", [s.values for s in slices] + [axis])
-    indices = _ops.run("ConcatV2", [_ops.cast(s.indices, index_dtype) for s in slices] + [axis])
+    axis = helpers.scalar(0, dtypes.int32)
+    values = helpers.run("ConcatV2", [s.values for s in slices] + [axis])
+    indices = helpers.run("ConcatV2", [helpers.cast(s.indices, index_dtype) for s in slices] + [axis])
     dense_shape = next((s.dense_shape for s in slices if s.dense_shape is not None), None)
     return IndexedSlices(values, indices, dense_shape)
 
@@ -120,12 +120,7 @@ def backward(ops, targets, target_grads, sources):
             for k, g in enumerate(out_grads):
                 if type(g) is IndexedSlices:
                     out_grads[k] = densify(g)
-        inputs = op.inputs
-        set_wanted([id(t) in connected for t in inputs])
-        try:
-            in_grads = rule(op, *out_grads)
-        finally:
-            set_wanted(None)
+        in_grads = call_rule(rule, op, out_grads, [id(t) in connected for t in op.inputs])
         inputs = op.inputs  # a rule may have rewritten the op (control flow exposes intermediates)
         if len(in_grads) != len(inputs):
             raise ValueError(f"the gradient rule of {op.type} returned {len(in_grads)} gradients for "

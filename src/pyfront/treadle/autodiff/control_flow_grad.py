@@ -21,7 +21,7 @@ which rewrites it once more."""
 
 import weakref
 
-from treadle.autodiff import _ops
+from treadle.autodiff import helpers
 from treadle.autodiff.backprop import dense
 from treadle.autodiff.function_gradients import (
     GraphBackward, function_gradient, list_element_dtype, reopened, zeros_for)
@@ -30,6 +30,8 @@ from treadle.framework import context, dtypes
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.graph_tensor import SymbolicTensor
 from treadle.framework.tensor_shape import TensorShape
+from treadle.function.concrete_function import ConcreteFunction
+from treadle.ops.control_flow_ops import _body_function, cond, while_loop
 
 
 class _Here:
@@ -59,7 +61,6 @@ class _LazyValues:
 
 
 def _concrete(graph, name, outputs):
-    from treadle.function.concrete_function import ConcreteFunction
     fn = ConcreteFunction(graph, unique_function_name(name), ((), {}), list(outputs))
     fn.function_def()
     return fn
@@ -75,11 +76,11 @@ def _placeholder_value(graph, like):
                 element_dtype = list_element_dtype(like)
             except TypeError:
                 element_dtype = dtypes.float32
-            return _ops.run("TensorListReserve", [_ops.scalar(-1, dtypes.int32), _ops.scalar(0, dtypes.int32)],
-                            {"element_dtype": element_dtype})
+            return helpers.run("TensorListReserve", [helpers.scalar(-1, dtypes.int32), helpers.scalar(0, dtypes.int32)],
+                               {"element_dtype": element_dtype})
         if dtype == dtypes.resource:
             raise NotImplementedError("a branch intermediate that is a resource cannot be passed to the gradient")
-        return _ops.scalar(False if dtype == dtypes.bool else 0, dtype)
+        return helpers.scalar(False if dtype == dtypes.bool else 0, dtype)
 
 
 # ---------------------------------------------------------------- If
@@ -180,7 +181,6 @@ def _if_grad(op, *dys):
                     for j in wanted]
         return fn
 
-    from treadle.ops.control_flow_ops import cond
     results = cond(here(op.inputs[0]), branch(*plans[0]), branch(*plans[1]))
     grads = [None] * len(op.inputs)
     for j, g in zip(wanted, results):
@@ -244,9 +244,9 @@ def _rewrite_while(op):
         new_lists = []
         for (kind, ref, t), lst in zip(collected, lists):
             value = phs[ref] if kind == "input" else next(values)
-            new_lists.append(_ops.run("TensorListSetItem", [lst, k, value],
-                                      {"element_dtype": t.dtype, "resize_if_index_out_of_bounds": True}))
-        next_k = _ops.add(k, _ops.scalar(1, dtypes.int32))
+            new_lists.append(helpers.run("TensorListSetItem", [lst, k, value],
+                                         {"element_dtype": t.dtype, "resize_if_index_out_of_bounds": True}))
+        next_k = helpers.add(k, helpers.scalar(1, dtypes.int32))
         body_out = list(outs[:n]) + [next_k] + new_lists
     new_cond = FuncGraph("while_cond_grad_fwd", outer_graph=graph)
     with new_cond:
@@ -255,7 +255,6 @@ def _rewrite_while(op):
         for _ in collected:
             new_cond.add_placeholder(dtypes.variant, [], "collected")
         cond_out = cond_fn._call_in_graph(new_cond, cphs)
-    from treadle.ops.control_flow_ops import _body_function
     body2 = _body_function(new_body, "while_body_grad_fwd", body_out)
     cond2 = _body_function(new_cond, "while_cond_grad_fwd", cond_out)
     graph.add_function(body2)
@@ -263,9 +262,9 @@ def _rewrite_while(op):
 
     before = len(graph.operations)
     with reopened(graph):
-        k0 = _ops.scalar(0, dtypes.int32)
-        minus_one, zero = _ops.scalar(-1, dtypes.int32), _ops.scalar(0, dtypes.int32)
-        starts = [_ops.run("TensorListReserve", [minus_one, zero], {"element_dtype": t.dtype})
+        k0 = helpers.scalar(0, dtypes.int32)
+        minus_one, zero = helpers.scalar(-1, dtypes.int32), helpers.scalar(0, dtypes.int32)
+        starts = [helpers.run("TensorListReserve", [minus_one, zero], {"element_dtype": t.dtype})
                   for _, _, t in collected]
     _insert_before(graph, op, graph.operations[before:])
     attrs = dict(op.attrs)
@@ -327,13 +326,13 @@ def _while_grad(op, *dys):
             if source[0] == "invariant":
                 values.append(here(op.inputs[source[1]]))
             else:
-                values.append(_ops.run("TensorListGetItem", [here(op.outputs[source[1]]), i,
-                                                             _ops.scalar(-1, dtypes.int32)],
-                                       {"element_dtype": dtype}))
+                values.append(helpers.run("TensorListGetItem", [here(op.outputs[source[1]]), i,
+                                                                helpers.scalar(-1, dtypes.int32)],
+                                          {"element_dtype": dtype}))
         return values
 
     def body(i, *dv):
-        i = _ops.sub(i, _ops.scalar(1, dtypes.int32))
+        i = helpers.sub(i, helpers.scalar(1, dtypes.int32))
         values = read_sources(i)
         position = {}
         for p, (kind, ref) in enumerate(bwd.needed_kinds):
@@ -349,12 +348,11 @@ def _while_grad(op, *dys):
             if grads[j] is not None:
                 out.append(grads[j])
             else:
-                out.append(_ops.zeros_like(g))
+                out.append(helpers.zeros_like(g))
         return [i] + out
 
-    from treadle.ops.control_flow_ops import while_loop
     invariants = [TensorShape([])] + [_grad_shape_invariant(body_graph.inputs[j]) for j in diff]
-    results = while_loop(lambda i, *dv: _ops.run("Greater", [i, _ops.scalar(0, dtypes.int32)]), body,
+    results = while_loop(lambda i, *dv: helpers.run("Greater", [i, helpers.scalar(0, dtypes.int32)]), body,
                          [count] + initial, shape_invariants=invariants)
     grads = [None] * len(op.inputs)
     for j, g in zip(diff, results[1:]):

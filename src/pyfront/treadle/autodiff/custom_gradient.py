@@ -10,7 +10,7 @@ what it returns; the forward function's own ops get no gradient."""
 import functools
 import weakref
 
-from treadle.autodiff import _ops, tape
+from treadle.autodiff import helpers, tape
 from treadle.autodiff.registry import RegisterGradient
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
@@ -76,7 +76,7 @@ def _identity_n_grad(op, *dys):
     if custom is None:
         return list(dys)
     n, grad_fn = custom
-    upstream = [dy if dy is not None else _ops.zeros_like(y) for dy, y in zip(dys[:n], op.outputs[:n])]
+    upstream = [dy if dy is not None else helpers.zeros_like(y) for dy, y in zip(dys[:n], op.outputs[:n])]
     grads = grad_fn(*upstream)
     grads = list(grads) if isinstance(grads, (list, tuple)) else [grads]
     num_inputs = len(op.inputs) - n

@@ -4,10 +4,11 @@ the index-tuple ops (gather_nd, scatter_nd, tensor_scatter_nd_*)."""
 
 import math
 
-from treadle.autodiff import _ops
-from treadle.autodiff._ops import mul, neg, run, scalar
-from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr, input_wanted
+from treadle.autodiff import helpers
+from treadle.autodiff.helpers import mul, neg, run, scalar
+from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
+from treadle.ops import array_ops
 
 NotDifferentiable("StopGradient")
 
@@ -17,7 +18,7 @@ NotDifferentiable("StopGradient")
 @RegisterGradient("Log1p")
 def _log1p_grad(op, dy):
     x = op.inputs[0]
-    return [_ops.div(dy, _ops.add(x, scalar(1, x.dtype)))]
+    return [helpers.div(dy, helpers.add(x, scalar(1, x.dtype)))]
 
 
 @RegisterGradient("Softplus")
@@ -51,7 +52,7 @@ def _cumprod_grad(op, dy):
     x, axis = op.inputs
     exclusive, reverse = get_attr(op, "exclusive"), get_attr(op, "reverse")
     summed = _cumsum(mul(op.outputs[0], dy), axis, exclusive, not reverse)
-    return [_ops.div(summed, x), None]
+    return [helpers.div(summed, x), None]
 
 
 # ---------------------------------------------------------------- reordering
@@ -67,16 +68,16 @@ def _roll_grad(op, dy):
 
 
 @RegisterGradient("PadV2")
-def _pad_grad(op, dy):
+def _pad_grad(op, dy, *, wanted):
     # The interior of dy: begin at the leading paddings, as large as the input.
     x, paddings = op.inputs[0], op.inputs[1]
-    begin = run("StridedSlice", [_ops.cast(paddings, dtypes.int32), _ops.ints([0, 0]), _ops.ints([0, 1]),
-                                 _ops.ints([1, 1])], {"begin_mask": 1, "end_mask": 1, "shrink_axis_mask": 2})
-    end = _ops.add(begin, _ops.shape(x))
+    begin = run("StridedSlice", [helpers.cast(paddings, dtypes.int32), helpers.ints([0, 0]), helpers.ints([0, 1]),
+                                 helpers.ints([1, 1])], {"begin_mask": 1, "end_mask": 1, "shrink_axis_mask": 2})
+    end = helpers.add(begin, helpers.shape(x))
     strides = run("OnesLike", [begin])
     dx = run("StridedSlice", [dy, begin, end, strides])
-    dvalue = _ops.sub(_ops.reduce_sum(dy, _ops.all_axes(dy)), _ops.reduce_sum(dx, _ops.all_axes(dx))) \
-        if input_wanted(2) else None
+    dvalue = helpers.sub(helpers.reduce_sum(dy, helpers.all_axes(dy)), helpers.reduce_sum(dx, helpers.all_axes(dx))) \
+        if wanted[2] else None
     return [dx, None, dvalue]
 
 
@@ -89,7 +90,7 @@ def _gather_nd(t, indices):
 @RegisterGradient("GatherNd")
 def _gather_nd_grad(op, dy):
     params, indices = op.inputs
-    shape = _ops.cast(_ops.shape(params), indices.dtype)
+    shape = helpers.cast(helpers.shape(params), indices.dtype)
     return [run("ScatterNd", [indices, dy, shape]), None]
 
 
@@ -109,10 +110,10 @@ def _tensor_scatter_sub_grad(op, dy):
 
 
 @RegisterGradient("TensorScatterUpdate")
-def _tensor_scatter_update_grad(op, dy):
+def _tensor_scatter_update_grad(op, dy, *, wanted):
     # The replaced slices get no gradient from the tensor; the updates get theirs.
     indices, updates = op.inputs[1], op.inputs[2]
-    dtensor = run("TensorScatterUpdate", [dy, indices, _ops.zeros_like(updates)]) if input_wanted(0) else None
+    dtensor = run("TensorScatterUpdate", [dy, indices, helpers.zeros_like(updates)]) if wanted[0] else None
     return [dtensor, None, _gather_nd(dy, indices)]
 
 
@@ -134,15 +135,14 @@ NotDifferentiable("Assert")
 @RegisterGradient("TopKV2")
 def _top_k_grad(op, dvalues, dindices=None):
     # Each value came from one position of its row: put dvalues back there.
-    from treadle.ops import array_ops
     x, indices = op.inputs[0], op.outputs[1]
     if dvalues is None:
         return [None, None]
-    n = array_ops.shape(x)[-1] if _ops.static_shape(x) is None or _ops.static_shape(x)[-1] is None \
-        else _ops.static_shape(x)[-1]
+    n = array_ops.shape(x)[-1] if helpers.static_shape(x) is None or helpers.static_shape(x)[-1] is None \
+        else helpers.static_shape(x)[-1]
     hot = array_ops.one_hot(indices, n, dtype=dvalues.dtype)
     placed = mul(hot, run("ExpandDims", [dvalues, scalar(-1, dtypes.int32)]))
-    return [_ops.reduce_sum(placed, scalar(-2, dtypes.int32)), None]
+    return [helpers.reduce_sum(placed, scalar(-2, dtypes.int32)), None]
 
 
 NotDifferentiable("StatelessRandomUniform", "StatelessRandomNormal")
@@ -155,15 +155,15 @@ def _bmm(a, b, adj_a=False, adj_b=False):
 
 
 def _transpose_last2(t):
-    shape = _ops.static_shape(t)
+    shape = helpers.static_shape(t)
     if shape is not None:
         r = len(shape)
-        return run("Transpose", [t, _ops.ints(list(range(r - 2)) + [r - 1, r - 2])])
+        return run("Transpose", [t, helpers.ints(list(range(r - 2)) + [r - 1, r - 2])])
     # Unknown rank: the permutation [0, ..., r-3, r-1, r-2] computed when the graph runs.
     r = run("Rank", [t])
     one, two = scalar(1, dtypes.int32), scalar(2, dtypes.int32)
-    lead = run("Range", [scalar(0, dtypes.int32), _ops.sub(r, two), one])
-    last = run("Pack", [_ops.sub(r, one), _ops.sub(r, two)], {"axis": 0})
+    lead = run("Range", [scalar(0, dtypes.int32), helpers.sub(r, two), one])
+    last = run("Pack", [helpers.sub(r, one), helpers.sub(r, two)], {"axis": 0})
     return run("Transpose", [t, run("ConcatV2", [lead, last, scalar(0, dtypes.int32)])])
 
 
@@ -174,10 +174,10 @@ def _matrix_inverse_grad(op, dy):
 
 
 @RegisterGradient("MatrixSolve")
-def _matrix_solve_grad(op, dx):
+def _matrix_solve_grad(op, dx, *, wanted):
     a, x = op.inputs[0], op.outputs[0]
     db = run("MatrixSolve", [_transpose_last2(a), dx])
-    da = neg(_bmm(db, x, adj_b=True)) if input_wanted(0) else None
+    da = neg(_bmm(db, x, adj_b=True)) if wanted[0] else None
     return [da, db]
 
 
@@ -192,16 +192,15 @@ def _matrix_determinant_grad(op, dy):
 @RegisterGradient("Cholesky")
 def _cholesky_grad(op, dl):
     # TensorFlow's rule (Murray, 2016): symmetric, from the lower triangle of L^T dL with its diagonal halved.
-    from treadle.ops import array_ops
     l = op.outputs[0]
     n = array_ops.shape(l)[-1]
     rows = run("ExpandDims", [run("Range", [scalar(0, dtypes.int32), n, scalar(1, dtypes.int32)]),
                               scalar(-1, dtypes.int32)])
     cols = run("Range", [scalar(0, dtypes.int32), n, scalar(1, dtypes.int32)])
-    strict = _ops.cast(run("Greater", [rows, cols]), l.dtype)
-    diag = _ops.cast(run("Equal", [rows, cols]), l.dtype)
-    mask = _ops.add(strict, mul(diag, scalar(0.5, l.dtype)))
+    strict = helpers.cast(run("Greater", [rows, cols]), l.dtype)
+    diag = helpers.cast(run("Equal", [rows, cols]), l.dtype)
+    mask = helpers.add(strict, mul(diag, scalar(0.5, l.dtype)))
     l_inverse = run("MatrixInverse", [l])
     middle = mul(_bmm(l, dl, adj_a=True), mask)
     grad = _bmm(_bmm(l_inverse, middle, adj_a=True), l_inverse)
-    return [mul(_ops.add(grad, _transpose_last2(grad)), scalar(0.5, l.dtype))]
+    return [mul(helpers.add(grad, _transpose_last2(grad)), scalar(0.5, l.dtype))]

@@ -27,12 +27,14 @@ run's intermediates (the Loom)."""
 
 import threading
 
-from treadle.autodiff import _ops
+from treadle.autodiff import helpers
 from treadle.autodiff.backprop import backward, dense
 from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES, RegisterGradient
 from treadle.framework import context, dtypes, indexed_slices
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.graph_tensor import SymbolicTensor
+from treadle.framework.op_def_library import function_attrs
+from treadle.function.concrete_function import ConcreteFunction
 
 _lock = threading.RLock()
 
@@ -66,14 +68,15 @@ def gradient_dtype(t):
     if t.dtype not in DIFFERENTIABLE_DTYPES:
         return None
     if t.dtype == dtypes.resource:
-        read = _variable_read(t)
+        read = _read_of_handle(t)
         return None if read is None else read.dtype
     return t.dtype
 
 
-def _variable_read(handle):
-    """A ReadVariableOp output reading `handle` (for the variable's dtype and
-    shape), in its graph or in the functions it is passed to; None if none."""
+def _read_of_handle(handle):
+    """A ReadVariableOp output reading variable handle `handle` (for the
+    variable's dtype and shape), in its graph or in the functions it is passed
+    to; None if none."""
     graph = getattr(handle, "graph", None)
     if graph is None:
         return None
@@ -83,14 +86,22 @@ def _variable_read(handle):
                 continue
             if op.type == "ReadVariableOp":
                 return op.outputs[0]
-            for attr, offset in (("then_branch", 1), ("else_branch", 1), ("body", 0), ("cond", 0), ("f", 0)):
-                name = op.attrs.get(attr) if op.attrs else None
-                fn = graph.functions.get(name) if isinstance(name, str) else None
-                if fn is not None and 0 <= k - offset < len(fn.graph.inputs):
-                    read = _variable_read(fn.graph.inputs[k - offset])
-                    if read is not None:
-                        return read
+            for fn, arg in _functions_taking(op, k):
+                read = _read_of_handle(fn.graph.inputs[arg])
+                if read is not None:
+                    return read
     return None
+
+
+def _functions_taking(op, k):
+    """(function, argument index) for each library function graph op `op`
+    passes its input k to, as the op registry describes the op's calls."""
+    for f in function_attrs(op.type):
+        name = op.attrs.get(f.attr) if op.attrs else None
+        fn = op.graph.functions.get(name) if isinstance(name, str) else None
+        arg = k - f.first_input
+        if fn is not None and 0 <= arg < len(fn.graph.inputs):
+            yield fn, arg
 
 
 class GraphBackward:
@@ -110,7 +121,7 @@ class GraphBackward:
             for y, dt in zip(self.outputs, self.dy_dtypes):
                 if dt is None:
                     continue
-                shape = y.shape if y.dtype != dtypes.resource else _variable_read(y).shape
+                shape = y.shape if y.dtype != dtypes.resource else _read_of_handle(y).shape
                 dys.append(bwd.add_placeholder(dt, shape, "dy"))
             targets = [y for y, dt in zip(self.outputs, self.dy_dtypes) if dt is not None]
             grads = backward(graph.operations, targets, dys, graph.inputs)
@@ -133,7 +144,6 @@ class GraphBackward:
         bwd.inputs = dys + needed_phs + capture_phs
         bwd.structured_outputs = list(results)
         bwd.outputs = list(results)
-        from treadle.function.concrete_function import ConcreteFunction
         self.function = ConcreteFunction(bwd, bwd.name, ((), {}), list(results))
         self.function.function_def()
         bwd.finalized = True
@@ -166,8 +176,8 @@ def zeros_for(value, like, grad_dtype):
     """A zero gradient for `value`, whose forward-graph counterpart is `like`
     (used to tell a list's element dtype) and whose gradient has `grad_dtype`."""
     if value.dtype == dtypes.resource:
-        return _ops.zeros_like(_ops.run("ReadVariableOp", [value], {"dtype": grad_dtype}))
-    return _ops.zeros_like(value)
+        return helpers.zeros_like(helpers.run("ReadVariableOp", [value], {"dtype": grad_dtype}))
+    return helpers.zeros_like(value)
 
 
 def list_element_dtype(t):
@@ -189,16 +199,16 @@ def list_element_dtype(t):
             if consumer.type != "TensorListAddN" and "element_dtype" in (consumer.attrs or {}) and \
                     any(x is t for x in consumer.inputs):
                 return consumer.attrs["element_dtype"]
-        if op.type in ("While", "StatelessWhile"):
-            todo.append(op.inputs[t.value_index])
-            body = graph.functions[op.attrs["body"]]
-            todo.append(body.graph.inputs[t.value_index])
-        elif op.type in ("If", "StatelessIf", "PartitionedCall", "StatefulPartitionedCall"):
-            for attr in ("then_branch", "else_branch", "f"):
-                if attr in op.attrs:
-                    fn = graph.functions[op.attrs[attr]]
-                    todo.append(fn._flat_outputs[t.value_index])
-        elif op.type == "Placeholder":
+        for f in function_attrs(op.type):
+            if not f.returns_outputs:
+                continue
+            fn = graph.functions[op.attrs[f.attr]]
+            if f.loop_body:  # the output is the loop variable: follow what enters the loop and the body
+                todo.append(op.inputs[f.first_input + t.value_index])
+                todo.append(fn.graph.inputs[t.value_index])
+            else:
+                todo.append(fn._flat_outputs[t.value_index])
+        if op.type == "Placeholder":
             for ext, ph in graph.captures.values():
                 if ph is t:
                     todo.append(ext)
@@ -245,7 +255,6 @@ class FunctionGradient:
             if id(t) not in known:
                 known.add(id(t))
                 outputs.append(t)
-        from treadle.function.concrete_function import ConcreteFunction
         forward = ConcreteFunction(self.graph, unique_function_name(f"{self.name}_forward{len(self.levels)}"),
                                    ((), {}), outputs)
         forward.function_def()
@@ -410,7 +419,6 @@ def backward_function(concrete_fn):
     graph.inputs = xs + [dy_phs[i] for i in out_idx] + [ph for _, ph in graph.captures.values()]
     graph.structured_outputs = list(results)
     graph.outputs = list(results)
-    from treadle.function.concrete_function import ConcreteFunction
     fn = ConcreteFunction(graph, graph.name, ((), {}), list(results))
     fn.function_def()
     graph.finalized = True

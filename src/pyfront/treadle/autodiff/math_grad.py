@@ -2,9 +2,9 @@
 
 import math
 
-from treadle.autodiff import _ops
-from treadle.autodiff._ops import mul, neg, run, scalar, unbroadcast
-from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr, input_wanted
+from treadle.autodiff import helpers
+from treadle.autodiff.helpers import mul, neg, run, scalar, unbroadcast
+from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
 
 NotDifferentiable(
@@ -16,86 +16,82 @@ NotDifferentiable(
 )
 
 
-def _wants():
-    return input_wanted(0), input_wanted(1)
-
-
 # ---------------------------------------------------------------- binary arithmetic
 
 @RegisterGradient("AddV2", "Add")  # Add: TensorFlow's op for strings, the same rule for numbers
-def _add_grad(op, dz):
-    wx, wy = _wants()
+def _add_grad(op, dz, *, wanted):
+    wx, wy = wanted
     return unbroadcast(op.inputs[0], op.inputs[1], dz if wx else None, dz if wy else None)
 
 
 @RegisterGradient("Sub")
-def _sub_grad(op, dz):
-    wx, wy = _wants()
+def _sub_grad(op, dz, *, wanted):
+    wx, wy = wanted
     return unbroadcast(op.inputs[0], op.inputs[1], dz if wx else None, neg(dz) if wy else None)
 
 
 @RegisterGradient("Mul")
-def _mul_grad(op, dz):
+def _mul_grad(op, dz, *, wanted):
     x, y = op.inputs
-    wx, wy = _wants()
+    wx, wy = wanted
     return unbroadcast(x, y, mul(dz, y) if wx else None, mul(x, dz) if wy else None)
 
 
 @RegisterGradient("RealDiv")
-def _real_div_grad(op, dz):
+def _real_div_grad(op, dz, *, wanted):
     x, y = op.inputs
-    wx, wy = _wants()
-    gx = _ops.div(dz, y) if wx else None
-    gy = mul(dz, _ops.div(_ops.div(neg(x), y), y)) if wy else None
+    wx, wy = wanted
+    gx = helpers.div(dz, y) if wx else None
+    gy = mul(dz, helpers.div(helpers.div(neg(x), y), y)) if wy else None
     return unbroadcast(x, y, gx, gy)
 
 
 @RegisterGradient("FloorMod")
-def _floor_mod_grad(op, dz):
+def _floor_mod_grad(op, dz, *, wanted):
     # x mod y = x - floor(x / y) * y
     x, y = op.inputs
-    wx, wy = _wants()
+    wx, wy = wanted
     gy = mul(neg(dz), run("FloorDiv", [x, y])) if wy else None
     return unbroadcast(x, y, dz if wx else None, gy)
 
 
 @RegisterGradient("Pow")
-def _pow_grad(op, dz):
+def _pow_grad(op, dz, *, wanted):
     x, y = op.inputs
     z = op.outputs[0]
-    wx, wy = _wants()
+    wx, wy = wanted
     gx = gy = None
     if wx:
         one = scalar(1, x.dtype)
-        gx = mul(dz, mul(y, run("Pow", [x, _ops.sub(y, one)])))
+        gx = mul(dz, mul(y, run("Pow", [x, helpers.sub(y, one)])))
     if wy:
         # d/dy x**y = x**y log x, taken as 0 where x <= 0 (log undefined); the
         # safe x keeps log's own gradient finite there.
         positive = run("Greater", [x, scalar(0, x.dtype)])
-        safe_x = _ops.select(positive, x, scalar(1, x.dtype))
-        log_x = _ops.select(positive, run("Log", [safe_x]), scalar(0, x.dtype))
+        safe_x = helpers.select(positive, x, scalar(1, x.dtype))
+        log_x = helpers.select(positive, run("Log", [safe_x]), scalar(0, x.dtype))
         gy = mul(dz, mul(z, log_x))
     return unbroadcast(x, y, gx, gy)
 
 
-def _min_max_grad(op, dz, compare):
+def _min_max_grad(op, dz, compare, wanted):
     x, y = op.inputs
-    wx, wy = _wants()
+    wx, wy = wanted
     x_wins = run(compare, [x, y])  # ties go to x
     zero = scalar(0, dz.dtype)
-    gx = _ops.select(x_wins, dz, zero) if wx else None
-    gy = _ops.select(x_wins, zero, dz) if wy else None
-    return (None if gx is None else _ops.reduce_to(gx, x)), (None if gy is None else _ops.reduce_to(gy, y))
+    gx = helpers.select(x_wins, dz, zero) if wx else None
+    gy = helpers.select(x_wins, zero, dz) if wy else None
+    return (None if gx is None else helpers.reduce_to(gx, x)), (None if gy is None else helpers.reduce_to(gy, y))
 
 
 @RegisterGradient("Maximum")
-def _maximum_grad(op, dz):
-    return _min_max_grad(op, dz, "GreaterEqual")
+def _maximum_grad(op, dz, *, wanted):
+    return _min_max_grad(op, dz, "GreaterEqual", wanted)
 
 
 @RegisterGradient("Minimum")
-def _minimum_grad(op, dz):
-    return _min_max_grad(op, dz, "LessEqual")
+def _minimum_grad(op, dz, *, wanted):
+    return _min_max_grad(op, dz, "LessEqual", wanted)
 
 
 @RegisterGradient("AddN")
@@ -117,7 +113,7 @@ def _abs_grad(op, dz):
 
 @RegisterGradient("Sign")
 def _sign_grad(op, dz):
-    return [_ops.zeros_like(op.inputs[0])]  # zero wherever it is defined
+    return [helpers.zeros_like(op.inputs[0])]  # zero wherever it is defined
 
 
 @RegisterGradient("Square")
@@ -129,7 +125,7 @@ def _square_grad(op, dz):
 @RegisterGradient("Sqrt")
 def _sqrt_grad(op, dz):
     y = op.outputs[0]
-    return [_ops.div(mul(dz, scalar(0.5, y.dtype)), y)]
+    return [helpers.div(mul(dz, scalar(0.5, y.dtype)), y)]
 
 
 @RegisterGradient("Rsqrt")
@@ -145,7 +141,7 @@ def _exp_grad(op, dz):
 
 @RegisterGradient("Log")
 def _log_grad(op, dz):
-    return [_ops.div(dz, op.inputs[0])]
+    return [helpers.div(dz, op.inputs[0])]
 
 
 @RegisterGradient("Reciprocal")
@@ -156,44 +152,44 @@ def _reciprocal_grad(op, dz):
 
 @RegisterGradient("Tanh")
 def _tanh_grad(op, dz):
-    return [_ops.run("TanhGrad", [op.outputs[0], dz])]
+    return [helpers.run("TanhGrad", [op.outputs[0], dz])]
 
 
 @RegisterGradient("Sigmoid")
 def _sigmoid_grad(op, dz):
-    return [_ops.run("SigmoidGrad", [op.outputs[0], dz])]
+    return [helpers.run("SigmoidGrad", [op.outputs[0], dz])]
 
 
 @RegisterGradient("TanhGrad")
 def _tanh_grad_grad(op, ddz):
     # z = dy * (1 - y^2): dz/dy = -2 y dy, dz/d(dy) = 1 - y^2.
     y, dy = op.inputs
-    return [mul(ddz, mul(scalar(-2, y.dtype), mul(y, dy))), _ops.run("TanhGrad", [y, ddz])]
+    return [mul(ddz, mul(scalar(-2, y.dtype), mul(y, dy))), helpers.run("TanhGrad", [y, ddz])]
 
 
 @RegisterGradient("SigmoidGrad")
 def _sigmoid_grad_grad(op, ddz):
     # z = dy * y * (1 - y): dz/dy = dy (1 - 2 y), dz/d(dy) = y (1 - y).
     y, dy = op.inputs
-    return [mul(ddz, mul(dy, _ops.sub(scalar(1, y.dtype), mul(scalar(2, y.dtype), y)))),
-            _ops.run("SigmoidGrad", [y, ddz])]
+    return [mul(ddz, mul(dy, helpers.sub(scalar(1, y.dtype), mul(scalar(2, y.dtype), y)))),
+            helpers.run("SigmoidGrad", [y, ddz])]
 
 
 @RegisterGradient("Cast")
 def _cast_grad(op, dz):
     src = op.inputs[0].dtype
     if src.is_floating and dz.dtype.is_floating:
-        return [_ops.cast(dz, src)]
+        return [helpers.cast(dz, src)]
     return [None]
 
 
 # ---------------------------------------------------------------- matmul
 
-def _product_grads(mm, a, b, dz, ta, tb):
+def _product_grads(mm, a, b, dz, ta, tb, wanted):
     """The gradients of op(a) op(b) (op: transposed where ta/tb say) with
-    respect to a and b, each None when not wanted; `mm(x, y, tx, ty)` makes
+    respect to a and b, each None when not `wanted`; `mm(x, y, tx, ty)` makes
     the product op(x) op(y) with the op's own kind of matmul."""
-    wa, wb = _wants()
+    wa, wb = wanted
     # The operands of each gradient's product, by (ta, tb).
     ga_args, gb_args = {
         (False, False): ((dz, b, False, True), (a, dz, True, False)),
@@ -205,28 +201,28 @@ def _product_grads(mm, a, b, dz, ta, tb):
 
 
 @RegisterGradient("MatMul")
-def _matmul_grad(op, dz):
+def _matmul_grad(op, dz, *, wanted):
     a, b = op.inputs
     return _product_grads(lambda x, y, tx, ty: run("MatMul", [x, y], {"transpose_a": tx, "transpose_b": ty}),
-                          a, b, dz, get_attr(op, "transpose_a"), get_attr(op, "transpose_b"))
+                          a, b, dz, get_attr(op, "transpose_a"), get_attr(op, "transpose_b"), wanted)
 
 
 @RegisterGradient("BatchMatMulV2")
-def _batch_matmul_grad(op, dz):
+def _batch_matmul_grad(op, dz, *, wanted):
     a, b = op.inputs
     ga, gb = _product_grads(lambda x, y, tx, ty: run("BatchMatMulV2", [x, y], {"adj_x": tx, "adj_y": ty}),
-                            a, b, dz, get_attr(op, "adj_x"), get_attr(op, "adj_y"))
+                            a, b, dz, get_attr(op, "adj_x"), get_attr(op, "adj_y"), wanted)
     # Batch dimensions broadcast: sum each gradient back to its input's shape.
-    return (None if ga is None else _ops.reduce_to(ga, a)), (None if gb is None else _ops.reduce_to(gb, b))
+    return (None if ga is None else helpers.reduce_to(ga, a)), (None if gb is None else helpers.reduce_to(gb, b))
 
 
 # ---------------------------------------------------------------- reductions
 
 def _broadcast_back(g, x, axes, keep_dims):
     """g (the gradient of a reduction of x over axes) broadcast to x's shape."""
-    if not keep_dims and _ops.static_shape(g) != ():  # a scalar broadcasts as it is
-        g = _ops.reshape(g, _ops.kept_dims_shape(x, axes))
-    return run("BroadcastTo", [g, _ops.shape(x)])
+    if not keep_dims and helpers.static_shape(g) != ():  # a scalar broadcasts as it is
+        g = helpers.reshape(g, helpers.kept_dims_shape(x, axes))
+    return run("BroadcastTo", [g, helpers.shape(x)])
 
 
 @RegisterGradient("Sum")
@@ -237,22 +233,22 @@ def _sum_grad(op, dz):
 
 def _reduced_count(x, y):
     """How many elements of x went into each element of its reduction y, in x's dtype."""
-    xs, ys = _ops.static_shape(x), _ops.static_shape(y)
-    if _ops.fully_known(xs) and _ops.fully_known(ys):
+    xs, ys = helpers.static_shape(x), helpers.static_shape(y)
+    if helpers.fully_known(xs) and helpers.fully_known(ys):
         n = math.prod(xs) // max(math.prod(ys), 1)
         return scalar(max(n, 1), x.dtype)
     size_x = run("Size", [x], {"out_type": dtypes.int32})
     size_y = run("Size", [y], {"out_type": dtypes.int32})
     n = run("Maximum", [run("FloorDiv", [size_x, run("Maximum", [size_y, scalar(1, dtypes.int32)])]),
                         scalar(1, dtypes.int32)])
-    return _ops.cast(n, x.dtype)
+    return helpers.cast(n, x.dtype)
 
 
 @RegisterGradient("Mean")
 def _mean_grad(op, dz):
     x, axes = op.inputs
     g = _broadcast_back(dz, x, axes, get_attr(op, "keep_dims"))
-    return _ops.div(g, _reduced_count(x, op.outputs[0])), None
+    return helpers.div(g, _reduced_count(x, op.outputs[0])), None
 
 
 def _extremum_grad(op, dz):
@@ -261,12 +257,12 @@ def _extremum_grad(op, dz):
     keep = get_attr(op, "keep_dims")
     y = op.outputs[0]
     if not keep:
-        kept = _ops.kept_dims_shape(x, axes)
-        y = _ops.reshape(y, kept)
-        dz = _ops.reshape(dz, kept)
-    hits = _ops.cast(run("Equal", [x, y]), x.dtype)
-    count = _ops.reduce_sum(hits, axes, keepdims=True)
-    return mul(_ops.div(hits, count), dz), None
+        kept = helpers.kept_dims_shape(x, axes)
+        y = helpers.reshape(y, kept)
+        dz = helpers.reshape(dz, kept)
+    hits = helpers.cast(run("Equal", [x, y]), x.dtype)
+    count = helpers.reduce_sum(hits, axes, keepdims=True)
+    return mul(helpers.div(hits, count), dz), None
 
 
 RegisterGradient("Max")(_extremum_grad)
@@ -282,12 +278,12 @@ def _prod_grad(op, dz):
     keep = get_attr(op, "keep_dims")
     zero, one = scalar(0, x.dtype), scalar(1, x.dtype)
     is_zero = run("Equal", [x, zero])
-    p = run("Prod", [_ops.select(is_zero, one, x), axes], {"keep_dims": True})
-    c = run("Sum", [_ops.cast(is_zero, x.dtype), axes], {"keep_dims": True})
-    safe_x = _ops.select(is_zero, one, x)
-    at_nonzero = _ops.select(run("Equal", [c, zero]), _ops.div(p, safe_x), zero)
-    at_zero = _ops.select(run("Equal", [c, one]), run("BroadcastTo", [p, _ops.shape(x)]), zero)
-    others = _ops.select(is_zero, at_zero, at_nonzero)
+    p = run("Prod", [helpers.select(is_zero, one, x), axes], {"keep_dims": True})
+    c = run("Sum", [helpers.cast(is_zero, x.dtype), axes], {"keep_dims": True})
+    safe_x = helpers.select(is_zero, one, x)
+    at_nonzero = helpers.select(run("Equal", [c, zero]), helpers.div(p, safe_x), zero)
+    at_zero = helpers.select(run("Equal", [c, one]), run("BroadcastTo", [p, helpers.shape(x)]), zero)
+    others = helpers.select(is_zero, at_zero, at_nonzero)
     if not keep:
-        dz = _ops.reshape(dz, _ops.kept_dims_shape(x, axes))
+        dz = helpers.reshape(dz, helpers.kept_dims_shape(x, axes))
     return mul(others, dz), None

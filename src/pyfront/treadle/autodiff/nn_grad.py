@@ -1,7 +1,7 @@
 """Gradient rules of the neural-network ops."""
 
-from treadle.autodiff import _ops
-from treadle.autodiff._ops import mul, run, scalar, sub
+from treadle.autodiff import helpers
+from treadle.autodiff.helpers import mul, run, scalar, sub
 from treadle.autodiff.registry import RegisterGradient, get_attr
 from treadle.framework import dtypes
 
@@ -18,7 +18,7 @@ def _relu_grad_grad(op, ddz):
 
 
 def _sum_along(x, axis):
-    return run("Sum", [x, _ops.ints([axis])], {"keep_dims": True})
+    return run("Sum", [x, helpers.ints([axis])], {"keep_dims": True})
 
 
 @RegisterGradient("Softmax")
@@ -52,5 +52,5 @@ def _sparse_xent_grad(op, dloss, dbackprop):
         # Second-order terms: backprop depends on the logits through the softmax.
         softmax = run("Softmax", [logits], {"axis": -1})
         h = mul(sub(dbackprop, _sum_along(mul(dbackprop, softmax), -1)), softmax)
-        g = h if g is None else _ops.add(g, h)
+        g = h if g is None else helpers.add(g, h)
     return g, None

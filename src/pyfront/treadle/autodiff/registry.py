@@ -5,14 +5,20 @@ A rule is `rule(op, *output_grads) -> input grads`: `op` has `.type`,
 graph Operation, or an eager op recorded by a GradientTape. An output grad is
 None where nothing flows back into that output. The rule returns one value per
 input (None where the input gets no gradient) built with ordinary op calls,
-so the same rule adds graph nodes while tracing and runs eagerly otherwise."""
+so the same rule adds graph nodes while tracing and runs eagerly otherwise.
 
-import threading
+A rule that declares a keyword-only parameter `wanted` is also told which
+inputs need a gradient (one bool per input: the backward pass leaves out
+inputs no source depends on), so it can skip that work, such as a matmul's
+gradient with respect to its data."""
+
+import inspect
 
 from treadle.framework import dtypes
 from treadle.framework.op_def_library import SIGNATURES
 
 _RULES = {}
+_TAKES_WANTED = {}  # rule -> whether it declares the keyword-only parameter `wanted`
 _NOT_DIFFERENTIABLE = set()
 _DEFAULTS = {}  # op type -> {attr name: default}
 
@@ -33,7 +39,24 @@ class RegisterGradient:
             if op_type in _RULES or op_type in _NOT_DIFFERENTIABLE:
                 raise KeyError(f"a gradient for {op_type} is already registered")
             _RULES[op_type] = fn
+        _TAKES_WANTED[fn] = _declares_wanted(fn)
         return fn
+
+
+def _declares_wanted(fn):
+    try:
+        param = inspect.signature(fn).parameters.get("wanted")
+    except (TypeError, ValueError):  # a callable without a signature Python can read
+        return False
+    return param is not None and param.kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def call_rule(rule, op, output_grads, wanted):
+    """Runs gradient rule `rule` of `op`; `wanted[i]` says whether input i
+    needs a gradient (given to the rules that declare `wanted`)."""
+    if _TAKES_WANTED.get(rule, False):
+        return rule(op, *output_grads, wanted=wanted)
+    return rule(op, *output_grads)
 
 
 def NotDifferentiable(*op_types):  # noqa: N802 (TensorFlow's name)
@@ -77,25 +100,6 @@ def get_attr(op, name):
         return defaults[name]
     except KeyError:
         raise KeyError(f"{op.type} has no attribute '{name}'") from None
-
-
-class _Wanted(threading.local):
-    value = None
-
-
-_wanted = _Wanted()
-
-
-def input_wanted(i):
-    """Whether the rule being run must produce a gradient for input i (the
-    backward pass leaves out inputs no source depends on, so rules can skip
-    work such as the gradient of a matmul with respect to the data)."""
-    w = _wanted.value
-    return w is None or w[i]
-
-
-def set_wanted(flags):
-    _wanted.value = flags
 
 
 def is_differentiable(t):

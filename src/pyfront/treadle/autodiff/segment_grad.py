@@ -2,8 +2,8 @@
 td.RaggedTensor's rows). UnsortedSegmentSum's rule is with the gathers it
 is the gradient of, in array_grad."""
 
-from treadle.autodiff import _ops
-from treadle.autodiff._ops import ints, run, scalar
+from treadle.autodiff import helpers
+from treadle.autodiff.helpers import ints, run, scalar
 from treadle.autodiff.array_grad import _concat, _dim
 from treadle.autodiff.registry import RegisterGradient, get_attr
 from treadle.framework import dtypes
@@ -17,9 +17,9 @@ def _sorted_segment_sum_grad(op, dz):
 
 def _row_mask(mask, ids, like):
     """`mask` (shaped like ids) reshaped to broadcast against `like` (ids' shape then more dims)."""
-    extra = _ops.sub(_ops.rank(like), _ops.rank(ids))
-    ones = run("Fill", [_ops.reshape(extra, ints([1])), scalar(1, dtypes.int32)])
-    return _ops.reshape(mask, _concat([_ops.shape(ids), ones], ints(0)))
+    extra = helpers.sub(helpers.rank(like), helpers.rank(ids))
+    ones = run("Fill", [helpers.reshape(extra, ints([1])), scalar(1, dtypes.int32)])
+    return helpers.reshape(mask, _concat([helpers.shape(ids), ones], ints(0)))
 
 
 @RegisterGradient("UnsortedSegmentMax")
@@ -33,9 +33,9 @@ def _unsorted_segment_max_grad(op, dz):
     kept = _row_mask(run("GreaterEqual", [ids, zero]), ids, data)
     axis0 = scalar(0, dtypes.int32)
     selected = run("LogicalAnd", [run("Equal", [data, run("GatherV2", [out, clipped, axis0])]), kept])
-    count = run("UnsortedSegmentSum", [_ops.cast(selected, dz.dtype), ids, num])
-    share = run("GatherV2", [_ops.div(dz, run("Maximum", [count, scalar(1, dz.dtype)])), clipped, axis0])
-    return _ops.select(selected, share, scalar(0, dz.dtype)), None, None
+    count = run("UnsortedSegmentSum", [helpers.cast(selected, dz.dtype), ids, num])
+    share = run("GatherV2", [helpers.div(dz, run("Maximum", [count, scalar(1, dz.dtype)])), clipped, axis0])
+    return helpers.select(selected, share, scalar(0, dz.dtype)), None, None
 
 
 @RegisterGradient("Repeat")
@@ -44,16 +44,16 @@ def _repeat_grad(op, dz):
     # along the axis (moved to the front), the copies of entry i having id i.
     x, repeats = op.inputs
     axis = get_attr(op, "axis")
-    static = _ops.static_shape(x)
+    static = helpers.static_shape(x)
     i32 = dtypes.int32
     if static is not None:
         rank = len(static)
         axis = axis + rank if axis < 0 else axis
         n = _dim(x, axis)
     else:
-        rank = _ops.rank(x)
-        axis = scalar(axis, i32) if axis >= 0 else _ops.add(scalar(axis, i32), rank)
-        n = run("GatherV2", [_ops.shape(x), axis, scalar(0, i32)])
+        rank = helpers.rank(x)
+        axis = scalar(axis, i32) if axis >= 0 else helpers.add(scalar(axis, i32), rank)
+        n = run("GatherV2", [helpers.shape(x), axis, scalar(0, i32)])
     ids = run("Repeat", [run("Range", [scalar(0, i32), n, scalar(1, i32)]), repeats], {"axis": 0})
     if static is not None and axis == 0:
         return run("UnsortedSegmentSum", [dz, ids, n]), None
@@ -62,7 +62,7 @@ def _repeat_grad(op, dz):
     else:
         def span(lo, hi):
             return run("Range", [lo, hi, scalar(1, i32)])
-        perm = _concat([_ops.reshape(axis, ints([1])), span(scalar(0, i32), axis),
-                        span(_ops.add(axis, scalar(1, i32)), rank)], ints(0))
+        perm = _concat([helpers.reshape(axis, ints([1])), span(scalar(0, i32), axis),
+                        span(helpers.add(axis, scalar(1, i32)), rank)], ints(0))
     g = run("UnsortedSegmentSum", [run("Transpose", [dz, perm]), ids, n])
     return run("Transpose", [g, run("InvertPermutation", [perm])]), None

@@ -10,7 +10,7 @@ its gradient is that of the function's graph (function_gradients.py)."""
 import threading
 
 from treadle import _core
-from treadle.autodiff import _ops, backprop, function_gradients
+from treadle.autodiff import backprop, function_gradients, helpers
 from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES
 from treadle.framework import context, dtypes, op_execution, variables
 from treadle.framework.indexed_slices import IndexedSlices
@@ -42,7 +42,7 @@ def _install_hooks():
         if _active[0] == 1:
             _core._set_operator_execute(op_execution.execute)  # eager operators go through execute, to be seen
             op_execution.op_recorders.append(_record_op)
-            variables._read_hooks.append(_variable_read)
+            variables._read_hooks.append(_watch_read_variable)
             concrete_function.call_recorders.append(_record_call)
 
 
@@ -52,7 +52,7 @@ def _remove_hooks():
         if _active[0] == 0:
             _core._set_operator_execute(None)
             op_execution.op_recorders.remove(_record_op)
-            variables._read_hooks.remove(_variable_read)
+            variables._read_hooks.remove(_watch_read_variable)
             concrete_function.call_recorders.remove(_record_call)
 
 
@@ -64,7 +64,7 @@ def _record_op(op_name, inputs, attrs, outputs, graph):
             tape._record(op_name, inputs, attrs, outputs)
 
 
-def _variable_read(variable):
+def _watch_read_variable(variable):
     """A read of a trainable variable while recording watches it
     (watch_accessed_variables), also when the read is in a branch or loop
     body traced inside the tape's graph."""
@@ -86,7 +86,7 @@ def _record_call(fn, args):
     for ext in captured:
         var = variables.variable_for_handle(ext)
         if var is not None:
-            _variable_read(var)
+            _watch_read_variable(var)
     if graph is not None or any(type(t) is not EagerTensor for t in args):
         return None  # added to the graph by execute(), which records it
     full_args = list(args) + [c if type(c) is EagerTensor else c._captured_value() for c in captured]
@@ -286,8 +286,8 @@ class GradientTape:
                 # weighted by the rows of the output gradient they land on.
                 g = target_grads[i]
                 if g is not None:
-                    target_grads[i] = _ops.run("GatherV2", [convert_to_tensor(g, dtype=t.dtype), t.indices,
-                                                            _ops.scalar(0, dtypes.int32)])
+                    target_grads[i] = helpers.run("GatherV2", [convert_to_tensor(g, dtype=t.dtype), t.indices,
+                                                               helpers.scalar(0, dtypes.int32)])
                 flat_targets[i] = t.values
             elif not isinstance(t, Tensor):
                 flat_targets[i] = convert_to_tensor(t)
@@ -302,7 +302,7 @@ class GradientTape:
                 if g is not None:
                     seeds.append(convert_to_tensor(g, dtype=t.dtype))
                 elif t.dtype in DIFFERENTIABLE_DTYPES and t.dtype.is_floating:
-                    seeds.append(_ops.run("OnesLike", [t]))
+                    seeds.append(helpers.run("OnesLike", [t]))
                 else:
                     seeds.append(None)
             grads = backprop.backward(self._ops, target_tensors, seeds, source_tensors)
@@ -319,5 +319,5 @@ class GradientTape:
 
 def _zeros_for_source(source):
     if isinstance(source, variables.Variable):
-        return _ops.zeros_like(source.read_value())
-    return _ops.zeros_like(source)
+        return helpers.zeros_like(source.read_value())
+    return helpers.zeros_like(source)

@@ -4,6 +4,7 @@ Every registered op becomes `td.raw_ops.<OpName>(**kwargs)`; ops that declare
 public API names also become those functions (`td.add`, `td.math.add`), with
 TensorFlow's argument names. Nothing here lists ops: the registry does."""
 
+import collections
 import inspect
 
 import numpy as np
@@ -121,6 +122,21 @@ def load_signatures():
 
 
 SIGNATURES = load_signatures()
+
+FunctionAttr = collections.namedtuple("FunctionAttr", "attr first_input returns_outputs loop_body")
+FunctionAttr.__doc__ = """How an op passes its inputs to a library function: the node's inputs
+[first_input, ...) are the arguments of the function named by attr `attr`;
+with `returns_outputs` its results are the node's outputs, with `loop_body`
+also the next values of its arguments."""
+_function_attrs = {}
+
+
+def function_attrs(op_type):
+    """The registry's FunctionAttrs of op `op_type` (empty for ops that call no function)."""
+    found = _function_attrs.get(op_type)
+    if found is None:
+        found = _function_attrs[op_type] = tuple(FunctionAttr(*f) for f in _core.op_function_attrs(op_type))
+    return found
 
 
 class _RawOps:

@@ -9,7 +9,7 @@ import base64
 import functools
 
 from treadle import loom_pb2
-from treadle.autodiff import _ops
+from treadle.autodiff import helpers as _ops  # autodiff/_ops.py was renamed helpers.py (issue 15)
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
 from treadle.framework.indexed_slices import IndexedSlices

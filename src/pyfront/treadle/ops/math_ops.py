@@ -74,7 +74,7 @@ def _int_tensor(value, what):
     return convert_to_tensor(arr.astype(np.int32))
 
 
-def _reduction_axes(x, axis):
+def _axis_input(x, axis):
     """The `axis` input of a reduction op; None means every axis."""
     if axis is not None:
         return _int_tensor(axis, "axis")
@@ -97,7 +97,7 @@ def _make_reduction(op_name, public_name, doc):
             return other(public_name, input_tensor, axis, keepdims)
         x = convert_to_tensor(input_tensor)
         keep = bool(keepdims) if keepdims is not None else False
-        return _run1(op_name, [x, _reduction_axes(x, axis)], {"keep_dims": keep}, name)
+        return _run1(op_name, [x, _axis_input(x, axis)], {"keep_dims": keep}, name)
     reduction.__name__ = reduction.__qualname__ = public_name
     reduction.__doc__ = doc + (
         "\n\n`axis`: an int, a list of ints or an integer tensor (negative counts from the end);"

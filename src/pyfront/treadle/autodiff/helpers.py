@@ -1,4 +1,4 @@
-"""Op helpers the gradient rules share: thin calls of `execute` (so they run
+"""Helpers the gradient rules share: thin calls of `execute` (so they run
 eagerly or add graph nodes), static shapes where they are known and shape ops
 where they are not."""
 
@@ -130,7 +130,7 @@ def add_n(values):
 
 # ---------------------------------------------------------------- broadcasting
 
-def _reduction_axes(x_shape, g_shape):
+def _broadcast_axes(x_shape, g_shape):
     """Axes of g (a broadcast of x) to sum over to get back x's shape."""
     rank = len(g_shape)
     off = rank - len(x_shape)
@@ -143,7 +143,7 @@ def reduce_to(g, x):
     if fully_known(xs) and fully_known(gs):
         if xs == gs:
             return g
-        axes = _reduction_axes(xs, gs)
+        axes = _broadcast_axes(xs, gs)
         if axes:
             g = reduce_sum(g, ints(axes))
         if static_shape(g) != xs:
