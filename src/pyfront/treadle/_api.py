@@ -4,15 +4,15 @@ both exist."""
 
 import sys
 
+from treadle.framework import op_def_library
+from treadle.ops import (array_extra_ops, array_ops, control_flow_ops, debugging_ops, einsum_ops, functional_ops,
+                         linalg_ops, logging_ops, math_extra_ops, math_ops, nn_ops, random_ops, script_ops,
+                         segment_ops, sort_ops, stateless_random_ops)
+
 _NAMESPACES = ("math", "nn", "bitwise", "random", "linalg", "debugging")
 
 
 def install_api(top):
-    from treadle.framework import op_def_library
-    from treadle.ops import (array_extra_ops, array_ops, control_flow_ops, debugging_ops, einsum_ops, functional_ops,
-                             linalg_ops, logging_ops, math_extra_ops, math_ops, nn_ops, random_ops, script_ops,
-                             segment_ops, sort_ops, stateless_random_ops)
-
     modules = {"": top}
     for ns in _NAMESPACES:
         modules[ns] = vars(sys.modules[f"treadle.{ns}"])

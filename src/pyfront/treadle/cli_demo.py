@@ -10,7 +10,10 @@ import time
 
 import numpy as np
 
-from treadle.cli import int_at_least, positive_int
+import treadle as td
+from treadle import loom_pb2
+from treadle.cli_common import int_at_least, positive_int
+from treadle.loom import trees as tree_utils
 
 HIDDEN = 16
 VOCAB = 100
@@ -34,7 +37,6 @@ def _tree_stats(tree):
 
 def build_loom(rng):
     """A loom over HIDDEN-wide float32 vectors: `leaf` embeds a word id, `node` combines two children."""
-    import treadle as td
     word = td.loom.TypeShape(td.float32, (HIDDEN,), "word")
     hidden = td.loom.TypeShape(td.float32, (HIDDEN,), "hidden")
     weights = {
@@ -73,7 +75,6 @@ def numpy_reference(tree, weights):
 
 def weave(loom, word, trees):
     """One Weaver holding all of `trees`, woven in one C++ call (weave_trees)."""
-    from treadle.loom import trees as tree_utils
     weaver = loom.make_weaver()
     left, right, values, roots = tree_utils.tree_arrays(trees)
     weaver.weave_trees(left, right, values, roots, "leaf", "node", word)
@@ -82,7 +83,6 @@ def weave(loom, word, trees):
 
 def schedule_depths(loom, weaver):
     """{depth: {op name: calls}} of a schedule, from its WeaverMessage."""
-    from treadle import loom_pb2
     message = loom_pb2.WeaverMessage.FromString(weaver.serialize())
     names = {i: op.name for i, op in enumerate(loom._metadata.ops)}
     depths = {}
@@ -104,7 +104,6 @@ def _median_seconds(fn, repeats):
 
 
 def cmd_demo(args):
-    import treadle as td
     rng = np.random.default_rng(args.seed)
     loom, word, hidden, weights = build_loom(rng)
     trees = [random_tree(rng, int(n)) for n in rng.integers(2, args.max_leaves + 1, args.trees)]

@@ -5,7 +5,18 @@ records of WeaverMessages). Anything else is refused with a one-line reason."""
 
 import platform
 
-from treadle.cli import CommandError, existing_file
+import google.protobuf
+import numpy as np
+from google.protobuf.message import DecodeError
+
+import treadle as td
+from treadle import _core, errors, loom_pb2
+from treadle.cli_common import CommandError, existing_file
+from treadle.framework import dtypes
+from treadle.io import structure
+from treadle.io.container import MAGIC, file_kind as container_kind, kind_name, read_container
+from treadle.io.saving import read_saved_file
+from treadle.loom.saving import FORMAT_VERSION as LOOM_FORMAT_VERSION, KIND_LOOM
 
 FUNCTION, LOOM, SCHEDULES = "saved function", "saved loom", "schedule file"
 
@@ -14,7 +25,6 @@ FUNCTION, LOOM, SCHEDULES = "saved function", "saved loom", "schedule file"
 
 def file_kind(path):
     """FUNCTION, LOOM or SCHEDULES for `path`; CommandError when it is none of them."""
-    from treadle.io.container import MAGIC, file_kind as container_kind, kind_name
     existing_file(path)
     with open(path, "rb") as f:
         head = f.read(len(MAGIC))
@@ -42,8 +52,6 @@ def require_kind(path, wanted, hint=""):
 
 def read_schedule_file(path):
     """The WeaverMessages of a schedule file, each checked to be a schedule."""
-    from treadle import errors
-    import treadle as td
     try:
         records = td.loom.read_schedules(path)
     except errors.DataLossError as e:
@@ -59,8 +67,6 @@ def parse_schedule(record, where):
     not know are kept aside), so a record counts as a schedule only if every
     field is a WeaverMessage field, it names the loom it was woven for, and
     its per-result lists agree."""
-    from google.protobuf.message import DecodeError
-    from treadle import loom_pb2
     message = loom_pb2.WeaverMessage()
     try:
         message.ParseFromString(record)
@@ -88,10 +94,6 @@ def parse_schedule(record, where):
 def _read_saved(path, kind):
     """The file's message; td.errors.DataLossError (one line, status 1) when
     the container or its payload is malformed."""
-    from treadle import errors, loom_pb2
-    from treadle.io.container import read_container
-    from treadle.io.saving import read_saved_file
-    from treadle.loom.saving import FORMAT_VERSION as LOOM_FORMAT_VERSION, KIND_LOOM
     if kind == FUNCTION:
         return read_saved_file(path)
     message = loom_pb2.SavedLoom()
@@ -111,7 +113,6 @@ def count(n, noun):
 
 
 def _dtype_name(enum):
-    from treadle.framework import dtypes
     try:
         return dtypes.as_dtype(enum).name
     except (TypeError, ValueError):
@@ -129,7 +130,6 @@ def _print_variables(variables):
 
 
 def describe_function(path, saved, full):
-    from treadle.io import structure
     print(f"{path}: {FUNCTION}; {count(len(saved.functions), 'signature')}, "
           f"{count(len(saved.variables), 'variable')}, {count(len(saved.graph.library.function), 'library function')}")
     _print_variables(saved.variables)
@@ -153,7 +153,6 @@ def _print_library(library):
 
 
 def describe_loom(path, saved, full):
-    from treadle import _core
     md = saved.loom.metadata
     try:
         fingerprint = _core.LoomSpec(md.SerializeToString()).fingerprint
@@ -217,12 +216,6 @@ def _format_protobuf_version(v):
 
 
 def print_versions(verbose):
-    import numpy as np
-    import google.protobuf
-
-    import treadle as td
-    from treadle import _core
-
     ops = _core.op_defs()
     public = sorted(name for name in dir(td) if not name.startswith("_"))
     print(f"treadle        {td.__version__}  ({td.__file__})")

@@ -4,33 +4,34 @@ import os
 import sys
 import time
 
-from treadle.cli import existing_file, positive_int
+import numpy as np
+from tqdm import tqdm
+
+import treadle as td
+from treadle import _core, cli_files
+from treadle.cli_common import add_timeout_argument, existing_file, positive_int
+from treadle.io import examples
 
 FORMATS = ("npy", "npz", "tfrecord")
 
 
 def _load_loom(path):
-    import treadle as td
-    from treadle import cli_files
     cli_files.require_kind(path, cli_files.LOOM, " (td.save(loom, path) writes one)")
     return td.load(path)
 
 
 def _check_schedule_file(path):
-    from treadle import cli_files
     cli_files.require_kind(path, cli_files.SCHEDULES, " (td.loom.write_schedules writes one)")
 
 
 def _progress_bar(total_bytes, quiet):
     """A tqdm bar over the schedule file's bytes, counting schedules on the side."""
-    from tqdm import tqdm
     return tqdm(total=total_bytes, disable=quiet, file=sys.stderr, unit="B", unit_scale=True,
                 bar_format="{percentage:5.1f}% |{bar}| {n_fmt}B of {total_fmt}B [{elapsed}<{remaining}]{postfix}")
 
 
 def run_schedules(loom, path, batch_size, quiet):
     """{TypeShape: [arrays]} of every output of the schedules in `path`, and the schedule count."""
-    from treadle import _core
     reader = _core.LoomScheduleReader(path)
     outputs = {ts: [] for ts in loom.type_shapes}
     count = 0
@@ -56,8 +57,6 @@ def run_schedules(loom, path, batch_size, quiet):
 
 def _write_outputs(loom, outputs, output_dir, fmt):
     """One file per type shape (npy, tfrecord) or one for all (npz), each reported on a line."""
-    import numpy as np
-    from treadle.io import examples
     os.makedirs(output_dir, exist_ok=True)
     arrays = []
     for ts in loom.type_shapes:
@@ -91,7 +90,6 @@ def cmd_loom_run(args):
 
 
 def cmd_loom_info(args):
-    from treadle import cli_files
     return cli_files.describe(args.file, full=args.verbose)
 
 
@@ -108,7 +106,6 @@ def add_run_arguments(run):
     run.add_argument("-b", "--batch-size", type=positive_int, default=256, metavar="N",
                      help="schedules merged into one run (default 256)")
     run.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
-    from treadle.cli import add_timeout_argument
     add_timeout_argument(run)
 
 

@@ -5,7 +5,11 @@ import os
 
 import numpy as np
 
-from treadle.cli import CommandError
+import treadle as td
+from treadle import cli_files
+from treadle.cli_common import CommandError, add_timeout_argument
+from treadle.framework.tensor import Tensor
+from treadle.util import nest
 
 
 def _parse_inputs(items, names):
@@ -30,14 +34,10 @@ def _parse_inputs(items, names):
 
 
 def _flat_outputs(result):
-    from treadle.framework.tensor import Tensor
-    from treadle.util import nest
     return [(i, leaf) for i, leaf in enumerate(nest.flatten(result)) if isinstance(leaf, Tensor)]
 
 
 def cmd_run(args):
-    import treadle as td
-    from treadle import cli_files
     if cli_files.file_kind(args.file) == cli_files.LOOM:
         raise CommandError(f"{args.file}: is a saved loom, not a saved function "
                            "(run it with 'treadle loom run LOOM SCHEDULES')")
@@ -65,7 +65,6 @@ def add_run_arguments(run):
     run.add_argument("--input", "-i", action="append", default=[],
                      help="NAME=file.npy (by parameter name) or file.npy (by position); repeatable")
     run.add_argument("--output-dir", "-o", metavar="DIR", help="also write each output as output_<k>.npy here")
-    from treadle.cli import add_timeout_argument
     add_timeout_argument(run)
 
 

@@ -17,6 +17,7 @@ the square of their sum, as in TensorFlow)."""
 
 import inspect
 
+from treadle.autodiff.tape import GradientTape
 from treadle.framework import context, dtypes
 from treadle.framework.indexed_slices import IndexedSlices, densify
 from treadle.framework.op_execution import execute
@@ -136,7 +137,6 @@ class Optimizer:
     def minimize(self, loss, var_list, tape=None):
         """Computes the gradients of `loss` (a tensor recorded by `tape`, or a
         callable) with respect to `var_list` and applies them."""
-        from treadle.autodiff.tape import GradientTape
         if callable(loss):
             with GradientTape() as tape:
                 loss_value = loss()

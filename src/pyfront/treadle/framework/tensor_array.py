@@ -5,6 +5,7 @@ from treadle.framework import context, dtypes
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
+from treadle.ops import array_ops
 
 
 def _shape_tensor(shape):
@@ -100,7 +101,6 @@ class TensorArray:
         return execute("TensorListLength", [self._handle], None)[0]
 
     def gather(self, indices, name=None):
-        from treadle.ops import array_ops
         return array_ops.gather(self.stack(), indices)
 
     def scatter(self, indices, value, name=None):

@@ -1,6 +1,7 @@
 """TensorSpec: the dtype and (partial) shape a function argument must have."""
 
 from treadle.framework import dtypes
+from treadle.framework.tensor import Tensor
 from treadle.framework.tensor_shape import TensorShape, as_shape
 from treadle.framework.type_spec import TypeSpec
 
@@ -23,7 +24,6 @@ class TensorSpec(TypeSpec):
 
     @property
     def value_type(self):
-        from treadle.framework.tensor import Tensor
         return Tensor
 
     @property

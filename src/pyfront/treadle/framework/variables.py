@@ -7,6 +7,7 @@ import weakref
 import numpy as np
 
 from treadle.framework import context, dtypes
+from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, _TensorRef, convert_to_tensor, register_tensor_conversion_function
 from treadle.framework.tensor_shape import TensorShape
@@ -117,7 +118,6 @@ class Variable:
         return self._update("AssignSubVariableOp", delta, read_value)
 
     def _scatter(self, op_name, sparse_delta):
-        from treadle.framework.indexed_slices import IndexedSlices
         if not isinstance(sparse_delta, IndexedSlices):
             raise TypeError(f"sparse_delta is not IndexedSlices: {sparse_delta!r}")
         updates = convert_to_tensor(sparse_delta.values, dtype=self._dtype)

@@ -11,7 +11,8 @@ import weakref
 import numpy as np
 
 from treadle import _core
-from treadle.framework import context, indexed_slices
+from treadle.autograph import converter
+from treadle.framework import context, indexed_slices, variables
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
@@ -268,7 +269,6 @@ class Function:
         return concrete
 
     def _trace_unguarded(self, ftype, allow_variables, created):
-        from treadle.framework import variables
         graph = FuncGraph(self._name, outer_graph=context.current_graph())
         hook = self._variable_creation_hook(graph, allow_variables, created)
         variables._creation_hooks.append(hook)
@@ -332,10 +332,6 @@ class Function:
 
     def _converted_function(self):
         if self._autograph:
-            try:
-                from treadle.autograph import converter
-            except ImportError:
-                return self._python_function
             return converter.convert(self._python_function)
         return self._python_function
 

@@ -1,20 +1,20 @@
 """The printed form of a ConcreteFunction's signature, in the layout of
 TensorFlow's `pretty_printed_signature`: parameters, output type, captures."""
 
+from treadle.framework.indexed_slices import IndexedSlices, flatten
 from treadle.framework.tensor import Tensor
 from treadle.framework.tensor_spec import TensorSpec
+from treadle.function import trace_type
 from treadle.util import nest
 
 
 def _describe_leaf(value):
-    from treadle.function import trace_type
     if isinstance(value, trace_type.TraceType):
         return repr(value)
     if isinstance(value, TensorSpec):
         return repr(value)
     if isinstance(value, Tensor):
         return repr(TensorSpec(value.shape, value.dtype))
-    from treadle.framework.indexed_slices import IndexedSlices, flatten
     if isinstance(value, IndexedSlices):
         return f"IndexedSlices[{', '.join(_describe_leaf(t) for t in flatten(value))}]"
     return f"Literal[{value!r}]"

@@ -1,6 +1,7 @@
 """td.Module tracks the variables and submodules reachable from its
 attributes (through lists, tuples and dicts), as tf.Module does."""
 
+import contextlib
 import re
 
 from treadle.framework.variables import Variable
@@ -24,7 +25,6 @@ class Module:
 
     @property
     def name_scope(self):
-        import contextlib
         return contextlib.nullcontext()
 
     def _walk(self, predicate, recurse_modules=True):

@@ -7,6 +7,8 @@ from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
+from treadle.function.concrete_function import ConcreteFunction
+from treadle.ops import math_ops
 from treadle.util import nest
 
 PUBLIC = {"": ["cond", "while_loop"]}
@@ -19,7 +21,6 @@ def _in_graph(*values):
 
 
 def _body_function(graph, name, outputs):
-    from treadle.function.concrete_function import ConcreteFunction
     graph.structured_outputs = list(outputs)
     fn = ConcreteFunction(graph, unique_function_name(name), ((), {}), list(outputs))
     fn.function_def()
@@ -185,7 +186,6 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
     def cond_wrapper(*args):
         result = convert_to_tensor(cond(*unpack(args)))
         if counter:
-            from treadle.ops import math_ops
             less = math_ops.OPERATOR_FUNCTIONS["less"](args[0], max_iter)
             result = math_ops.OPERATOR_FUNCTIONS["and"](less, result)
         return result

@@ -4,6 +4,7 @@ a traced function when it runs (they are stateful, so they always run)."""
 
 import numpy as np
 
+from treadle import errors
 from treadle.framework import dtypes, op_execution
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
@@ -79,7 +80,6 @@ def _check_outputs(op_name, inputs, attrs, outputs, graph):
         if type(t) is EagerTensor:
             values = t._numpy_view()
             if not np.isfinite(values).all():
-                from treadle import errors
                 kind = "NaN" if np.isnan(values).any() else "Inf"
                 raise errors.InvalidArgumentError(None, None, f"!!! Detected Infinity or NaN in output {i} of "
                                                               f"eagerly-executing op \"{op_name}\": {kind} values")

@@ -10,7 +10,7 @@ from treadle.framework import context, dtypes
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_array import TensorArray
 from treadle.framework.tensor_spec import TensorSpec
-from treadle.ops import array_ops, math_ops
+from treadle.ops import array_ops, debugging_ops, math_ops
 from treadle.ops.control_flow_ops import cond, while_loop
 from treadle.util import nest
 
@@ -176,7 +176,6 @@ def case(pred_fn_pairs, default=None, exclusive=False, strict=False, name=None):
         if not (isinstance(pair, tuple) and len(pair) == 2 and callable(pair[1])):
             raise TypeError("case: pred_fn_pairs must be (predicate, callable) pairs")
     preds = [convert_to_tensor(p, dtype=dtypes.bool) for p, _ in pairs]
-    from treadle.ops import debugging_ops
     if exclusive:
         count = math_ops.reduce_sum(math_ops.cast(array_ops.stack(preds), dtypes.int32))
         debugging_ops.Assert(_less(count, 2), ["Input error: exclusive=True: more than 1 conditions evaluated as "

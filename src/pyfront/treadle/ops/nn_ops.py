@@ -2,7 +2,7 @@
 
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
-from treadle.ops import math_ops
+from treadle.ops import array_ops, math_ops, random_ops
 
 
 def _axis_attr(axis):
@@ -84,7 +84,6 @@ def gelu(features, approximate=False, name=None):
 def dropout(x, rate, noise_shape=None, seed=None, name=None):
     """x with each element zeroed with probability `rate` and the rest scaled
     by 1 / (1 - rate), so the expected value is unchanged."""
-    from treadle.ops import random_ops, array_ops
     x = convert_to_tensor(x)
     if not x.dtype.is_floating:
         raise ValueError(f"td.nn.dropout: x must be a floating point tensor, got {x.dtype.name}")
@@ -105,7 +104,6 @@ def dropout(x, rate, noise_shape=None, seed=None, name=None):
 def embedding_lookup(params, ids, max_norm=None, name=None):
     """The rows of `params` (a tensor or Variable; a list of shards is not
     supported) named by `ids`; its gradient is sparse (an IndexedSlices)."""
-    from treadle.ops import array_ops
     if isinstance(params, (list, tuple)):
         if len(params) != 1:
             raise NotImplementedError("td.nn.embedding_lookup: sharded params (a list of several) are not supported")

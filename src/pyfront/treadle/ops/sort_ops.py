@@ -7,6 +7,7 @@ from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.ops import array_ops
 from treadle.ops.array_ops import _int_scalar
+from treadle.ops.math_ops import cast
 
 TopKV2 = collections.namedtuple("TopKV2", ["values", "indices"])
 
@@ -16,7 +17,6 @@ def top_k(input, k=1, sorted=True, index_type=dtypes.int32, name=None):  # noqa:
     values, indices = execute("TopKV2", [convert_to_tensor(input), _int_scalar(k, "k")], {"sorted": bool(sorted)},
                               name=name)
     if dtypes.as_dtype(index_type) != dtypes.int32:
-        from treadle.ops.math_ops import cast
         indices = cast(indices, index_type)
     return TopKV2(values, indices)
 

@@ -8,6 +8,7 @@ import numpy as np
 from treadle.framework import dtypes
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework.variables import Variable
 from treadle.ops.random_ops import _shape_tensor
 
 
@@ -55,7 +56,6 @@ class Generator:
     values on every call."""
 
     def __init__(self, copy_from=None, state=None, alg=None):
-        from treadle.framework.variables import Variable
         if copy_from is not None:
             state = copy_from.state.numpy()
         if state is None:

@@ -15,7 +15,7 @@ from treadle.framework import context
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
-from treadle.ops import control_flow_ops
+from treadle.ops import control_flow_ops, script_ops
 from treadle.util import nest
 
 
@@ -80,7 +80,6 @@ def _with_ran_flag(body, get_state, set_state, names, init):
 
 
 def _check_ran(ran, names):
-    from treadle.ops import script_ops
     listed = ", ".join(describe(n) for n in names)
     location = errors.user_location()
     where = f"\n\n{errors.format_location(location)}" if location else ""
