@@ -1,5 +1,6 @@
 """td.optimizers.SGD and Adam against updates computed by hand with NumPy,
-eagerly and inside a td.function training step; slots made once."""
+eagerly and inside a td.function training step; slots made once; sparse
+(IndexedSlices) updates."""
 
 import numpy as np
 import pytest
@@ -41,6 +42,7 @@ CONFIGS = [
     ("SGD", dict(learning_rate=0.1), lambda v, g: numpy_sgd(v, g, 0.1)),
     ("SGD", dict(learning_rate=0.05, momentum=0.9), lambda v, g: numpy_sgd(v, g, 0.05, 0.9)),
     ("SGD", dict(learning_rate=0.05, momentum=0.5, nesterov=True), lambda v, g: numpy_sgd(v, g, 0.05, 0.5, True)),
+    ("SGD", dict(learning_rate=0.1, momentum=0.9, nesterov=True), lambda v, g: numpy_sgd(v, g, 0.1, 0.9, True)),
     ("Adam", dict(learning_rate=0.01), lambda v, g: numpy_adam(v, g, 0.01)),
     ("Adam", dict(learning_rate=0.1, beta_1=0.5, beta_2=0.9, epsilon=1e-3),
      lambda v, g: numpy_adam(v, g, 0.1, 0.5, 0.9, 1e-3)),
@@ -107,11 +109,14 @@ def test_none_gradients_are_skipped():
     td.optimizers.SGD(0.5).apply_gradients([(td.constant([1.0, 1.0]), a), (None, b)])
     np.testing.assert_allclose(a.numpy(), [0.5, 1.5])
     np.testing.assert_allclose(b.numpy(), [3.0])
+    c, d = td.Variable(1.0), td.Variable(2.0)  # scalars too
+    td.optimizers.SGD(0.5).apply_gradients([(td.constant(1.0), c), (None, d)])
+    assert c.numpy() == 0.5 and d.numpy() == 2.0
 
 
 def test_bad_arguments():
     a = td.Variable([1.0])
-    with pytest.raises(TypeError, match="Variable"):
+    with pytest.raises(TypeError, match="expects td.Variables"):
         td.optimizers.SGD().apply_gradients([(td.constant([1.0]), td.constant([1.0]))])
     with pytest.raises(TypeError, match="dtype"):
         td.optimizers.SGD().apply_gradients([(td.constant([1.0], td.float64), a)])
