@@ -322,6 +322,8 @@ share its dtype (None: fn always decides). `name` names the operator."""
 UnaryOperator = collections.namedtuple("UnaryOperator", "dunder eager_op fn")
 
 _operator_functions = {}  # BinaryOperator.name -> fn, for the eager fallback
+_operator_dunders = []  # every operator's dunder names, for delegate_operators
+_delegating_classes = []  # (class, to_tensor) given by delegate_operators
 _array_functions = {}  # "pack", "reshape", "unstack": installed by register_array_functions
 
 
@@ -340,6 +342,32 @@ def register_operators(binary, unary):
         setattr(Tensor, row.dunder, row.fn)
         if row.eager_op is None:
             setattr(EagerTensor, row.dunder, row.fn)
+    _operator_dunders.extend([r.dunder for r in binary] + [r.rdunder for r in binary if r.rdunder] +
+                             [r.dunder for r in unary])
+    for cls, to_tensor in _delegating_classes:
+        _install_delegates(cls, to_tensor)
+
+
+def delegate_operators(cls, to_tensor):
+    """Gives `cls` (a class standing for a tensor, such as Variable) every
+    operator of the table, applied to `to_tensor(self)`."""
+    _delegating_classes.append((cls, to_tensor))
+    _install_delegates(cls, to_tensor)
+
+
+def _install_delegates(cls, to_tensor):
+    hash_method = cls.__dict__.get("__hash__")  # defining __eq__ must not change how cls hashes
+    for dunder in _operator_dunders:
+        setattr(cls, dunder, _delegate(dunder, to_tensor))
+    if hash_method is not None:
+        cls.__hash__ = hash_method
+
+
+def _delegate(dunder, to_tensor):
+    def method(self, *args):
+        return getattr(to_tensor(self), dunder)(*args)
+    method.__name__ = dunder
+    return method
 
 
 def register_array_functions(pack, reshape, unstack, getitem):

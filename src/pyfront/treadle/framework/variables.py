@@ -7,6 +7,7 @@ import weakref
 import numpy as np
 
 from treadle.framework import context, dtypes
+from treadle.framework import tensor as tensor_module
 from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, _TensorRef, convert_to_tensor, register_tensor_conversion_function
@@ -139,6 +140,10 @@ class Variable:
     def __hash__(self):
         raise TypeError("Variable is unhashable. Instead, use variable.ref() as the key.")
 
+    def __tf_tracing_type__(self, context):
+        """As a td.function argument: the variable itself, by identity."""
+        return VariableType(self)
+
     def __repr__(self):
         if context.executing_eagerly():
             return (f"<td.Variable '{self.name}' shape={self._shape} dtype={self._dtype.name}, "
@@ -193,22 +198,8 @@ class VariableType(trace_type.ExactType):
         return f"Variable(shape={self.shape}, dtype={self.dtype!r}, id={self.resource_id})"
 
 
-Variable.__tf_tracing_type__ = lambda self, context: VariableType(self)
-
-
-def _delegate(dunder):
-    def method(self, *args):
-        return getattr(self.read_value(), dunder)(*args)
-    method.__name__ = dunder
-    return method
-
-
-for _dunder in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__truediv__", "__rtruediv__",
-                "__floordiv__", "__rfloordiv__", "__mod__", "__rmod__", "__pow__", "__rpow__", "__matmul__",
-                "__rmatmul__", "__and__", "__rand__", "__or__", "__ror__", "__lt__", "__le__", "__gt__", "__ge__",
-                "__eq__", "__ne__", "__neg__", "__abs__", "__invert__"):
-    setattr(Variable, _dunder, _delegate(_dunder))
-Variable.__hash__ = Variable.__dict__["__hash__"]  # setting __eq__ above does not reset it, but be explicit
+# A variable's operators are its value's (the operator table's, installed by treadle/ops).
+tensor_module.delegate_operators(Variable, lambda variable: variable.read_value())
 
 
 def _variable_to_tensor(var, dtype=None, name=None):
