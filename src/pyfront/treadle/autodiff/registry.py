@@ -39,7 +39,6 @@ class RegisterGradient:
             if op_type in _RULES or op_type in _NOT_DIFFERENTIABLE:
                 raise KeyError(f"a gradient for {op_type} is already registered")
             _RULES[op_type] = fn
-        _TAKES_WANTED[fn] = _declares_wanted(fn)
         return fn
 
 
@@ -54,7 +53,10 @@ def _declares_wanted(fn):
 def call_rule(rule, op, output_grads, wanted):
     """Runs gradient rule `rule` of `op`; `wanted[i]` says whether input i
     needs a gradient (given to the rules that declare `wanted`)."""
-    if _TAKES_WANTED.get(rule, False):
+    takes_wanted = _TAKES_WANTED.get(rule)
+    if takes_wanted is None:
+        takes_wanted = _TAKES_WANTED[rule] = _declares_wanted(rule)
+    if takes_wanted:
         return rule(op, *output_grads, wanted=wanted)
     return rule(op, *output_grads)
 
