@@ -105,14 +105,6 @@ namespace {
 
 const std::vector<DType> kScheduleTypes = {DType::kString, DType::kVariant};
 
-void CheckTypeList(const InferContext& c, const char* attr, size_t first) {
-  const std::vector<DType>& declared = c.attrs.GetTypeList(attr);
-  const size_t n = c.dtypes.size() > first ? c.dtypes.size() - first : 0;
-  bool ok = declared.size() == n;
-  for (size_t i = 0; ok && i < n; ++i) ok = declared[i] == c.dtypes[first + i];
-  if (!ok) ThrowTypeError(c.op.name, ": the inputs do not match attr '", attr, "'");
-}
-
 LoomInputs SplitInputs(const LoomRuntime& rt, const KernelContext& ctx) {
   const LoomSpec& sp = *rt.spec();
   const size_t named = sp.named_tensor_names.size(), batch = sp.batch_input_type_shapes.size();
@@ -149,7 +141,7 @@ OpDef LoomRunOp() {
               {"output_types", AttrType::kTypeList, std::nullopt},
               {"output_shapes", AttrType::kShapeList, std::nullopt}};
   op.dtype_fn = [](const InferContext& c) {
-    CheckTypeList(c, "Tinputs", 1);
+    CheckInputTypesMatchAttr(c, "Tinputs", 1);
     std::vector<DType> out = c.attrs.GetTypeList("output_types");
     out.push_back(DType::kVariant);
     return out;
@@ -220,7 +212,7 @@ OpDef LoomRunGradOp() {
               {"num_named_tensors", AttrType::kInt, std::nullopt},
               {"num_batch_inputs", AttrType::kInt, std::nullopt}};
   op.dtype_fn = [](const InferContext& c) {
-    CheckTypeList(c, "Tgrads", 1);
+    CheckInputTypesMatchAttr(c, "Tgrads", 1);
     const auto [first, last] = BatchInputRange(c);
     std::vector<DType> out;
     const std::vector<DType>& types = c.attrs.GetTypeList("Tinputs");
@@ -366,7 +358,7 @@ OpDef UnrolledOp(const char* name, KernelFn kernel, const char* int_attr, bool t
               {"output_shapes", AttrType::kShapeList, std::nullopt}};
   if (int_attr) op.attrs.push_back({int_attr, AttrType::kInt, std::nullopt});
   op.dtype_fn = [](const InferContext& c) {
-    CheckTypeList(c, "Tinputs", 1);
+    CheckInputTypesMatchAttr(c, "Tinputs", 1);
     return c.attrs.GetTypeList("Tout");
   };
   op.shape_fn = [](const InferContext& c) {
