@@ -168,6 +168,10 @@ InferredOutputs InferOutputs(const OpDef& op, const std::vector<DType>& dtypes,
                              const std::vector<PartialShape>& shapes, const std::vector<const Tensor*>& values,
                              const AttrMap& attrs);
 
+// How every error of an op call names its op: `message` + " [Op:Name]", unless
+// the message already names one (an error from a nested call keeps the innermost).
+std::string WithOpTag(const std::string& message, const std::string& op_name);
+
 // Runs one op on concrete inputs. `attrs` must be canonical. Errors in the
 // call itself (dtypes, shapes) surface as InvalidArgument with "[Op:Name]".
 std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,

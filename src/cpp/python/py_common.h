@@ -50,6 +50,12 @@ py::object PartialShapeToPy(const PartialShape& s);
 // Called by binding functions that run kernels: release the GIL for large work.
 bool ShouldReleaseGil(const std::vector<Tensor>& inputs);
 
+// Runs an op eagerly on EagerTensors (a TypeError for anything else): attrs
+// canonicalized (errors tagged "[Op:Name]"), the kernel run in a cancellation
+// scope, the GIL released for large work or always when `always_release_gil`
+// (a loom run is long however small its inputs). The one path of eager ops.
+py::list ExecuteEager(const OpDef& op, py::handle inputs, py::handle attrs, bool always_release_gil);
+
 void RegisterErrors(py::module_& m);
 void RegisterTensor(py::module_& m);
 void RegisterOps(py::module_& m);
