@@ -14,7 +14,7 @@ FUNCTION, LOOM, SCHEDULES = "saved function", "saved loom", "schedule file"
 
 def file_kind(path):
     """FUNCTION, LOOM or SCHEDULES for `path`; CommandError when it is none of them."""
-    from treadle.io.container import MAGIC, file_kind as container_kind, kind_name
+    from treadle.io.container import KIND_FUNCTION, KIND_LOOM, MAGIC, file_kind as container_kind, kind_name
     existing_file(path)
     with open(path, "rb") as f:
         head = f.read(len(MAGIC))
@@ -22,9 +22,9 @@ def file_kind(path):
         raise CommandError(f"{path}: the file is empty")
     if head == MAGIC:
         kind = container_kind(path)
-        if kind == 1:
+        if kind == KIND_FUNCTION:
             return FUNCTION
-        if kind == 2:
+        if kind == KIND_LOOM:
             return LOOM
         raise CommandError(f"{path}: holds {kind_name(kind)}; this treadle reads saved functions and looms")
     return SCHEDULES
@@ -88,19 +88,9 @@ def parse_schedule(record, where):
 def _read_saved(path, kind):
     """The file's message; td.errors.DataLossError (one line, status 1) when
     the container or its payload is malformed."""
-    from treadle import errors, loom_pb2
-    from treadle.io.container import read_container
     from treadle.io.saving import read_saved_file
-    from treadle.loom.saving import FORMAT_VERSION as LOOM_FORMAT_VERSION, KIND_LOOM
-    if kind == FUNCTION:
-        return read_saved_file(path)
-    message = loom_pb2.SavedLoom()
-    payload = read_container(path, (KIND_LOOM << 8) | LOOM_FORMAT_VERSION)
-    try:
-        message.ParseFromString(payload)
-    except Exception as e:  # protobuf's DecodeError
-        raise errors.DataLossError(None, None, f"{path}: the {kind} is corrupt ({e})") from None
-    return message
+    from treadle.loom.saving import read_saved_loom
+    return read_saved_file(path) if kind == FUNCTION else read_saved_loom(path)
 
 
 # ------------------------------------------------------------ describing them
