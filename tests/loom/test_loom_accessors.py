@@ -87,3 +87,19 @@ def test_a_loom_op_whose_inputs_differ_from_tinputs_is_refused_naming_both():
                        match=r"LoomRun: attr 'Tinputs' is \(float32, float64\) but the inputs are "
                              r"\(float64, float64\) \[Op:LoomRun\]"):
         _core.loom_execute("LoomRun", [w._schedule()] + inputs, attrs)
+
+
+def test_a_loom_whose_runtime_was_evicted_by_many_later_looms_still_runs():
+    # The core keeps the runtimes of the most recently used LoomDefs only; an
+    # older loom's next run builds its runtime again, with the same results.
+    loom, x, y = vector_loom()
+    w = loom.make_weaver()
+    w.add_output(w.mul(w.add(w.x, w.y), w.x))
+    want = (x.numpy() + y.numpy()) * x.numpy()
+    np.testing.assert_allclose(loom(w)[loom.type_shapes[0]].numpy(), [want])
+    for _ in range(70):
+        other, _, _ = vector_loom()
+        o = other.make_weaver()
+        o.add_output(o.add(o.x, o.y))
+        other(o)
+    np.testing.assert_allclose(loom(w)[loom.type_shapes[0]].numpy(), [want])
