@@ -62,12 +62,19 @@ def load_loom(path):
     batch = [value(c, f"batch input {i}") for i, c in enumerate(saved.batch_inputs)]
     captures = [value(c, f"captured value {i}") for i, c in enumerate(saved.captures)]
     _fingerprint_op_bodies(saved.loom)
-    type_shapes = type_shapes_of_metadata(md, "the saved loom's")
+    return restore_loom(saved.loom, named, batch, captures)
+
+
+def restore_loom(loom_def, named, batch, captures):
+    """A loom from a saved LoomDef and the values it reads (named tensors,
+    batch inputs, captures), with a LoadedLoomOp for each of its ops;
+    ValueError when the LoomDef's metadata or ops are invalid."""
+    type_shapes = type_shapes_of_metadata(loom_def.metadata, "the saved loom's")
     try:
-        ops = loaded_ops(saved.loom, type_shapes, captures)
+        ops = loaded_ops(loom_def, type_shapes, captures)
     except (IndexError, KeyError, TypeError, ValueError) as e:
         raise ValueError(f"the saved loom's ops are invalid: {e}") from None
-    return Loom.from_loom_def(saved.loom, ops, named, batch, captures)
+    return Loom.from_loom_def(loom_def, ops, named, batch, captures)
 
 
 def _fingerprint_op_bodies(loom_def):
