@@ -7,6 +7,7 @@ import pytest
 
 import treadle as td
 from treadle import _core, loom_pb2
+from treadle.framework.ops import execute
 from loom_testlib import TreeLSTMWeights, tree_lstm_loom, vector_loom
 
 
@@ -86,7 +87,7 @@ def test_a_loom_op_whose_inputs_differ_from_tinputs_is_refused_naming_both():
     with pytest.raises(td.errors.InvalidArgumentError,
                        match=r"LoomRun: attr 'Tinputs' is \(float32, float64\) but the inputs are "
                              r"\(float64, float64\) \[Op:LoomRun\]"):
-        _core.loom_execute("LoomRun", [w._schedule()] + inputs, attrs)
+        execute("LoomRun", [w._schedule()] + inputs, attrs)
 
 
 def test_a_loom_whose_runtime_was_evicted_by_many_later_looms_still_runs():
@@ -103,3 +104,12 @@ def test_a_loom_whose_runtime_was_evicted_by_many_later_looms_still_runs():
         o.add_output(o.add(o.x, o.y))
         other(o)
     np.testing.assert_allclose(loom(w)[loom.type_shapes[0]].numpy(), [want])
+
+
+def test_the_loom_ops_are_long_running_so_eager_runs_release_the_gil():
+    # One eager path for every op: the registry says which ops always run without the GIL.
+    loom_ops = ["LoomRun", "LoomRunGrad", "LoomInitialState", "LoomLayer", "LoomGatherOutputs",
+                "LoomInitialStateGrad", "LoomLayerGrad", "LoomGatherOutputsGrad"]
+    assert all(_core.op_def(name)["long_running"] for name in loom_ops)
+    assert not _core.op_def("AddV2")["long_running"]
+    assert not hasattr(_core, "loom_execute")

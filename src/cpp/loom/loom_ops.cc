@@ -191,6 +191,7 @@ OpDef LoomRunOp() {
   };
   op.kernel = LoomRunKernel;
   op.stateful = true;  // op functions may hold effects (random ops); never fold or merge a run
+  op.long_running = true;
   op.doc = "Runs a Loom schedule: every depth's ops on their batched arguments; one output batch per type shape.";
   return op;
 }
@@ -273,6 +274,7 @@ OpDef LoomRunGradOp() {
     return out;
   };
   op.kernel = LoomRunGradKernel;
+  op.long_running = true;
   op.doc = "The backward pass of LoomRun: gradients of its inputs from the gradients of its outputs (a batch "
            "input's as the values and indices of IndexedSlices).";
   return op;
@@ -401,6 +403,7 @@ OpDef UnrolledOp(const char* name, KernelFn kernel, const char* int_attr, bool t
   };
   op.kernel = std::move(kernel);
   op.stateful = true;
+  op.long_running = true;
   op.doc = doc;
   return op;
 }

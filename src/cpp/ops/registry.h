@@ -127,6 +127,7 @@ struct OpDef {
   ShapeFn shape_fn;
   KernelFn kernel;
   bool stateful = false;         // never constant-folded or deduplicated (random ops, print)
+  bool long_running = false;     // runs long however small its inputs (a loom): eager calls release the GIL
   // Public Python names generated straight from this def ("add", "math.add");
   // empty when the front end writes a wrapper by hand.
   std::vector<std::string> api_names;

@@ -524,7 +524,7 @@ std::shared_ptr<const loom::LoomRuntime> RuntimeWithoutGil(const std::string& lo
   return loom::RuntimeForLoomDef(loom_def);
 }
 
-// The runtime's checks and facts, and the eager path of the Loom ops.
+// The runtime's checks and facts.
 void RegisterLoomRuntime(py::module_& m) {
   m.def("loom_check_def", [](const std::string& loom_def) {
     std::shared_ptr<const loom::LoomRuntime> rt = RuntimeWithoutGil(loom_def);
@@ -544,11 +544,6 @@ void RegisterLoomRuntime(py::module_& m) {
   m.def("loom_schedule_depth", [](const Tensor& schedule) {
     return GetHandle<loom::Schedule>(schedule, DType::kVariant, "Loom schedule")->num_depths;
   }, py::arg("schedule"), "The deepest layer of a finalised schedule (a variant tensor).");
-  // The Loom ops run eagerly through here rather than _core.execute: a run is
-  // long however small its inputs, so the GIL is always released.
-  m.def("loom_execute", [](const std::string& op_name, py::handle inputs, py::handle attrs) {
-    return ExecuteEager(OpRegistry::Global().Get(op_name), inputs, attrs, /*always_release_gil=*/true);
-  }, py::arg("op_name"), py::arg("inputs"), py::arg("attrs"));
 }
 
 py::object ReadScheduleBatch(PyScheduleReader& r, const PyLoomSpec& spec, int64_t max_count) {

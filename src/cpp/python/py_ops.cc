@@ -40,6 +40,7 @@ py::dict DescribeOp(const OpDef& op) {
   }
   d["attrs"] = attrs;
   d["stateful"] = op.stateful;
+  d["long_running"] = op.long_running;
   d["api_names"] = py::cast(op.api_names);
   d["doc"] = op.doc;
   return d;
@@ -58,7 +59,7 @@ std::vector<Tensor> TensorsFromPy(const OpDef& op, py::handle seq) {
 
 }  // namespace
 
-py::list ExecuteEager(const OpDef& op, py::handle inputs_obj, py::handle attrs_obj, bool always_release_gil) {
+py::list ExecuteEager(const OpDef& op, py::handle inputs_obj, py::handle attrs_obj) {
   std::vector<Tensor> inputs = TensorsFromPy(op, inputs_obj);
   std::vector<DType> dtypes(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) dtypes[i] = inputs[i].dtype();
@@ -70,7 +71,7 @@ py::list ExecuteEager(const OpDef& op, py::handle inputs_obj, py::handle attrs_o
   }
   std::vector<Tensor> out;
   cancel::CallScope scope;
-  if (always_release_gil || ShouldReleaseGil(inputs)) {
+  if (op.long_running || ShouldReleaseGil(inputs)) {
     py::gil_scoped_release nogil;
     out = RunOp(op, inputs, attrs);
   } else {
@@ -118,7 +119,7 @@ void RegisterOps(py::module_& m) {
 
   // execute(op_handle, inputs, attrs) -> list of EagerTensor
   m.def("execute", [](const OpHandle& h, py::handle inputs, py::handle attrs) {
-    return ExecuteEager(*h.op, inputs, attrs, /*always_release_gil=*/false);
+    return ExecuteEager(*h.op, inputs, attrs);
   });
 
   // infer(op_handle, dtypes, shapes, values, attrs) -> (dtypes, shapes, canonical attrs)

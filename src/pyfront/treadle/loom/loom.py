@@ -12,7 +12,7 @@ import numpy as np
 
 from treadle import _core, graph_pb2, loom_pb2
 from treadle.framework import context, dtypes
-from treadle.framework import ops
+from treadle.framework.ops import execute
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded
@@ -30,17 +30,6 @@ def _reserved_names():
     if _RESERVED is None:
         _RESERVED = {n for n in dir(Weaver)} | {"_loom"}
     return _RESERVED
-
-
-def execute(op_name, inputs, attrs):
-    """ops.execute, except that an eager loom op runs with the GIL released
-    (it is long-running however small its inputs); tapes still see it."""
-    if context.current_graph() is not None or any(type(t) is not EagerTensor for t in inputs):
-        return ops.execute(op_name, inputs, attrs)
-    outputs = _core.loom_execute(op_name, inputs, attrs)
-    for record in ops.op_recorders:
-        record(op_name, inputs, attrs, outputs, None)
-    return outputs
 
 
 def _as_value(value, what):
