@@ -19,6 +19,7 @@ import numpy as np
 import treadle as td
 from treadle import _core, graph_pb2, loom_pb2, saved_pb2, tensor_pb2
 from treadle.io.container import MAGIC
+from treadle.loom import saving as loom_saving
 
 from fuzz.mutate import Mutator, mutate_message_bytes
 
@@ -437,7 +438,7 @@ class LoomDefKind(Kind):
             raise Wrong("loom_check_def accepted a LoomDef with an invalid type shape index") from None
         captures = [td.zeros([1 if d is None else d for d in (shape or [])], dtype)
                     for _, dtype, shape in capture_specs]
-        loom = td.loom.Loom._restore(loom_def, named, batch, captures)
+        loom = loom_saving.restore_loom(loom_def, named, batch, captures)
         _exercise_loom(loom)
 
 

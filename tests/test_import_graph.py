@@ -29,7 +29,6 @@ _DATA = ("td.data: a Dataset's methods make the datasets of the modules that sub
 
 # (importer, imported): why the deferred import that closes a cycle stays.
 DEFERRED_CYCLE_EDGES = {
-    ("treadle.loom.saving", "treadle.loom.loom"): _ISSUE_15_B + "loom <-> saving, to go with io's file-kind registry",
     ("treadle.loom.schedule_type", "treadle.loom.weaver"): _ISSUE_15_B + "a schedule's trace type serializes "
                                                                        "with the Weaver, which imports it",
     ("treadle.data.dataset_ops", "treadle.data.batching"): _DATA,

@@ -2,28 +2,13 @@
 // through the FunctionCaller the graph executor gives the kernel; outside a
 // graph there is none, so these ops only run inside graphs.
 #include "graph/shape_merge.h"
+#include "ops/op_helpers.h"
 #include "ops/registry.h"
 #include "util/cancel.h"
 #include "util/errors.h"
 
 namespace treadle {
 namespace {
-
-std::string TypeListString(const std::vector<DType>& types) {
-  std::string s = "(";
-  for (size_t i = 0; i < types.size(); ++i) s += (i ? ", " : "") + std::string(DTypeName(types[i]));
-  return s + ")";
-}
-
-// The list(type) attr `attr` must describe the inputs from `first` on.
-void CheckInputTypes(const InferContext& c, const char* attr, size_t first) {
-  const std::vector<DType>& declared = c.attrs.GetTypeList(attr);
-  std::vector<DType> actual(c.dtypes.begin() + std::min(first, c.dtypes.size()), c.dtypes.end());
-  if (declared != actual) {
-    ThrowTypeError(c.op.name, ": attr '", attr, "' is ", TypeListString(declared), " but the inputs are ",
-                   TypeListString(actual));
-  }
-}
 
 DTypeFn TypesFromAttr(const char* attr) {
   return [attr](const InferContext& c) { return c.attrs.GetTypeList(attr); };
@@ -102,7 +87,7 @@ OpDef IfOp(const char* name) {
               {"else_branch", AttrType::kFunc, std::nullopt},
               {"output_shapes", AttrType::kShapeList, AttrValue(std::vector<PartialShape>{})}};
   op.dtype_fn = [](const InferContext& c) {
-    CheckInputTypes(c, "Tin", 1);
+    CheckInputTypesMatchAttr(c, "Tin", 1);
     return c.attrs.GetTypeList("Tout");
   };
   op.shape_fn = [](const InferContext& c) { return DeclaredOutputShapes(c, "Tout"); };
@@ -168,7 +153,7 @@ OpDef WhileOp(const char* name) {
               {"output_shapes", AttrType::kShapeList, AttrValue(std::vector<PartialShape>{})},
               {"parallel_iterations", AttrType::kInt, AttrValue(int64_t{10})}};
   op.dtype_fn = [](const InferContext& c) {
-    CheckInputTypes(c, "T", 0);
+    CheckInputTypesMatchAttr(c, "T", 0);
     return c.attrs.GetTypeList("T");
   };
   op.shape_fn = [](const InferContext& c) {
@@ -213,7 +198,7 @@ OpDef CallOp(const char* name, bool stateful) {
               {"config_proto", AttrType::kString, AttrValue(std::string())},
               {"executor_type", AttrType::kString, AttrValue(std::string())}};
   op.dtype_fn = [](const InferContext& c) {
-    CheckInputTypes(c, "Tin", 0);
+    CheckInputTypesMatchAttr(c, "Tin", 0);
     return c.attrs.GetTypeList("Tout");
   };
   op.shape_fn = [](const InferContext& c) { return DeclaredOutputShapes(c, "Tout"); };

@@ -5,7 +5,9 @@
 #include <array>
 #include <climits>
 #include <cstring>
+#include <list>
 #include <mutex>
+#include <string_view>
 #include <unordered_map>
 
 #include "loom/loom_registry.h"
@@ -50,25 +52,54 @@ std::string DecodeBase64(const std::string& text) {
   return out;
 }
 
+
+// The runtimes of the LoomDefs in use, most recently used first. Bounded: a
+// process that builds loom after loom keeps only the latest kMaxRuntimes (a
+// graph naming an evicted LoomDef rebuilds its runtime on its next run).
+class RuntimeCache {
+ public:
+  std::shared_ptr<const LoomRuntime> Find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(key);
+    if (it == index_.end()) return nullptr;
+    entries_.splice(entries_.begin(), entries_, it->second);  // now the most recent
+    return it->second->second;
+  }
+
+  std::shared_ptr<const LoomRuntime> Insert(const std::string& key, std::shared_ptr<const LoomRuntime> rt) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = index_.find(key);
+    if (it != index_.end()) return it->second->second;  // another thread built it first
+    entries_.emplace_front(key, std::move(rt));
+    index_.emplace(entries_.front().first, entries_.begin());
+    if (entries_.size() > kMaxRuntimes) {
+      index_.erase(entries_.back().first);
+      entries_.pop_back();
+    }
+    return entries_.front().second;
+  }
+
+ private:
+  static constexpr size_t kMaxRuntimes = 64;
+  using Entry = std::pair<std::string, std::shared_ptr<const LoomRuntime>>;
+  std::mutex mu_;
+  std::list<Entry> entries_;
+  // Keys view the entries' strings, which a std::list never moves.
+  std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;
+};
+
 }  // namespace
 
 std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def_base64) {
-  static std::mutex mu;
-  static auto* cache = new std::unordered_map<std::string, std::shared_ptr<const LoomRuntime>>();
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    auto it = cache->find(loom_def_base64);
-    if (it != cache->end()) return it->second;
-  }
+  static auto* cache = new RuntimeCache();
+  if (auto rt = cache->Find(loom_def_base64)) return rt;
   const std::string loom_def = DecodeBase64(loom_def_base64);
   proto::LoomDef def;
   if (loom_def.size() > static_cast<size_t>(INT_MAX) ||
       !def.ParseFromArray(loom_def.data(), static_cast<int>(loom_def.size()))) {
     throw Error(Code::kDataLoss, "loom_def: the bytes are not a serialized LoomDef");
   }
-  std::shared_ptr<const LoomRuntime> rt = LoomRuntime::FromLoomDef(def);
-  std::lock_guard<std::mutex> lock(mu);
-  return cache->emplace(loom_def_base64, rt).first->second;
+  return cache->Insert(loom_def_base64, LoomRuntime::FromLoomDef(def));
 }
 
 std::shared_ptr<const Schedule> MergeMessages(const std::shared_ptr<const LoomSpec>& spec,
@@ -104,14 +135,6 @@ std::shared_ptr<const Schedule> ScheduleFromTensor(const std::shared_ptr<const L
 namespace {
 
 const std::vector<DType> kScheduleTypes = {DType::kString, DType::kVariant};
-
-void CheckTypeList(const InferContext& c, const char* attr, size_t first) {
-  const std::vector<DType>& declared = c.attrs.GetTypeList(attr);
-  const size_t n = c.dtypes.size() > first ? c.dtypes.size() - first : 0;
-  bool ok = declared.size() == n;
-  for (size_t i = 0; ok && i < n; ++i) ok = declared[i] == c.dtypes[first + i];
-  if (!ok) ThrowTypeError(c.op.name, ": the inputs do not match attr '", attr, "'");
-}
 
 LoomInputs SplitInputs(const LoomRuntime& rt, const KernelContext& ctx) {
   const LoomSpec& sp = *rt.spec();
@@ -149,7 +172,7 @@ OpDef LoomRunOp() {
               {"output_types", AttrType::kTypeList, std::nullopt},
               {"output_shapes", AttrType::kShapeList, std::nullopt}};
   op.dtype_fn = [](const InferContext& c) {
-    CheckTypeList(c, "Tinputs", 1);
+    CheckInputTypesMatchAttr(c, "Tinputs", 1);
     std::vector<DType> out = c.attrs.GetTypeList("output_types");
     out.push_back(DType::kVariant);
     return out;
@@ -168,6 +191,7 @@ OpDef LoomRunOp() {
   };
   op.kernel = LoomRunKernel;
   op.stateful = true;  // op functions may hold effects (random ops); never fold or merge a run
+  op.long_running = true;
   op.doc = "Runs a Loom schedule: every depth's ops on their batched arguments; one output batch per type shape.";
   return op;
 }
@@ -220,7 +244,7 @@ OpDef LoomRunGradOp() {
               {"num_named_tensors", AttrType::kInt, std::nullopt},
               {"num_batch_inputs", AttrType::kInt, std::nullopt}};
   op.dtype_fn = [](const InferContext& c) {
-    CheckTypeList(c, "Tgrads", 1);
+    CheckInputTypesMatchAttr(c, "Tgrads", 1);
     const auto [first, last] = BatchInputRange(c);
     std::vector<DType> out;
     const std::vector<DType>& types = c.attrs.GetTypeList("Tinputs");
@@ -250,6 +274,7 @@ OpDef LoomRunGradOp() {
     return out;
   };
   op.kernel = LoomRunGradKernel;
+  op.long_running = true;
   op.doc = "The backward pass of LoomRun: gradients of its inputs from the gradients of its outputs (a batch "
            "input's as the values and indices of IndexedSlices).";
   return op;
@@ -366,7 +391,7 @@ OpDef UnrolledOp(const char* name, KernelFn kernel, const char* int_attr, bool t
               {"output_shapes", AttrType::kShapeList, std::nullopt}};
   if (int_attr) op.attrs.push_back({int_attr, AttrType::kInt, std::nullopt});
   op.dtype_fn = [](const InferContext& c) {
-    CheckTypeList(c, "Tinputs", 1);
+    CheckInputTypesMatchAttr(c, "Tinputs", 1);
     return c.attrs.GetTypeList("Tout");
   };
   op.shape_fn = [](const InferContext& c) {
@@ -378,6 +403,7 @@ OpDef UnrolledOp(const char* name, KernelFn kernel, const char* int_attr, bool t
   };
   op.kernel = std::move(kernel);
   op.stateful = true;
+  op.long_running = true;
   op.doc = doc;
   return op;
 }

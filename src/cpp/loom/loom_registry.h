@@ -10,9 +10,10 @@
 namespace treadle::loom {
 
 // The runtime of a serialized LoomDef in base64 (attrs that hold it are
-// text, so graphs print and round-trip through Python unchanged), built and validated on first use and
-// kept for the life of the process (graphs name their loom by value, so a
-// saved graph runs in a process that never built the loom).
+// text, so graphs print and round-trip through Python unchanged), built and
+// validated on first use and kept while it is among the most recently used
+// (graphs name their loom by value, so a saved graph runs in a process that
+// never built the loom, and an evicted runtime is simply built again).
 std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def_base64);
 
 // A finalised schedule from a variant tensor (a schedule made in this

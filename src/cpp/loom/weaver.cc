@@ -326,21 +326,8 @@ template <typename... Args>
   ThrowInvalidArgument("invalid WeaverMessage: ", args...);
 }
 
-}  // namespace
-
-WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t size) {
-  // An arena: the message's many small repeated fields cost one allocation.
-  google::protobuf::ArenaOptions options;
-  options.start_block_size = std::min<size_t>(std::max<size_t>(size * 2, 1024), size_t{1} << 20);
-  google::protobuf::Arena arena(options);
-  proto::WeaverMessage& m = *google::protobuf::Arena::CreateMessage<proto::WeaverMessage>(&arena);
-  if (size > static_cast<size_t>(INT_MAX) || !m.ParseFromArray(data, static_cast<int>(size))) {
-    throw Error(Code::kDataLoss, "the bytes are not a serialized WeaverMessage (truncated or corrupt)");
-  }
-  if (m.loom_fingerprint() != spec.fingerprint) {
-    ThrowInvalidArgument("the WeaverMessage was made for another loom (its loom fingerprint is ", m.loom_fingerprint(),
-                         ", this loom's is ", spec.fingerprint, ")");
-  }
+// The message's result columns must have one length; returns it.
+int64_t CheckResultColumns(const proto::WeaverMessage& m) {
   const int64_t n = m.result_depth_size();
   if (m.result_type_shape_size() != n || m.result_op_size() != n || m.result_output_size() != n ||
       m.result_position_size() != n) {
@@ -348,13 +335,14 @@ WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t si
         m.result_op_size(), ", output ", m.result_output_size(), ", position ", m.result_position_size(), ")");
   }
   if (n > kMaxResults) Bad(n, " results exceed the limit of ", kMaxResults);
-  const int T = spec.num_type_shapes();
-  const int K = spec.num_ops();
-  const int S = spec.num_arg_slots;
+  return n;
+}
 
-  WeaverState s;
-  s.constants.resize(T);
-  s.num_constants.assign(T, 0);
+// Per type shape, the constants' rows (an empty entry: none), checked to be batches of it.
+void ParseConstants(const LoomSpec& spec, const proto::WeaverMessage& m, WeaverState* s) {
+  const int T = spec.num_type_shapes();
+  s->constants.resize(T);
+  s->num_constants.assign(T, 0);
   if (m.constants_size() != 0 && m.constants_size() != T) {
     Bad("it has ", m.constants_size(), " constants entries; the loom has ", T, " type shapes");
   }
@@ -368,110 +356,182 @@ WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t si
       Bad("the constants of ", ts.ToString(), " are a ", value.DebugString(), "; expected ", DTypeName(ts.dtype),
           " of shape [n", ts.shape.empty() ? "" : ",", DimsToString(ts.shape).substr(1));
     }
-    s.num_constants[t] = value.dim(0);
+    s->num_constants[t] = value.dim(0);
     const auto* p = static_cast<const char*>(value.raw_data());
-    s.constants[t].assign(p, p + value.nbytes());
+    s->constants[t].assign(p, p + value.nbytes());
   }
+}
 
-  // Results.
-  s.depth.assign(m.result_depth().begin(), m.result_depth().end());
-  s.type_shape.assign(m.result_type_shape().begin(), m.result_type_shape().end());
-  s.op.assign(m.result_op().begin(), m.result_op().end());
-  s.output.assign(m.result_output().begin(), m.result_output().end());
-  s.position.assign(m.result_position().begin(), m.result_position().end());
+// A depth-0 result: a named tensor, a batch input row or a constant, in range and of its type shape.
+void CheckSourceResult(const LoomSpec& spec, const WeaverState& s, int64_t i) {
+  const int32_t ts = s.type_shape[i], op = s.op[i];
+  const int64_t pos = s.position[i];
+  if (s.output[i] != 0) Bad("result ", i, " at depth 0 has output index ", s.output[i], "; it must be 0");
+  if (op == kNamedTensorSource) {
+    if (pos < 0 || pos >= static_cast<int64_t>(spec.named_tensor_names.size())) {
+      Bad("result ", i, " names named tensor ", pos, ", out of range [0, ", spec.named_tensor_names.size(), ")");
+    }
+    if (spec.named_tensor_type_shapes[pos] != ts) {
+      Bad("result ", i, " (named tensor '", spec.named_tensor_names[pos], "') has type shape ",
+          spec.type_shapes[ts].ToString(), " but the tensor is ",
+          spec.type_shapes[spec.named_tensor_type_shapes[pos]].ToString());
+    }
+  } else if (op == kBatchInputSource) {
+    if (spec.batch_input_slot[ts] < 0) {
+      Bad("result ", i, " reads a batch input of ", spec.type_shapes[ts].ToString(), ", which the loom has not");
+    }
+    if (pos < 0 || pos > INT32_MAX) Bad("result ", i, " reads batch input row ", pos, ", out of range");
+  } else if (op == kConstantSource) {
+    if (pos < 0 || pos >= s.num_constants[ts]) {
+      Bad("result ", i, " is constant ", pos, " of ", spec.type_shapes[ts].ToString(), ", out of range [0, ",
+          s.num_constants[ts], ")");
+    }
+  } else {
+    Bad("result ", i, " at depth 0 has op ", op, "; depth-0 results come from named tensors (-1), batch inputs "
+        "(-2) or constants (-3)");
+  }
+}
+
+// A result at depth >= 1: an output of an op call, of that output's type shape.
+void CheckCallResult(const LoomSpec& spec, const WeaverState& s, int64_t i) {
+  const int32_t d = s.depth[i], ts = s.type_shape[i], op = s.op[i], out = s.output[i];
+  const int64_t pos = s.position[i];
+  if (op < 0 || op >= spec.num_ops()) {
+    Bad("result ", i, " at depth ", d, " has op index ", op, ", out of range [0, ", spec.num_ops(), ")");
+  }
+  const OpSpec& o = spec.ops[op];
+  if (out < 0 || out >= static_cast<int32_t>(o.outputs.size())) {
+    Bad("result ", i, " is output ", out, " of ", spec.DescribeOp(op), ", which has ", o.outputs.size());
+  }
+  if (o.outputs[out] != ts) {
+    Bad("result ", i, " has type shape ", spec.type_shapes[ts].ToString(), " but output ", out, " of ",
+        spec.DescribeOp(op), " is ", spec.type_shapes[o.outputs[out]].ToString());
+  }
+  if (pos < 0 || pos >= s.num_results()) Bad("result ", i, " has call position ", pos, ", out of range");
+}
+
+// The result columns, each result checked; sets s->deepest.
+void ParseResults(const LoomSpec& spec, const proto::WeaverMessage& m, int64_t n, WeaverState* s) {
+  s->depth.assign(m.result_depth().begin(), m.result_depth().end());
+  s->type_shape.assign(m.result_type_shape().begin(), m.result_type_shape().end());
+  s->op.assign(m.result_op().begin(), m.result_op().end());
+  s->output.assign(m.result_output().begin(), m.result_output().end());
+  s->position.assign(m.result_position().begin(), m.result_position().end());
+  const int T = spec.num_type_shapes();
   const int32_t max_allowed = spec.max_depth > 0 ? spec.max_depth : kMaxDepth;
   for (int64_t i = 0; i < n; ++i) {
-    const int32_t d = s.depth[i], ts = s.type_shape[i], op = s.op[i], out = s.output[i];
-    const int64_t pos = s.position[i];
+    const int32_t d = s->depth[i], ts = s->type_shape[i];
     if (ts < 0 || ts >= T) Bad("result ", i, " has type shape index ", ts, ", out of range [0, ", T, ")");
     if (d < 0 || d > max_allowed) {
       Bad("result ", i, " has depth ", d, (spec.max_depth > 0 ? ", beyond the loom's max_depth of " : ", beyond "),
           max_allowed);
     }
     if (d > n) Bad("result ", i, " has depth ", d, " but a depth needs a result at every depth below it");
-    s.deepest = std::max(s.deepest, d);
+    s->deepest = std::max(s->deepest, d);
     if (d == 0) {
-      if (out != 0) Bad("result ", i, " at depth 0 has output index ", out, "; it must be 0");
-      if (op == kNamedTensorSource) {
-        if (pos < 0 || pos >= static_cast<int64_t>(spec.named_tensor_names.size())) {
-          Bad("result ", i, " names named tensor ", pos, ", out of range [0, ", spec.named_tensor_names.size(), ")");
-        }
-        if (spec.named_tensor_type_shapes[pos] != ts) {
-          Bad("result ", i, " (named tensor '", spec.named_tensor_names[pos], "') has type shape ",
-              spec.type_shapes[ts].ToString(), " but the tensor is ",
-              spec.type_shapes[spec.named_tensor_type_shapes[pos]].ToString());
-        }
-      } else if (op == kBatchInputSource) {
-        if (spec.batch_input_slot[ts] < 0) {
-          Bad("result ", i, " reads a batch input of ", spec.type_shapes[ts].ToString(), ", which the loom has not");
-        }
-        if (pos < 0 || pos > INT32_MAX) Bad("result ", i, " reads batch input row ", pos, ", out of range");
-      } else if (op == kConstantSource) {
-        if (pos < 0 || pos >= s.num_constants[ts]) {
-          Bad("result ", i, " is constant ", pos, " of ", spec.type_shapes[ts].ToString(), ", out of range [0, ",
-              s.num_constants[ts], ")");
-        }
-      } else {
-        Bad("result ", i, " at depth 0 has op ", op, "; depth-0 results come from named tensors (-1), batch inputs "
-            "(-2) or constants (-3)");
-      }
+      CheckSourceResult(spec, *s, i);
     } else {
-      if (op < 0 || op >= K) Bad("result ", i, " at depth ", d, " has op index ", op, ", out of range [0, ", K, ")");
-      const OpSpec& o = spec.ops[op];
-      if (out < 0 || out >= static_cast<int32_t>(o.outputs.size())) {
-        Bad("result ", i, " is output ", out, " of ", spec.DescribeOp(op), ", which has ", o.outputs.size());
-      }
-      if (o.outputs[out] != ts) {
-        Bad("result ", i, " has type shape ", spec.type_shapes[ts].ToString(), " but output ", out, " of ",
-            spec.DescribeOp(op), " is ", spec.type_shapes[o.outputs[out]].ToString());
-      }
-      if (pos < 0 || pos >= n) Bad("result ", i, " has call position ", pos, ", out of range");
+      CheckCallResult(spec, *s, i);
     }
   }
-  const int32_t D = s.deepest;
-  if (static_cast<int64_t>(D) * std::max(K, S) > 4 * n + (int64_t{1} << 20)) {
-    Bad("depth ", D, " is too large for ", n, " results");
+  const int64_t width = std::max(spec.num_ops(), spec.num_arg_slots);
+  if (static_cast<int64_t>(s->deepest) * width > 4 * n + (int64_t{1} << 20)) {
+    Bad("depth ", s->deepest, " is too large for ", n, " results");
   }
+}
 
-  // Calls: per (depth, op) the count, and each output's results filling
-  // positions 0..count-1 exactly once.
-  s.calls.assign(static_cast<size_t>(D) * K, 0);
+// Calls: per (depth, op) the count, and each output's results filling
+// positions 0..count-1 exactly once.
+void CountCalls(const LoomSpec& spec, WeaverState* s) {
+  const int K = spec.num_ops();
+  const int64_t n = s->num_results();
+  s->calls.assign(static_cast<size_t>(s->deepest) * K, 0);
   for (int64_t i = 0; i < n; ++i) {
-    if (s.depth[i] == 0) continue;
-    int64_t& c = s.calls[static_cast<size_t>(s.depth[i] - 1) * K + s.op[i]];
-    c = std::max(c, s.position[i] + 1);
+    if (s->depth[i] == 0) continue;
+    int64_t& c = s->calls[static_cast<size_t>(s->depth[i] - 1) * K + s->op[i]];
+    c = std::max(c, s->position[i] + 1);
   }
-  std::vector<int64_t> slot_base(static_cast<size_t>(D) * K + 1, 0);  // prefix over (d, k) of calls * outputs
-  for (size_t dk = 0; dk < s.calls.size(); ++dk) {
-    slot_base[dk + 1] = slot_base[dk] + s.calls[dk] * static_cast<int64_t>(spec.ops[dk % K].outputs.size());
+  std::vector<int64_t> slot_base(s->calls.size() + 1, 0);  // prefix over (d, k) of calls * outputs
+  for (size_t dk = 0; dk < s->calls.size(); ++dk) {
+    slot_base[dk + 1] = slot_base[dk] + s->calls[dk] * static_cast<int64_t>(spec.ops[dk % K].outputs.size());
     if (slot_base[dk + 1] > n) Bad("the op call positions do not match the results (positions are not dense)");
   }
   std::vector<int32_t> filled(static_cast<size_t>(slot_base.back()), -1);
   for (int64_t i = 0; i < n; ++i) {
-    if (s.depth[i] == 0) continue;
-    const size_t dk = static_cast<size_t>(s.depth[i] - 1) * K + s.op[i];
-    const int64_t slot = slot_base[dk] + s.output[i] * s.calls[dk] + s.position[i];
+    if (s->depth[i] == 0) continue;
+    const size_t dk = static_cast<size_t>(s->depth[i] - 1) * K + s->op[i];
+    const int64_t slot = slot_base[dk] + s->output[i] * s->calls[dk] + s->position[i];
     if (filled[slot] >= 0) {
-      Bad("results ", filled[slot], " and ", i, " are both output ", s.output[i], " of call ", s.position[i], " of ",
-          spec.DescribeOp(s.op[i]), " at depth ", s.depth[i]);
+      Bad("results ", filled[slot], " and ", i, " are both output ", s->output[i], " of call ", s->position[i],
+          " of ", spec.DescribeOp(s->op[i]), " at depth ", s->depth[i]);
     }
     filled[slot] = static_cast<int32_t>(i);
   }
-  for (size_t dk = 0; dk < s.calls.size(); ++dk) {
+  for (size_t dk = 0; dk < s->calls.size(); ++dk) {
     for (int64_t slot = slot_base[dk]; slot < slot_base[dk + 1]; ++slot) {
       if (filled[slot] < 0) {
-        const int64_t c = s.calls[dk];
-        Bad(spec.DescribeOp(static_cast<int>(dk % K)), " at depth ", dk / K + 1, " has ", c,
-            " calls but output ", (slot - slot_base[dk]) / c, " of call ", (slot - slot_base[dk]) % c, " is missing");
+        const int64_t c = s->calls[dk];
+        Bad(spec.DescribeOp(static_cast<int>(dk % K)), " at depth ", dk / K + 1, " has ", c, " calls but output ",
+            (slot - slot_base[dk]) / c, " of call ", (slot - slot_base[dk]) % c, " is missing");
       }
     }
   }
+}
 
-  // Wiring: every argument of every call, of the right type shape, from the
-  // depth just below. An argument from the same depth or deeper would be a
-  // cycle (or a use before definition); the depths order every schedule.
-  s.wiring.assign(static_cast<size_t>(D) * S, {});
-  s.row_lengths.assign(static_cast<size_t>(D) * S, {});
+// A ragged argument's row lengths: one per call, non-negative, summing to its results.
+void ParseRowLengths(const LoomSpec& spec, const proto::LoomWiring& w, int64_t calls, std::vector<int32_t>* out) {
+  const int32_t d = w.depth(), op = w.op(), arg = w.arg();
+  if (w.row_lengths_size() != calls) {
+    Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has row lengths for ",
+        w.row_lengths_size(), " calls, but the op has ", calls, " calls there");
+  }
+  int64_t total = 0;
+  for (int32_t len : w.row_lengths()) {
+    if (len < 0) Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has a negative row length");
+    total += len;
+  }
+  if (total != w.results_size()) {
+    Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has row lengths summing to ", total,
+        " but ", w.results_size(), " results");
+  }
+  out->assign(w.row_lengths().begin(), w.row_lengths().end());
+}
+
+// Each result an argument takes: in range, from the depth just below (an
+// argument from the same depth or deeper would be a cycle, or a use before
+// definition: the depths order every schedule), of the argument's type shape.
+void CheckArgumentResults(const LoomSpec& spec, const WeaverState& s, const proto::LoomWiring& w) {
+  const int32_t d = w.depth(), op = w.op(), arg = w.arg();
+  const int32_t want = spec.ops[op].inputs[arg];
+  const int64_t n = s.num_results();
+  for (int c = 0; c < w.results_size(); ++c) {  // c: the call, or for a ragged argument the entry
+    const int32_t r = w.results(c);
+    if (r < 0 || r >= n) {
+      Bad("argument ", arg, " of call ", c, " of ", spec.DescribeOp(op), " at depth ", d, " is result ", r,
+          ", out of range [0, ", n, ")");
+    }
+    if (s.depth[r] >= d) {
+      Bad("cycle: call ", c, " of ", spec.DescribeOp(op), " at depth ", d, " takes result ", r, " (depth ", s.depth[r],
+          ") as argument ", arg, ", but an argument must be computed before the call");
+    }
+    if (s.depth[r] != d - 1) {
+      Bad("depth mismatch: call ", c, " of ", spec.DescribeOp(op), " at depth ", d, " takes result ", r, " of depth ",
+          s.depth[r], " as argument ", arg, "; arguments must come from depth ", d - 1, " (lifted by pass-through ops)");
+    }
+    if (s.type_shape[r] != want) {
+      Bad("argument ", arg, " of ", spec.DescribeOp(op), " must be ", spec.type_shapes[want].ToString(), " but call ",
+          c, " at depth ", d, " passes result ", r, " of ", spec.type_shapes[s.type_shape[r]].ToString());
+    }
+  }
+}
+
+// Wiring: every argument of every call, wired once, with one result per call
+// (or rows of results for a ragged argument).
+void ParseWiring(const LoomSpec& spec, const proto::WeaverMessage& m, WeaverState* s) {
+  const int32_t D = s->deepest;
+  const int K = spec.num_ops(), S = spec.num_arg_slots;
+  s->wiring.assign(static_cast<size_t>(D) * S, {});
+  s->row_lengths.assign(static_cast<size_t>(D) * S, {});
   std::vector<char> seen(static_cast<size_t>(D) * S, 0);
   for (const proto::LoomWiring& w : m.wiring()) {
     const int32_t d = w.depth(), op = w.op(), arg = w.arg();
@@ -479,58 +539,24 @@ WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t si
     if (op < 0 || op >= K) Bad("wiring at depth ", d, " names op ", op, ", out of range [0, ", K, ")");
     const OpSpec& o = spec.ops[op];
     if (arg < 0 || arg >= static_cast<int32_t>(o.inputs.size())) {
-      Bad("wiring at depth ", d, " names argument ", arg, " of ", spec.DescribeOp(op), ", which has ",
-          o.inputs.size());
+      Bad("wiring at depth ", d, " names argument ", arg, " of ", spec.DescribeOp(op), ", which has ", o.inputs.size());
     }
     const size_t slot = static_cast<size_t>(d - 1) * S + spec.arg_offset[op] + arg;
     if (seen[slot]) Bad("argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " is wired twice");
     seen[slot] = 1;
-    const int64_t calls = s.calls[static_cast<size_t>(d - 1) * K + op];
+    const int64_t calls = s->calls[static_cast<size_t>(d - 1) * K + op];
     if (o.ragged[arg]) {
-      if (w.row_lengths_size() != calls) {
-        Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has row lengths for ",
-            w.row_lengths_size(), " calls, but the op has ", calls, " calls there");
-      }
-      int64_t total = 0;
-      for (int32_t len : w.row_lengths()) {
-        if (len < 0) Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has a negative row length");
-        total += len;
-      }
-      if (total != w.results_size()) {
-        Bad("ragged argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " has row lengths summing to ",
-            total, " but ", w.results_size(), " results");
-      }
-      s.row_lengths[slot].assign(w.row_lengths().begin(), w.row_lengths().end());
+      ParseRowLengths(spec, w, calls, &s->row_lengths[slot]);
     } else if (w.results_size() != calls || w.row_lengths_size() != 0) {
       Bad("argument ", arg, " of ", spec.DescribeOp(op), " at depth ", d, " is wired for ", w.results_size(),
           " calls, but the op has ", calls, " calls there", w.row_lengths_size() ? " (and it is not ragged)" : "");
     }
-    for (int c = 0; c < w.results_size(); ++c) {  // c: the call, or for a ragged argument the entry
-      const int32_t r = w.results(c);
-      if (r < 0 || r >= n) {
-        Bad("argument ", arg, " of call ", c, " of ", spec.DescribeOp(op), " at depth ", d, " is result ", r,
-            ", out of range [0, ", n, ")");
-      }
-      if (s.depth[r] >= d) {
-        Bad("cycle: call ", c, " of ", spec.DescribeOp(op), " at depth ", d, " takes result ", r, " (depth ",
-            s.depth[r], ") as argument ", arg, ", but an argument must be computed before the call");
-      }
-      if (s.depth[r] != d - 1) {
-        Bad("depth mismatch: call ", c, " of ", spec.DescribeOp(op), " at depth ", d, " takes result ", r,
-            " of depth ", s.depth[r], " as argument ", arg, "; arguments must come from depth ", d - 1,
-            " (lifted by pass-through ops)");
-      }
-      if (s.type_shape[r] != o.inputs[arg]) {
-        Bad("argument ", arg, " of ", spec.DescribeOp(op), " must be ", spec.type_shapes[o.inputs[arg]].ToString(),
-            " but call ", c, " at depth ", d, " passes result ", r, " of ",
-            spec.type_shapes[s.type_shape[r]].ToString());
-      }
-    }
-    s.wiring[slot].assign(w.results().begin(), w.results().end());
+    CheckArgumentResults(spec, *s, w);
+    s->wiring[slot].assign(w.results().begin(), w.results().end());
   }
   for (int32_t d = 1; d <= D; ++d) {
     for (int k = 0; k < K; ++k) {
-      if (s.calls[static_cast<size_t>(d - 1) * K + k] == 0) continue;
+      if (s->calls[static_cast<size_t>(d - 1) * K + k] == 0) continue;
       for (size_t a = 0; a < spec.ops[k].inputs.size(); ++a) {
         if (!seen[static_cast<size_t>(d - 1) * S + spec.arg_offset[k] + a]) {
           Bad("argument ", a, " of ", spec.DescribeOp(k), " at depth ", d, " has no wiring");
@@ -538,11 +564,41 @@ WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t si
       }
     }
   }
+}
+
+void ParseOutputs(const proto::WeaverMessage& m, WeaverState* s) {
+  const int64_t n = s->num_results();
   for (int i = 0; i < m.outputs_size(); ++i) {
     const int32_t r = m.outputs(i);
     if (r < 0 || r >= n) Bad("output ", i, " is result ", r, ", out of range [0, ", n, ")");
   }
-  s.outputs.assign(m.outputs().begin(), m.outputs().end());
+  s->outputs.assign(m.outputs().begin(), m.outputs().end());
+}
+
+}  // namespace
+
+// Parsing checks the message part by part, in the order each part's checks
+// need the parts before it: constants, results, calls, wiring, outputs.
+WeaverState ParseWeaverMessage(const LoomSpec& spec, const void* data, size_t size) {
+  // An arena: the message's many small repeated fields cost one allocation.
+  google::protobuf::ArenaOptions options;
+  options.start_block_size = std::min<size_t>(std::max<size_t>(size * 2, 1024), size_t{1} << 20);
+  google::protobuf::Arena arena(options);
+  proto::WeaverMessage& m = *google::protobuf::Arena::CreateMessage<proto::WeaverMessage>(&arena);
+  if (size > static_cast<size_t>(INT_MAX) || !m.ParseFromArray(data, static_cast<int>(size))) {
+    throw Error(Code::kDataLoss, "the bytes are not a serialized WeaverMessage (truncated or corrupt)");
+  }
+  if (m.loom_fingerprint() != spec.fingerprint) {
+    ThrowInvalidArgument("the WeaverMessage was made for another loom (its loom fingerprint is ", m.loom_fingerprint(),
+                         ", this loom's is ", spec.fingerprint, ")");
+  }
+  const int64_t n = CheckResultColumns(m);
+  WeaverState s;
+  ParseConstants(spec, m, &s);
+  ParseResults(spec, m, n, &s);
+  CountCalls(spec, &s);
+  ParseWiring(spec, m, &s);
+  ParseOutputs(m, &s);
   return s;
 }
 

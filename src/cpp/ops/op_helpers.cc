@@ -1,5 +1,8 @@
 #include "ops/op_helpers.h"
 
+#include <algorithm>
+#include <string>
+
 #include "util/errors.h"
 
 namespace treadle {
@@ -12,6 +15,25 @@ DTypeFn FixedDType(DType t) {
 }
 DTypeFn DTypeFromAttr(const char* attr) {
   return [attr](const InferContext& c) { return std::vector<DType>{c.attrs.GetType(attr)}; };
+}
+
+namespace {
+
+std::string TypeListString(const std::vector<DType>& types) {
+  std::string s = "(";
+  for (size_t i = 0; i < types.size(); ++i) s += (i ? ", " : "") + std::string(DTypeName(types[i]));
+  return s + ")";
+}
+
+}  // namespace
+
+void CheckInputTypesMatchAttr(const InferContext& c, const char* attr, size_t first) {
+  const std::vector<DType>& declared = c.attrs.GetTypeList(attr);
+  const auto begin = c.dtypes.begin() + static_cast<std::ptrdiff_t>(std::min(first, c.dtypes.size()));
+  if (!std::equal(declared.begin(), declared.end(), begin, c.dtypes.end())) {
+    ThrowTypeError(c.op.name, ": attr '", attr, "' is ", TypeListString(declared), " but the inputs are ",
+                   TypeListString(std::vector<DType>(begin, c.dtypes.end())));
+  }
 }
 
 ShapeFn SameShapeAsInput(int i) {

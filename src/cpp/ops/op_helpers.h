@@ -25,6 +25,11 @@ DTypeFn SameDTypeAsInput(int i);          // one output with input i's dtype
 DTypeFn FixedDType(DType t);              // one output of dtype t
 DTypeFn DTypeFromAttr(const char* attr);  // one output of the dtype attr names
 
+// The list(type) attr `attr` must list the dtypes of the inputs from `first`
+// on (ops taking a list of any dtypes: If, While, calls, the Loom ops).
+// Throws TypeError "Op: attr 'T' is (int32) but the inputs are (float32)".
+void CheckInputTypesMatchAttr(const InferContext& c, const char* attr, size_t first);
+
 // ---- shape functions ----
 ShapeFn SameShapeAsInput(int i);
 ShapeFn ScalarShape();

@@ -192,6 +192,11 @@ InferredOutputs InferOutputs(const OpDef& op, const std::vector<DType>& dtypes,
   return out;
 }
 
+std::string WithOpTag(const std::string& message, const std::string& op_name) {
+  if (message.find("[Op:") != std::string::npos) return message;
+  return StrCat(message, " [Op:", op_name, "]");
+}
+
 std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
                           const FunctionCaller* functions, OutputAllocator* allocator) {
   const size_t n = inputs.size();
@@ -208,7 +213,7 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
     CheckInputDTypes(op, dtypes);
     inferred = InferOutputs(op, dtypes, shapes, values, attrs);
   } catch (const StaticError& e) {
-    throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
+    throw Error(Code::kInvalidArgument, WithOpTag(e.what(), op.name));
   }
   std::vector<Tensor> outputs;
   RunKernel(op, inputs, attrs, inferred, functions, &outputs, allocator);
@@ -222,12 +227,12 @@ void RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap
   try {
     op.kernel(ctx);
   } catch (const StaticError& e) {
-    throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
+    throw Error(Code::kInvalidArgument, WithOpTag(e.what(), op.name));
   } catch (const Error& e) {
-    // Name the op in every kernel error, once.
-    std::string msg = e.what();
-    if (msg.find("[Op:") != std::string::npos) throw;
-    throw Error(e.code(), StrCat(msg, " [Op:", op.name, "]"));
+    // Name the op in every kernel error, once (a nested call's error keeps its own).
+    std::string msg = WithOpTag(e.what(), op.name);
+    if (msg == e.what()) throw;
+    throw Error(e.code(), std::move(msg));
   }
   for (size_t i = 0; i < ctx.outputs.size(); ++i) {
     if (!ctx.outputs[i].defined()) {

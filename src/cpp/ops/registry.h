@@ -140,6 +140,7 @@ struct OpDef {
   ShapeFn shape_fn;
   KernelFn kernel;
   bool stateful = false;         // never constant-folded or deduplicated (random ops, print)
+  bool long_running = false;     // runs long however small its inputs (a loom): eager calls release the GIL
   // Public Python names generated straight from this def ("add", "math.add");
   // empty when the front end writes a wrapper by hand.
   std::vector<std::string> api_names;
@@ -182,6 +183,10 @@ struct InferredOutputs {
 InferredOutputs InferOutputs(const OpDef& op, const std::vector<DType>& dtypes,
                              const std::vector<PartialShape>& shapes, const std::vector<const Tensor*>& values,
                              const AttrMap& attrs);
+
+// How every error of an op call names its op: `message` + " [Op:Name]", unless
+// the message already names one (an error from a nested call keeps the innermost).
+std::string WithOpTag(const std::string& message, const std::string& op_name);
 
 // Runs one op on concrete inputs. `attrs` must be canonical. Errors in the
 // call itself (dtypes, shapes) surface as InvalidArgument with "[Op:Name]".

@@ -50,6 +50,12 @@ py::object PartialShapeToPy(const PartialShape& s);
 // Called by binding functions that run kernels: release the GIL for large work.
 bool ShouldReleaseGil(const std::vector<Tensor>& inputs);
 
+// Runs an op eagerly on EagerTensors (a TypeError for anything else): attrs
+// canonicalized (errors tagged "[Op:Name]"), the kernel run in a cancellation
+// scope, the GIL released for large work or long-running ops (OpDef::long_running).
+// The one path of eager ops (_core.execute).
+py::list ExecuteEager(const OpDef& op, py::handle inputs, py::handle attrs);
+
 void RegisterErrors(py::module_& m);
 void RegisterTensor(py::module_& m);
 void RegisterOps(py::module_& m);

@@ -317,9 +317,147 @@ struct PyScheduleReader {
   std::unique_ptr<data::RecordFileReader> reader;
 };
 
-}  // namespace
+// ---- the Weaver's slower entry points (the fast ones are the callers above)
 
-void RegisterLoom(py::module_& m) {
+using Int32Array = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+using Int64Array = py::array_t<int64_t, py::array::c_style | py::array::forcecast>;
+
+void CheckOpIndex(const LoomSpec& spec, int op) {
+  if (op < 0 || op >= spec.num_ops()) throw py::value_error("op index out of range");
+}
+
+// One call of `op` on a sequence of results (lists of them for ragged inputs).
+py::list WeaverCall(PyWeaver& w, int op, py::sequence args) {
+  const LoomSpec& spec = w.weaver->spec();
+  CheckOpIndex(spec, op);
+  std::vector<int32_t> ids;
+  int32_t first;
+  if (spec.ops[op].has_ragged()) {
+    std::vector<PyObject*> items;
+    for (py::handle a : args) items.push_back(a.ptr());
+    std::vector<int32_t> counts;
+    if (!RaggedCallArgs(*w.weaver, op, items.data(), static_cast<Py_ssize_t>(items.size()), &ids, &counts)) {
+      throw py::error_already_set();
+    }
+    first = w.weaver->CallRagged(op, ids.data(), counts.data());
+  } else {
+    for (py::handle a : args) ids.push_back(ToResult(a));
+    first = w.weaver->Call(op, ids.data(), static_cast<int>(ids.size()));
+  }
+  return ResultList(first, static_cast<int>(spec.ops[op].outputs.size()));
+}
+
+// n calls of `op`, one per row of `args` [n, inputs]; returns their results [n, outputs].
+py::array_t<int32_t> WeaverCalls(PyWeaver& w, int op, Int32Array args) {
+  const LoomSpec& spec = w.weaver->spec();
+  CheckOpIndex(spec, op);
+  const int nin = static_cast<int>(spec.ops[op].inputs.size());
+  const int nout = static_cast<int>(spec.ops[op].outputs.size());
+  if (args.ndim() != 2 || args.shape(1) != nin) {
+    throw py::value_error(StrCat("Weaver.calls: arguments of ", spec.DescribeOp(op), " must be a 2-D array with ",
+                                 nin, " columns"));
+  }
+  const int64_t n = args.shape(0);
+  py::array_t<int32_t> out({n, static_cast<int64_t>(nout)});
+  int32_t* o = out.mutable_data();
+  const int32_t* a = args.data();
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t first = w.weaver->Call(op, a + i * nin, nin);
+    for (int j = 0; j < nout; ++j) o[i * nout + j] = first + j;
+  }
+  return out;
+}
+
+int64_t ConstantsCall(PyWeaver& w, int ts, py::array values, int64_t count) {
+  py::buffer_info info = values.request();
+  const LoomSpec& spec = w.weaver->spec();
+  if (ts < 0 || ts >= spec.num_type_shapes() ||
+      static_cast<size_t>(info.size * info.itemsize) != spec.type_shapes[ts].row_bytes * count) {
+    throw py::value_error("Weaver.constants: the values do not fill " + std::to_string(count) + " rows");
+  }
+  return w.weaver->Constants(ts, info.ptr, count);
+}
+
+// The data of a 1-D array of `n` entries (any length when n < 0), for weave().
+template <typename T>
+const T* VectorData(const py::array_t<T, py::array::c_style | py::array::forcecast>& a, int64_t n, const char* name) {
+  if (a.ndim() != 1 || (n >= 0 && a.shape(0) != n)) {
+    throw py::value_error(
+        StrCat("weave: ", name, " must be a 1-D array", n >= 0 ? StrCat(" of ", n, " entries") : std::string()));
+  }
+  return a.data();
+}
+
+// A whole graph of op calls in one call (Weaver.weave): nodes, their argument
+// entries (CSR by arg_splits) and the outputs; returns each node's first result.
+py::array_t<int32_t> WeaveGraph(PyWeaver& w, Int32Array node_op, Int64Array arg_splits, Int32Array arg_input,
+                                Int32Array arg_source, Int64Array arg_value, Int32Array arg_output,
+                                Int64Array output_node, Int32Array output_index) {
+  Weaver::GraphArgs g;
+  g.node_op = VectorData(node_op, -1, "node_op");
+  g.num_nodes = node_op.shape(0);
+  g.arg_splits = VectorData(arg_splits, g.num_nodes + 1, "arg_splits");
+  g.arg_input = VectorData(arg_input, -1, "arg_input");
+  const int64_t entries = arg_input.shape(0);
+  if (g.arg_splits[g.num_nodes] != entries) {
+    throw py::value_error(StrCat("weave: arg_splits ends at ", g.arg_splits[g.num_nodes], " but there are ", entries,
+                                 " argument entries"));
+  }
+  g.arg_source = VectorData(arg_source, entries, "arg_source");
+  g.arg_value = VectorData(arg_value, entries, "arg_value");
+  g.arg_output = VectorData(arg_output, entries, "arg_output");
+  g.output_node = VectorData(output_node, -1, "outputs");
+  g.num_outputs = output_node.shape(0);
+  g.output_index = VectorData(output_index, g.num_outputs, "output_index");
+  std::vector<int32_t> first;
+  {
+    py::gil_scoped_release nogil;  // the arrays are held by this frame
+    first = w.weaver->WeaveGraph(g);
+  }
+  return py::array_t<int32_t>(static_cast<py::ssize_t>(first.size()), first.data());
+}
+
+// Binary trees in bulk (Weaver.weave_trees): children by node, leaf values,
+// roots; returns each root's first result.
+py::array_t<int32_t> WeaveTrees(PyWeaver& w, Int64Array left, Int64Array right, Int64Array leaf_values,
+                                Int64Array roots, int leaf_op, int node_op, int leaf_type_shape,
+                                bool from_batch_input, std::vector<int> root_outputs) {
+  if (left.ndim() != 1) throw py::value_error("weave_trees: left must be a 1-D array");
+  Weaver::TreesArgs a;
+  a.num_nodes = left.shape(0);
+  a.left = Int64Data(left, a.num_nodes, "left");
+  a.right = Int64Data(right, a.num_nodes, "right");
+  a.leaf_values = Int64Data(leaf_values, a.num_nodes, "leaf_values");
+  if (roots.ndim() != 1) throw py::value_error("weave_trees: roots must be a 1-D array");
+  a.num_roots = roots.shape(0);
+  a.roots = roots.data();
+  a.leaf_op = leaf_op;
+  a.node_op = node_op;
+  a.leaf_type_shape = leaf_type_shape;
+  a.leaf_from_batch_input = from_batch_input;
+  a.root_outputs = std::move(root_outputs);
+  std::vector<int32_t> first;
+  {
+    py::gil_scoped_release nogil;  // the arrays are held by this frame
+    first = w.weaver->WeaveTrees(a);
+  }
+  return py::array_t<int32_t>(static_cast<py::ssize_t>(first.size()), first.data());
+}
+
+py::tuple ResultInfo(const PyWeaver& w, py::handle obj) {
+  const int32_t r = ToResult(obj);
+  w.weaver->Depth(r);  // range check
+  const auto& s = w.weaver->state();
+  return py::make_tuple(s.depth[r], s.type_shape[r], s.op[r], s.output[r], s.position[r]);
+}
+
+Tensor ScheduleHandle(std::shared_ptr<const loom::Schedule> s) {
+  return MakeHandleTensor(DType::kVariant, std::const_pointer_cast<loom::Schedule>(std::move(s)));
+}
+
+// ---- registration, by job
+
+void RegisterLoomSpec(py::module_& m) {
   py::class_<PyLoomSpec>(m, "LoomSpec", "A validated LoomMetadata: what a Weaver checks its calls against.")
       .def(py::init([](const py::bytes& metadata) {
              auto md = ParseProto<proto::LoomMetadata>(metadata, "LoomMetadata");
@@ -333,7 +471,7 @@ void RegisterLoom(py::module_& m) {
                py::gil_scoped_release nogil;
                sched = loom::MergeMessages(s.spec, messages.data(), messages.size());
              }
-             return MakeHandleTensor(DType::kVariant, std::const_pointer_cast<loom::Schedule>(sched));
+             return ScheduleHandle(std::move(sched));
            },
            py::arg("messages"), "Validates and merges serialized WeaverMessages into one finalised schedule.")
       .def("merge_to_message", [](const PyLoomSpec& s, const std::vector<std::string>& messages) {
@@ -344,65 +482,23 @@ void RegisterLoom(py::module_& m) {
              return py::bytes(merged.Serialize());
            },
            py::arg("messages"), "Validates and merges serialized WeaverMessages into one serialized message.");
+}
 
+void RegisterWeaver(py::module_& m) {
   py::class_<PyWeaver>(m, "LoomWeaver", py::dynamic_attr(), "The C++ Weaver; td.loom.Weaver wraps it.")
       .def(py::init([](const PyLoomSpec& s) { return PyWeaver{std::make_shared<Weaver>(s.spec)}; }),
            py::arg("spec"))
       .def("_op_caller", &MakeOpCaller, py::arg("op"))
       .def("_batch_input_caller", &MakeBatchInputCaller, py::arg("index"))
-      .def("_call", [](PyWeaver& w, int op, py::sequence args) {
-             const LoomSpec& spec = w.weaver->spec();
-             if (op < 0 || op >= spec.num_ops()) throw py::value_error("op index out of range");
-             std::vector<int32_t> ids;
-             int32_t first;
-             if (spec.ops[op].has_ragged()) {
-               std::vector<PyObject*> items;
-               for (py::handle a : args) items.push_back(a.ptr());
-               std::vector<int32_t> counts;
-               if (!RaggedCallArgs(*w.weaver, op, items.data(), static_cast<Py_ssize_t>(items.size()), &ids, &counts)) {
-                 throw py::error_already_set();
-               }
-               first = w.weaver->CallRagged(op, ids.data(), counts.data());
-             } else {
-               for (py::handle a : args) ids.push_back(ToResult(a));
-               first = w.weaver->Call(op, ids.data(), static_cast<int>(ids.size()));
-             }
-             return ResultList(first, static_cast<int>(w.weaver->spec().ops[op].outputs.size()));
-           })
+      .def("_call", &WeaverCall)
+      .def("_calls", &WeaverCalls)
       .def("_named_tensor", [](PyWeaver& w, int index) { return w.weaver->NamedTensor(index); })
       .def("_batch_input", [](PyWeaver& w, int ts, int64_t row) { return w.weaver->BatchInput(ts, row); })
       .def("_constant", [](PyWeaver& w, int ts, py::array value) {
              py::buffer_info info = value.request();
              return w.weaver->Constant(ts, info.ptr, static_cast<size_t>(info.size * info.itemsize));
            })
-      .def("_constants", [](PyWeaver& w, int ts, py::array values, int64_t count) {
-             py::buffer_info info = values.request();
-             const LoomSpec& spec = w.weaver->spec();
-             if (ts < 0 || ts >= spec.num_type_shapes() ||
-                 static_cast<size_t>(info.size * info.itemsize) != spec.type_shapes[ts].row_bytes * count) {
-               throw py::value_error("Weaver.constants: the values do not fill " + std::to_string(count) + " rows");
-             }
-             return w.weaver->Constants(ts, info.ptr, count);
-           })
-      .def("_calls", [](PyWeaver& w, int op, py::array_t<int32_t, py::array::c_style | py::array::forcecast> args) {
-             const LoomSpec& spec = w.weaver->spec();
-             if (op < 0 || op >= spec.num_ops()) throw py::value_error("op index out of range");
-             const int nin = static_cast<int>(spec.ops[op].inputs.size());
-             const int nout = static_cast<int>(spec.ops[op].outputs.size());
-             if (args.ndim() != 2 || args.shape(1) != nin) {
-               throw py::value_error(StrCat("Weaver.calls: arguments of ", spec.DescribeOp(op),
-                                            " must be a 2-D array with ", nin, " columns"));
-             }
-             const int64_t n = args.shape(0);
-             py::array_t<int32_t> out({n, static_cast<int64_t>(nout)});
-             int32_t* o = out.mutable_data();
-             const int32_t* a = args.data();
-             for (int64_t i = 0; i < n; ++i) {
-               const int32_t first = w.weaver->Call(op, a + i * nin, nin);
-               for (int j = 0; j < nout; ++j) o[i * nout + j] = first + j;
-             }
-             return out;
-           })
+      .def("_constants", &ConstantsCall)
       .def("add_output", [](PyWeaver& w, py::handle r) { w.weaver->AddOutput(ToResult(r)); }, py::arg("result"),
            "Adds `result` to the loom's outputs (of its type shape, in the order added).")
       .def("depth", [](const PyWeaver& w, py::handle r) { return w.weaver->Depth(ToResult(r)); }, py::arg("result"))
@@ -410,12 +506,7 @@ void RegisterLoom(py::module_& m) {
                              "The depth of the deepest result so far.")
       .def("_type_shape_index", [](const PyWeaver& w, py::handle r) { return w.weaver->TypeShapeOf(ToResult(r)); })
       .def_property_readonly("num_results", [](const PyWeaver& w) { return w.weaver->num_results(); })
-      .def("_result_info", [](const PyWeaver& w, py::handle obj) {
-             const int32_t r = ToResult(obj);
-             w.weaver->Depth(r);  // range check
-             const auto& s = w.weaver->state();
-             return py::make_tuple(s.depth[r], s.type_shape[r], s.op[r], s.output[r], s.position[r]);
-           })
+      .def("_result_info", &ResultInfo)
       .def("_outputs", [](const PyWeaver& w) { return w.weaver->state().outputs; })
       .def("serialize", [](const PyWeaver& w) { return py::bytes(w.weaver->Serialize()); },
            "The schedule as a serialized WeaverMessage.")
@@ -424,88 +515,27 @@ void RegisterLoom(py::module_& m) {
              w.weaver->Append(loom::ParseWeaverMessage(w.weaver->spec(), view.data(), view.size()));
            })
       .def("_schedule", &Schedule, "The finalised schedule (a variant tensor), cached while the weaver is unchanged.")
-      .def("_weave_graph",
-           [](PyWeaver& w, py::array_t<int32_t, py::array::c_style | py::array::forcecast> node_op,
-              py::array_t<int64_t, py::array::c_style | py::array::forcecast> arg_splits,
-              py::array_t<int32_t, py::array::c_style | py::array::forcecast> arg_input,
-              py::array_t<int32_t, py::array::c_style | py::array::forcecast> arg_source,
-              py::array_t<int64_t, py::array::c_style | py::array::forcecast> arg_value,
-              py::array_t<int32_t, py::array::c_style | py::array::forcecast> arg_output,
-              py::array_t<int64_t, py::array::c_style | py::array::forcecast> output_node,
-              py::array_t<int32_t, py::array::c_style | py::array::forcecast> output_index) {
-             auto vec = [](const auto& a, int64_t n, const char* name) {
-               if (a.ndim() != 1 || (n >= 0 && a.shape(0) != n)) {
-                 throw py::value_error(StrCat("weave: ", name, " must be a 1-D array",
-                                              n >= 0 ? StrCat(" of ", n, " entries") : std::string()));
-               }
-               return a.data();
-             };
-             Weaver::GraphArgs g;
-             vec(node_op, -1, "node_op");
-             g.num_nodes = node_op.shape(0);
-             g.node_op = node_op.data();
-             g.arg_splits = vec(arg_splits, g.num_nodes + 1, "arg_splits");
-             vec(arg_input, -1, "arg_input");
-             const int64_t entries = arg_input.shape(0);
-             if (arg_splits.data()[g.num_nodes] != entries) {
-               throw py::value_error(StrCat("weave: arg_splits ends at ", arg_splits.data()[g.num_nodes],
-                                            " but there are ", entries, " argument entries"));
-             }
-             g.arg_input = arg_input.data();
-             g.arg_source = vec(arg_source, entries, "arg_source");
-             g.arg_value = vec(arg_value, entries, "arg_value");
-             g.arg_output = vec(arg_output, entries, "arg_output");
-             vec(output_node, -1, "outputs");
-             g.num_outputs = output_node.shape(0);
-             g.output_node = output_node.data();
-             g.output_index = vec(output_index, g.num_outputs, "output_index");
-             std::vector<int32_t> first;
-             {
-               py::gil_scoped_release nogil;  // the arrays are held by this frame
-               first = w.weaver->WeaveGraph(g);
-             }
-             return py::array_t<int32_t>(static_cast<py::ssize_t>(first.size()), first.data());
-           })
-      .def("_weave_trees",
-           [](PyWeaver& w, py::array_t<int64_t, py::array::c_style | py::array::forcecast> left,
-              py::array_t<int64_t, py::array::c_style | py::array::forcecast> right,
-              py::array_t<int64_t, py::array::c_style | py::array::forcecast> leaf_values,
-              py::array_t<int64_t, py::array::c_style | py::array::forcecast> roots, int leaf_op, int node_op,
-              int leaf_type_shape, bool from_batch_input, std::vector<int> root_outputs) {
-             if (left.ndim() != 1) throw py::value_error("weave_trees: left must be a 1-D array");
-             Weaver::TreesArgs a;
-             a.num_nodes = left.shape(0);
-             a.left = Int64Data(left, a.num_nodes, "left");
-             a.right = Int64Data(right, a.num_nodes, "right");
-             a.leaf_values = Int64Data(leaf_values, a.num_nodes, "leaf_values");
-             if (roots.ndim() != 1) throw py::value_error("weave_trees: roots must be a 1-D array");
-             a.num_roots = roots.shape(0);
-             a.roots = roots.data();
-             a.leaf_op = leaf_op;
-             a.node_op = node_op;
-             a.leaf_type_shape = leaf_type_shape;
-             a.leaf_from_batch_input = from_batch_input;
-             a.root_outputs = std::move(root_outputs);
-             std::vector<int32_t> first;
-             {
-               py::gil_scoped_release nogil;  // the arrays are held by this frame
-               first = w.weaver->WeaveTrees(a);
-             }
-             return py::array_t<int32_t>(static_cast<py::ssize_t>(first.size()), first.data());
-           });
+      .def("_weave_graph", &WeaveGraph)
+      .def("_weave_trees", &WeaveTrees);
+}
 
+std::shared_ptr<const loom::LoomRuntime> RuntimeWithoutGil(const std::string& loom_def) {
+  py::gil_scoped_release nogil;
+  return loom::RuntimeForLoomDef(loom_def);
+}
+
+// The runtime's checks and facts.
+void RegisterLoomRuntime(py::module_& m) {
   m.def("loom_check_def", [](const std::string& loom_def) {
-    std::shared_ptr<const loom::LoomRuntime> rt;
-    {
-      const std::string& def = loom_def;
-      py::gil_scoped_release nogil;
-      rt = loom::RuntimeForLoomDef(def);
-    }
+    std::shared_ptr<const loom::LoomRuntime> rt = RuntimeWithoutGil(loom_def);
     py::list captures;
     for (const auto& s : rt->capture_specs()) captures.append(SpecToPy(s));
     return captures;
   }, py::arg("loom_def"), "Builds and validates the runtime of a serialized LoomDef; returns its capture specs.");
-
+  m.def("loom_input_counts", [](const std::string& loom_def) {
+    const loom::LoomSpec& spec = *RuntimeWithoutGil(loom_def)->spec();
+    return py::make_tuple(spec.named_tensor_names.size(), spec.batch_input_type_shapes.size());
+  }, py::arg("loom_def"), "(named tensors, batch inputs) of the loom a Loom op's loom_def attr describes.");
   m.def("loom_body_fingerprint", [](const py::bytes& library, const std::string& name) {
     auto lib = ParseProto<proto::GraphDef>(library, "GraphDef");
     return loom::FunctionBodyFingerprint(lib.library(), name);
@@ -514,37 +544,27 @@ void RegisterLoom(py::module_& m) {
   m.def("loom_schedule_depth", [](const Tensor& schedule) {
     return GetHandle<loom::Schedule>(schedule, DType::kVariant, "Loom schedule")->num_depths;
   }, py::arg("schedule"), "The deepest layer of a finalised schedule (a variant tensor).");
+}
 
-  // The Loom ops run eagerly through here rather than _core.execute: a run is
-  // long however small its inputs, so the GIL is always released.
-  m.def("loom_execute", [](const std::string& op_name, py::handle inputs_obj, py::handle attrs_obj) {
-    const OpDef& op = OpRegistry::Global().Get(op_name);
-    std::vector<Tensor> inputs;
-    for (py::handle item : inputs_obj) {
-      if (!py::isinstance<Tensor>(item)) {
-        throw py::type_error(op_name + ": expected EagerTensor inputs, got " + py::repr(item).cast<std::string>());
-      }
-      inputs.push_back(item.cast<Tensor>());
+py::object ReadScheduleBatch(PyScheduleReader& r, const PyLoomSpec& spec, int64_t max_count) {
+  std::shared_ptr<const loom::Schedule> sched;
+  int64_t n = 0;
+  {
+    py::gil_scoped_release nogil;
+    std::vector<std::string> msgs;
+    std::string rec;
+    while (n < max_count && r.reader->Next(&rec)) {
+      msgs.push_back(std::move(rec));
+      ++n;
     }
-    std::vector<DType> dtypes;
-    for (const Tensor& t : inputs) dtypes.push_back(t.dtype());
-    AttrMap attrs;
-    try {
-      attrs = CanonicalizeAttrs(op, AttrsFromPy(op, attrs_obj), dtypes);
-    } catch (const StaticError& e) {
-      throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
-    }
-    std::vector<Tensor> out;
-    cancel::CallScope scope;
-    {
-      py::gil_scoped_release nogil;
-      out = RunOp(op, inputs, attrs);
-    }
-    py::list result(out.size());
-    for (size_t i = 0; i < out.size(); ++i) result[i] = py::cast(std::move(out[i]));
-    return result;
-  }, py::arg("op_name"), py::arg("inputs"), py::arg("attrs"));
+    if (n > 0) sched = loom::MergeMessages(spec.spec, msgs.data(), msgs.size());
+  }
+  if (n == 0) return py::none();
+  return py::make_tuple(ScheduleHandle(std::move(sched)), n);
+}
 
+// Record files: TFRecord-format schedules and their checksums.
+void RegisterRecordFiles(py::module_& m) {
   m.def("crc32c", [](const py::bytes& data, uint32_t crc) {
     std::string_view v(data);
     return loom::Crc32c(v.data(), v.size(), crc);
@@ -565,30 +585,24 @@ void RegisterLoom(py::module_& m) {
     for (const std::string& r : records) out.append(py::bytes(r));
     return out;
   }, py::arg("path"), "Reads every record of a TFRecord file (checksums verified).");
-
   py::class_<PyScheduleReader>(m, "LoomScheduleReader", "Reads schedule records and merges them in batches.")
-      .def(py::init([](const std::string& path) { return PyScheduleReader{std::make_unique<data::RecordFileReader>(path, data::Compression::kNone)}; }),
+      .def(py::init([](const std::string& path) {
+             return PyScheduleReader{std::make_unique<data::RecordFileReader>(path, data::Compression::kNone)};
+           }),
            py::arg("path"))
-      .def("read_batch", [](PyScheduleReader& r, const PyLoomSpec& spec, int64_t max_count) -> py::object {
-             std::shared_ptr<const loom::Schedule> sched;
-             int64_t n = 0;
-             {
-               py::gil_scoped_release nogil;
-               std::vector<std::string> msgs;
-               std::string rec;
-               while (n < max_count && r.reader->Next(&rec)) {
-                 msgs.push_back(std::move(rec));
-                 ++n;
-               }
-               if (n > 0) sched = loom::MergeMessages(spec.spec, msgs.data(), msgs.size());
-             }
-             if (n == 0) return py::none();
-             return py::make_tuple(MakeHandleTensor(DType::kVariant, std::const_pointer_cast<loom::Schedule>(sched)), n);
-           },
-           py::arg("spec"), py::arg("max_count"),
+      .def("read_batch", &ReadScheduleBatch, py::arg("spec"), py::arg("max_count"),
            "Up to max_count records merged into one schedule: (schedule tensor, count), or None at the end.")
       .def_property_readonly("records_read", [](const PyScheduleReader& r) { return r.reader->records_read(); })
       .def_property_readonly("offset", [](const PyScheduleReader& r) { return r.reader->offset(); });
+}
+
+}  // namespace
+
+void RegisterLoom(py::module_& m) {
+  RegisterLoomSpec(m);
+  RegisterWeaver(m);
+  RegisterLoomRuntime(m);
+  RegisterRecordFiles(m);
 }
 
 }  // namespace treadle::python

@@ -40,16 +40,17 @@ py::dict DescribeOp(const OpDef& op) {
   }
   d["attrs"] = attrs;
   d["stateful"] = op.stateful;
+  d["long_running"] = op.long_running;
   d["api_names"] = py::cast(op.api_names);
   d["doc"] = op.doc;
   return d;
 }
 
-std::vector<Tensor> TensorsFromPy(py::handle seq) {
+std::vector<Tensor> TensorsFromPy(const OpDef& op, py::handle seq) {
   std::vector<Tensor> out;
   for (auto item : seq) {
     if (!py::isinstance<Tensor>(item)) {
-      throw py::type_error("expected EagerTensor inputs, got " + py::repr(item).cast<std::string>());
+      throw py::type_error(op.name + ": expected EagerTensor inputs, got " + py::repr(item).cast<std::string>());
     }
     out.push_back(item.cast<Tensor>());
   }
@@ -57,6 +58,29 @@ std::vector<Tensor> TensorsFromPy(py::handle seq) {
 }
 
 }  // namespace
+
+py::list ExecuteEager(const OpDef& op, py::handle inputs_obj, py::handle attrs_obj) {
+  std::vector<Tensor> inputs = TensorsFromPy(op, inputs_obj);
+  std::vector<DType> dtypes(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) dtypes[i] = inputs[i].dtype();
+  AttrMap attrs;
+  try {
+    attrs = CanonicalizeAttrs(op, AttrsFromPy(op, attrs_obj), dtypes);
+  } catch (const StaticError& e) {
+    throw Error(Code::kInvalidArgument, WithOpTag(e.what(), op.name));
+  }
+  std::vector<Tensor> out;
+  cancel::CallScope scope;
+  if (op.long_running || ShouldReleaseGil(inputs)) {
+    py::gil_scoped_release nogil;
+    out = RunOp(op, inputs, attrs);
+  } else {
+    out = RunOp(op, inputs, attrs);
+  }
+  py::list result(out.size());
+  for (size_t i = 0; i < out.size(); ++i) result[i] = py::cast(std::move(out[i]));
+  return result;
+}
 
 void RegisterOps(py::module_& m) {
   // TREADLE_ISA caps the SIMD kernels from the moment the core loads; a bad
@@ -94,28 +118,8 @@ void RegisterOps(py::module_& m) {
   m.def("op_def", [](const std::string& name) { return DescribeOp(OpRegistry::Global().Get(name)); });
 
   // execute(op_handle, inputs, attrs) -> list of EagerTensor
-  m.def("execute", [](const OpHandle& h, py::handle inputs_obj, py::handle attrs_obj) {
-    const OpDef& op = *h.op;
-    std::vector<Tensor> inputs = TensorsFromPy(inputs_obj);
-    std::vector<DType> dtypes(inputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) dtypes[i] = inputs[i].dtype();
-    AttrMap attrs;
-    try {
-      attrs = CanonicalizeAttrs(op, AttrsFromPy(op, attrs_obj), dtypes);
-    } catch (const StaticError& e) {
-      throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", op.name, "]"));
-    }
-    std::vector<Tensor> out;
-    cancel::CallScope scope;
-    if (ShouldReleaseGil(inputs)) {
-      py::gil_scoped_release nogil;
-      out = RunOp(op, inputs, attrs);
-    } else {
-      out = RunOp(op, inputs, attrs);
-    }
-    py::list result(out.size());
-    for (size_t i = 0; i < out.size(); ++i) result[i] = py::cast(std::move(out[i]));
-    return result;
+  m.def("execute", [](const OpHandle& h, py::handle inputs, py::handle attrs) {
+    return ExecuteEager(*h.op, inputs, attrs);
   });
 
   // infer(op_handle, dtypes, shapes, values, attrs) -> (dtypes, shapes, canonical attrs)

@@ -14,9 +14,9 @@ from treadle import _core, errors, loom_pb2
 from treadle.cli_common import CommandError, existing_file
 from treadle.framework import dtypes
 from treadle.io import structure
-from treadle.io.container import MAGIC, file_kind as container_kind, kind_name, read_container
+from treadle.io.container import KIND_FUNCTION, KIND_LOOM, MAGIC, file_kind as container_kind, kind_name
 from treadle.io.saving import read_saved_file
-from treadle.loom.saving import FORMAT_VERSION as LOOM_FORMAT_VERSION, KIND_LOOM
+from treadle.loom.saving import read_saved_loom
 
 FUNCTION, LOOM, SCHEDULES = "saved function", "saved loom", "schedule file"
 
@@ -32,9 +32,9 @@ def file_kind(path):
         raise CommandError(f"{path}: the file is empty")
     if head == MAGIC:
         kind = container_kind(path)
-        if kind == 1:
+        if kind == KIND_FUNCTION:
             return FUNCTION
-        if kind == 2:
+        if kind == KIND_LOOM:
             return LOOM
         raise CommandError(f"{path}: holds {kind_name(kind)}; this treadle reads saved functions and looms")
     return SCHEDULES
@@ -94,15 +94,7 @@ def parse_schedule(record, where):
 def _read_saved(path, kind):
     """The file's message; td.errors.DataLossError (one line, status 1) when
     the container or its payload is malformed."""
-    if kind == FUNCTION:
-        return read_saved_file(path)
-    message = loom_pb2.SavedLoom()
-    payload = read_container(path, (KIND_LOOM << 8) | LOOM_FORMAT_VERSION)
-    try:
-        message.ParseFromString(payload)
-    except Exception as e:  # protobuf's DecodeError
-        raise errors.DataLossError(None, None, f"{path}: the {kind} is corrupt ({e})") from None
-    return message
+    return read_saved_file(path) if kind == FUNCTION else read_saved_loom(path)
 
 
 # ------------------------------------------------------------ describing them

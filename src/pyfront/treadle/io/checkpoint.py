@@ -10,9 +10,8 @@ import os
 from treadle import _core, errors, saved_pb2
 from treadle.framework import graph_serialization
 from treadle.framework.variables import Variable
-from treadle.io.container import file_kind, read_container, write_container
+from treadle.io.container import KIND_CHECKPOINT, file_kind, read_container, version_field, write_container
 
-KIND_CHECKPOINT = 3
 _FORMAT_VERSION = 1
 
 
@@ -118,7 +117,7 @@ class Checkpoint:
             sv = saved.variables.add(name=path, trainable=var.trainable)
             graph_serialization.tensor_to_proto(var.read_value(), sv.value)
             graph_serialization.shape_to_proto(var.shape.dims, sv.shape)
-        write_container(file_prefix, (KIND_CHECKPOINT << 8) | _FORMAT_VERSION, saved.SerializeToString())
+        write_container(file_prefix, version_field(KIND_CHECKPOINT, _FORMAT_VERSION), saved.SerializeToString())
         return file_prefix
 
     def save(self, file_prefix):
@@ -142,7 +141,7 @@ class Checkpoint:
             raise errors.DataLossError(None, None, f"{save_path}: not a checkpoint written by td.train.Checkpoint")
         saved = saved_pb2.SavedFile()
         try:
-            saved.ParseFromString(read_container(save_path, (KIND_CHECKPOINT << 8) | _FORMAT_VERSION))
+            saved.ParseFromString(read_container(save_path, version_field(KIND_CHECKPOINT, _FORMAT_VERSION)))
         except Exception as e:  # protobuf's DecodeError
             raise errors.DataLossError(None, None, f"{save_path}: corrupt checkpoint: {e}") from None
         values = {sv.name: sv for sv in saved.variables}

@@ -12,9 +12,18 @@ from treadle import errors
 MAGIC = b"TRDL"
 _HEADER = struct.Struct("<4sIQI")  # magic, version, payload length, crc32
 MAX_PAYLOAD = 1 << 34
-# The high bits of the version field say what the file holds; the low byte is
-# that kind's format version.
-KIND_NAMES = {1: "a saved function", 2: "a saved loom"}
+# The kinds of treadle files, each defined here once. The version field holds
+# the kind in its high bits and that kind's format version in the low byte
+# (version_field); io/file_kinds says which code saves and loads each kind.
+KIND_FUNCTION = 1
+KIND_LOOM = 2
+KIND_CHECKPOINT = 3
+KIND_NAMES = {KIND_FUNCTION: "a saved function", KIND_LOOM: "a saved loom", KIND_CHECKPOINT: "a checkpoint"}
+
+
+def version_field(kind, format_version):
+    """The header's version field of a file of `kind` in `format_version` (< 256)."""
+    return (kind << 8) | format_version
 
 
 def kind_name(kind):
@@ -29,7 +38,8 @@ def write_container(path, kind_version, payload):
 
 
 def read_container(path, supported_version):
-    """The payload of a treadle file; DataLossError for anything malformed."""
+    """The payload of a treadle file of the kind and at most the format version
+    of `supported_version` (a version_field); DataLossError for anything malformed."""
     with open(path, "rb") as f:
         header = f.read(_HEADER.size)
         if len(header) < _HEADER.size:
@@ -69,8 +79,8 @@ def _remaining_bytes(f):
 
 
 def file_kind(path):
-    """The kind of a treadle file (the high bits of its version field: 1 a
-    saved function, 2 a saved loom); DataLossError when it is not one."""
+    """The kind of a treadle file (the high bits of its version field: one of
+    the KIND_ constants); DataLossError when it is not one."""
     with open(path, "rb") as f:
         head = f.read(8)
     if head[:4] != MAGIC[:len(head)] or len(head) < 4:

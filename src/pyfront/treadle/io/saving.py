@@ -1,19 +1,19 @@
 """td.save / td.load for traced functions: one self-contained file with the
-graph library, the captured constants and variables, and the signatures."""
-
-
+graph library, the captured constants and variables, and the signatures. Other
+kinds of files (looms) are saved and loaded by the code registered for them in
+io/file_kinds."""
 
 from treadle import _core, errors, saved_pb2
 from treadle.framework import graph_serialization
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
-from treadle.io import structure
-from treadle.io.container import file_kind, read_container, write_container
+from treadle.io import file_kinds, structure
+from treadle.io.container import KIND_FUNCTION, file_kind, read_container, version_field, write_container
 from treadle.io.saved_values import SavedValueWriter, read_value, restore_variables
 from treadle.util import nest
 
 FORMAT_VERSION = 1
-_KIND_FUNCTION = 1 << 8  # container version space: kind in the high byte
+_VERSION = version_field(KIND_FUNCTION, FORMAT_VERSION)
 
 
 def _concrete_functions(obj):
@@ -73,7 +73,7 @@ def _saved_entries(obj, signatures):
     entries = []
     if _is_function(obj):
         entries = [("", "", fn) for fn in _concrete_functions(obj)]
-    elif not hasattr(obj, "_save_to_file"):
+    else:
         attrs = _attribute_functions(obj)
         for name, fn in attrs:
             try:
@@ -97,10 +97,12 @@ def save(obj, path, signatures=None, options=None):
     traces (as tf.saved_model.save does), plus the `signatures` given (a
     td.function with an input_signature or a ConcreteFunction, or a dict of
     them by key; one alone is "serving_default")."""
-    if hasattr(obj, "_save_to_file"):
+    other_kind = file_kinds.saver_for(obj)
+    if other_kind is not None:
+        description, save_other = other_kind
         if signatures is not None:
-            raise ValueError("td.save: a Loom has no signatures")
-        return obj._save_to_file(path)
+            raise ValueError(f"td.save: {description} has no signatures")
+        return save_other(obj, path)
     from treadle.framework.variables import variable_for_handle
     saved = saved_pb2.SavedFile()
     saved.graph.versions.producer = graph_serialization.GRAPH_VERSION
@@ -120,7 +122,7 @@ def save(obj, path, signatures=None, options=None):
         sf.output_structure.CopyFrom(structure.encode(_output_spec(fn.structured_outputs)))
         if fn.function_type is not None:
             sf.parameter_names.extend(p.name for p in fn.function_type.parameters)
-    write_container(path, _KIND_FUNCTION | FORMAT_VERSION, saved.SerializeToString())
+    write_container(path, _VERSION, saved.SerializeToString())
 
 
 class LoadedFunction:
@@ -241,7 +243,7 @@ class LoadedObject:
 def read_saved_file(path):
     """The SavedFile message of a saved function's file; DataLossError when the
     file or its payload is malformed."""
-    payload = read_container(path, _KIND_FUNCTION | FORMAT_VERSION)
+    payload = read_container(path, _VERSION)
     saved = saved_pb2.SavedFile()
     try:
         saved.ParseFromString(payload)
@@ -252,9 +254,10 @@ def read_saved_file(path):
 
 def load(path):
     """Loads a file written by td.save."""
-    if file_kind(path) != _KIND_FUNCTION >> 8:
-        from treadle.loom.saving import load_loom
-        return load_loom(path)
+    return file_kinds.loader_for(file_kind(path), path)(path)
+
+
+def _load_functions(path):
     saved = read_saved_file(path)
     variables = restore_variables(saved.variables)
     library = saved.graph.SerializeToString()
@@ -317,3 +320,6 @@ class _LoadedSignature:
 
     def __repr__(self):
         return f"<signature {self.key!r}>"
+
+
+file_kinds.register(KIND_FUNCTION, (), "a td.function", save, _load_functions)

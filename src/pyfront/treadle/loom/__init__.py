@@ -8,3 +8,4 @@ from treadle.loom.weaver import Weaver
 
 __all__ = ["Loom", "LoomOp", "PassThroughLoomOp", "Ragged", "TypeShape", "Weaver", "read_schedules", "write_schedules"]
 from treadle.loom import gradients as _gradients  # noqa: E402,F401 - registers the gradient of LoomRun
+from treadle.loom import saving as _saving  # noqa: E402,F401 - registers the saved loom with io's file kinds

@@ -5,43 +5,29 @@ GradientTape and graph gradients both reach named tensors, batch inputs and
 the variables the ops read. A batch input's gradient is a td.IndexedSlices of
 the rows the schedule read (the unrolled mode's stays dense)."""
 
-import base64
-import functools
-
-from treadle import loom_pb2
-from treadle.autodiff import helpers as _ops  # autodiff/_ops.py was renamed helpers.py (issue 15)
+from treadle import _core
+from treadle.autodiff import helpers as _ops
+from treadle.autodiff.function_gradients import GRADIENT_ERRORS, GraphBackward, function_gradient
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
 from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.op_execution import execute
+from treadle.loom.tracing import merge_library
 
 
-def attach_backward_functions(loom, library):
+def attach_backward_functions(traced_ops, library):
     """Gives each traced op its gradient functions, added to `library`: a
     training function (the op's function also returning the intermediates
     the gradient reads, so the backward pass recomputes nothing) and the
-    backward function reading them. An op whose function cannot be
-    differentiated keeps none: running it works, asking for its gradient
-    raises an error naming it."""
-    from treadle.autodiff.function_gradients import GRADIENT_ERRORS, GraphBackward, function_gradient
-    seen = {f.signature.name for f in library.library.function}
-    traced = iter(loom._traced)
-    for k, (name, _) in enumerate(loom._ops):
-        op_def = loom._metadata.ops[len(loom._type_shapes) + k]
-        if op_def.pass_through:
+    backward function reading them. `traced_ops` holds (the op's LoomOpDef in
+    the metadata, its ConcreteFunction); the LoomOpDef is told their names. An
+    op whose function cannot be differentiated keeps none: running it works,
+    asking for its gradient raises an error naming it."""
+    for op_def, fn in traced_ops:
+        backward = _backward_of(fn)
+        if backward is None:
             continue
-        fn = next(traced).function
-        try:
-            level = function_gradient(fn).level(0)
-            # The runtime adds up dense gradients: a capture read through a
-            # gather (an IndexedSlices gradient) is densified in the graph.
-            bwd = GraphBackward(fn.graph, level.differentiated, fn.name + "_loom", dense_results=True)
-        except GRADIENT_ERRORS:
-            continue
-        if len(bwd.function.graph.inputs) != sum(d is not None for d in bwd.dy_dtypes) + len(bwd.needed):
-            continue  # the backward graph captured values of its own: not supported by the loom
-        if any(id(t) not in level.position for t in bwd.intermediates()):
-            continue  # reads a value the training function does not return: cannot happen for one graph
+        level, bwd = backward
         n_forward = len(fn.graph.inputs)
         op_def.training_function_name = level.forward.name
         op_def.backward_function_name = bwd.function.name
@@ -50,22 +36,29 @@ def attach_backward_functions(loom, library):
                                      for kind, v in bwd.needed_kinds)
         op_def.backward_input_gradients.extend(i for i, g in enumerate(bwd.grad_index) if g is not None)
         for f in (level.forward, bwd.function):
-            for fdef in f.library_graph_def().library.function:
-                if fdef.signature.name not in seen:
-                    seen.add(fdef.signature.name)
-                    library.library.function.append(fdef)
+            merge_library(library, f.library_graph_def())
+
+
+def _backward_of(fn):
+    """(the gradient level of `fn`, its GraphBackward) when the loom can run
+    its gradient, else None."""
+    try:
+        level = function_gradient(fn).level(0)
+        # The runtime adds up dense gradients: a capture read through a
+        # gather (an IndexedSlices gradient) is densified in the graph.
+        bwd = GraphBackward(fn.graph, level.differentiated, fn.name + "_loom", dense_results=True)
+    except GRADIENT_ERRORS:
+        return None
+    if len(bwd.function.graph.inputs) != sum(d is not None for d in bwd.dy_dtypes) + len(bwd.needed):
+        return None  # the backward graph captured values of its own: not supported by the loom
+    if any(id(t) not in level.position for t in bwd.intermediates()):
+        return None  # reads a value the training function does not return: cannot happen for one graph
+    return level, bwd
 
 
 def _shape_dims(t):
     shape = t.shape
     return shape.dims if hasattr(shape, "dims") else list(shape)
-
-
-@functools.lru_cache(maxsize=64)
-def _input_counts(loom_def_text):
-    """(named tensors, batch inputs) of the loom a LoomRun's loom_def attr describes."""
-    metadata = loom_pb2.LoomDef.FromString(base64.b64decode(loom_def_text)).metadata
-    return len(metadata.named_tensors), len(metadata.batch_input_type_shapes)
 
 
 @RegisterGradient("LoomRun")
@@ -75,7 +68,8 @@ def _loom_run_grad(op, *grads):
     output_grads = [g if g is not None else _ops.zeros_like(y) for g, y in zip(grads, outputs)]
     inputs = op.inputs[1:]
     input_types = list(get_attr(op, "Tinputs"))
-    num_named, num_batch = _input_counts(get_attr(op, "loom_def"))
+    # The runtime the attr names is built (and kept) by the forward run: no second decoding.
+    num_named, num_batch = _core.loom_input_counts(get_attr(op, "loom_def"))
     results = iter(execute("LoomRunGrad", [op.outputs[-1]] + output_grads,
                            {"Tgrads": list(output_types), "Tinputs": input_types,
                             "input_shapes": [_shape_dims(t) for t in inputs],

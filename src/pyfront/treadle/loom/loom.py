@@ -6,17 +6,19 @@ C++ one depth at a time, each op once per depth on the batch of all its calls
 there, and returns the outputs per type shape."""
 
 import base64
+import typing
 
 import numpy as np
 
 from treadle import _core, graph_pb2, loom_pb2
 from treadle.framework import context, dtypes
-from treadle.framework import op_execution as ops
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded
-from treadle.loom import foreign_schedules
+from treadle.loom import foreign_schedules, gradients
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
+from treadle.loom.tracing import merge_library, trace_op
 from treadle.loom.type_shape import TypeShape, type_shape_of
 from treadle.loom.weaver import Weaver
 
@@ -30,17 +32,6 @@ def _reserved_names():
     return _RESERVED
 
 
-def execute(op_name, inputs, attrs):
-    """ops.execute, except that an eager loom op runs with the GIL released
-    (it is long-running however small its inputs); tapes still see it."""
-    if context.current_graph() is not None or any(type(t) is not EagerTensor for t in inputs):
-        return ops.execute(op_name, inputs, attrs)
-    outputs = _core.loom_execute(op_name, inputs, attrs)
-    for record in ops.op_recorders:
-        record(op_name, inputs, attrs, outputs, None)
-    return outputs
-
-
 def _as_value(value, what):
     """A Variable stays a variable (read at run time); anything else becomes an eager tensor."""
     if isinstance(value, Variable):
@@ -51,6 +42,16 @@ def _as_value(value, what):
         raise TypeError(f"{what} must be a value known when the loom is built (an eager tensor, array or "
                         f"td.Variable), got {t!r}")
     return t
+
+
+class LoomInputs(typing.NamedTuple):
+    """The values a loom reads, by kind (Loom.input_values)."""
+    named_tensors: list
+    batch_inputs: list
+    captures: list
+
+    def all(self):
+        return self.named_tensors + self.batch_inputs + self.captures
 
 
 class Loom:
@@ -74,80 +75,49 @@ class Loom:
     def __init__(self, max_depth=None, named_tensors=None, named_ops=None, batch_inputs=None,
                  extra_type_shapes=None, dry_run=False, **fold_kwargs):
         # TensorFlow Fold's back_prop, parallel_iterations, swap_memory, ...: see fold_options.
-        self._back_prop = back_prop_from_fold_kwargs(fold_kwargs)
+        back_prop = back_prop_from_fold_kwargs(fold_kwargs)
         if max_depth is not None and (isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer))
                                       or max_depth < 1):
             raise ValueError(f"max_depth must be None or a positive int, got {max_depth!r}")
-        self._max_depth = None if max_depth is None else int(max_depth)
-        self._unrolled = self._max_depth is not None
-        self._dry_run = bool(dry_run)
-        self._init_named_tensors(named_tensors or {})
-        self._init_ops(named_ops or {})
-        self._init_batch_inputs(batch_inputs or {})
-        type_shapes = set(ts for _, _, ts in self._named)
-        for _, op in self._ops:
-            type_shapes.update(op._input_plain_type_shapes)
-            type_shapes.update(op.output_type_shapes)
-        type_shapes.update(self._batch_inputs)
-        for ts in extra_type_shapes or ():
-            if not isinstance(ts, TypeShape):
-                raise TypeError(f"extra_type_shapes must be TypeShapes, got {ts!r}")
-            type_shapes.add(ts)
-        _check_tags(type_shapes)
-        self._type_shapes = sorted(type_shapes)
-        self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
-        self._check_names()
+        named = _named_tensor_entries(named_tensors or {})
+        ops = _op_entries(named_ops or {})
+        batch = _batch_input_entries(batch_inputs or {})
+        type_shapes = _collect_type_shapes(named, ops, batch, extra_type_shapes or ())
+        ts_index = {ts: i for i, ts in enumerate(type_shapes)}
+        batch.sort(key=lambda entry: ts_index[entry[0]])  # the state's order
+        self._setup(type_shapes, named, ops, batch, max_depth=None if max_depth is None else int(max_depth),
+                    unrolled=max_depth is not None, dry_run=bool(dry_run), back_prop=back_prop)
         self._traced_ops = self._trace_ops()
-        self._metadata = self._build_metadata()
-        self._spec = _core.LoomSpec(self._metadata.SerializeToString())
-        self._constant_keys = {}
-        self._traced = None
-        self._loom_def = None
+        self._set_metadata(self._build_metadata())
         if not self._dry_run:
             self._build_runtime()
 
     # ------------------------------------------------------------ building
-    def _init_named_tensors(self, named_tensors):
-        if not isinstance(named_tensors, dict):
-            raise TypeError(f"named_tensors must be a dict, got {type(named_tensors).__name__}")
-        self._named = []
-        for name in sorted(named_tensors):
-            value, tag = named_tensors[name], ""
-            if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
-                value, tag = value
-            value = _as_value(value, f"named tensor '{name}'")
-            self._named.append((name, value, type_shape_of(value, tag)))
+    def _setup(self, type_shapes, named, ops, batch, max_depth, unrolled, dry_run, back_prop):
+        """What every loom holds, however it was made (built, loaded or only
+        for weaving): `named` [(name, value, TypeShape)], `ops` [(name, LoomOp)],
+        `batch` [(TypeShape, value)] in the state's order."""
+        self._back_prop = back_prop
+        self._max_depth = max_depth
+        self._unrolled = unrolled
+        self._dry_run = dry_run
+        self._type_shapes = list(type_shapes)
+        self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
+        self._named = list(named)
         self._named_tensor_names = [name for name, _, _ in self._named]
         self._named_tensor_indices = {name: i for i, name in enumerate(self._named_tensor_names)}
+        self._ops = list(ops)
+        self._batch_input_order = [ts for ts, _ in batch]
+        self._batch_inputs = dict(batch)
+        self._check_names()
+        self._constant_keys = {}
+        self._traced = None
+        self._captures = []
+        self._loom_def = None
 
-    def _init_ops(self, named_ops):
-        if not isinstance(named_ops, dict):
-            raise TypeError(f"named_ops must be a dict, got {type(named_ops).__name__}")
-        self._ops = []
-        for name in sorted(named_ops):
-            op = named_ops[name]
-            if not isinstance(op, LoomOp):
-                raise TypeError(f"named op '{name}' must be a td.loom.LoomOp, got {type(op).__name__}")
-            if not op.input_type_shapes:
-                # As in Fold: an op's batch size is that of its arguments, so
-                # one without inputs could not know how many calls it serves.
-                raise ValueError(f"named op '{name}' has no input type shapes; a LoomOp needs at least one input "
-                                 "(make a value with no arguments a named tensor or a constant instead)")
-            self._ops.append((name, op))
-
-    def _init_batch_inputs(self, batch_inputs):
-        if not isinstance(batch_inputs, dict):
-            raise TypeError(f"batch_inputs must be a dict, got {type(batch_inputs).__name__}")
-        self._batch_inputs = {}
-        for ts, value in batch_inputs.items():
-            if not isinstance(ts, TypeShape):
-                raise TypeError(f"batch_inputs keys must be TypeShapes, got {ts!r}")
-            value = _as_value(value, f"the batch input of {ts}")
-            shape = value.shape.as_list() if hasattr(value.shape, "as_list") else list(value.shape)
-            if value.dtype != ts.dtype or len(shape) != len(ts.shape) + 1 or tuple(shape[1:]) != ts.shape:
-                raise ValueError(f"the batch input of {ts} must be a batch of its values (dtype {ts.dtype.name}, "
-                                 f"shape (n,) + {ts.shape}), got dtype {value.dtype.name} shape {tuple(shape)}")
-            self._batch_inputs[ts] = value
+    def _set_metadata(self, metadata):
+        self._metadata = metadata
+        self._spec = _core.LoomSpec(metadata.SerializeToString())
 
     def _check_names(self):
         reserved = _reserved_names()
@@ -161,6 +131,7 @@ class Loom:
             if name in seen:
                 raise ValueError(f"'{name}' names both a named tensor and a named op")
             seen.add(name)
+        # An op's index in the metadata: after one pass-through op per type shape.
         self._op_indices = {name: len(self._type_shapes) + i for i, (name, _) in enumerate(self._ops)}
         self._weaver_op_names = [(len(self._type_shapes) + i, name) for i, (name, _) in enumerate(self._ops)
                                  if name.isidentifier()]
@@ -180,53 +151,42 @@ class Loom:
                        ragged_inputs=op._ragged_inputs)
         for name, _, ts in self._named:
             md.named_tensors.add(name=name, type_shape=self._ts_index[ts])
-        self._batch_input_order = sorted(self._batch_inputs, key=self._ts_index.get)
         md.batch_input_type_shapes.extend(self._ts_index[ts] for ts in self._batch_input_order)
         md.max_depth = self._max_depth or 0
         return md
 
     def _trace_ops(self):
         """{name: TracedOp} of the ops that are not pass-throughs."""
-        from treadle.loom.tracing import trace_op
         return {name: trace_op(name, op) for name, op in self._ops if type(op) is not PassThroughLoomOp}
 
     def _build_runtime(self):
+        """The LoomDef: the metadata, naming each op's batched function (and its
+        gradient functions), and one library holding them all."""
         library = graph_pb2.GraphDef()
-        seen = set()
-        self._traced = []
-        self._captures = []
-        for k, (name, op) in enumerate(self._ops):
-            op_def = self._metadata.ops[len(self._type_shapes) + k]
+        traced_defs = []
+        for name, op_def in self._named_op_defs():
             if op_def.pass_through:
                 continue
             traced = self._traced_ops[name]
-            self._traced.append(traced)
             op_def.function_name = traced.name
             op_def.num_captures = len(traced.captures)
             self._captures.extend(traced.captures)
-            lib = traced.library
-            library.versions.CopyFrom(lib.versions)
-            for fdef in lib.library.function:
-                if fdef.signature.name not in seen:
-                    seen.add(fdef.signature.name)
-                    library.library.function.append(fdef)
-        self._attach_gradients(library)
+            library.versions.CopyFrom(traced.library.versions)
+            merge_library(library, traced.library)
+            traced_defs.append((op_def, traced.function))
+        gradients.attach_backward_functions(traced_defs, library)
         self._set_loom_def(loom_pb2.LoomDef(metadata=self._metadata, library=library))
 
-    def _attach_gradients(self, library):
-        """Adds each op's backward function where gradients are available."""
-        try:
-            from treadle.loom import gradients
-        except ImportError:
-            return
-        gradients.attach_backward_functions(self, library)
+    def _named_op_defs(self):
+        """(name, LoomOpDef of the metadata) of each named op, in order."""
+        first = len(self._type_shapes)
+        return [(name, self._metadata.ops[first + k]) for k, (name, _) in enumerate(self._ops)]
 
     def _set_loom_def(self, loom_def):
         self._loom_def = loom_def.SerializeToString()
         self._loom_def_text = base64.b64encode(self._loom_def).decode("ascii")
         capture_specs = _core.loom_check_def(self._loom_def_text)
-        self._input_sources = [v for _, v, _ in self._named] + \
-            [self._batch_inputs[ts] for ts in self._batch_input_order] + list(self._captures)
+        self._input_sources = list(self.input_values.all())
         self._input_dtypes = [v.dtype for v in self._input_sources]
         self._input_shapes = [v.shape.dims if hasattr(v.shape, "dims") else list(v.shape)
                               for v in self._input_sources]
@@ -241,40 +201,19 @@ class Loom:
         }
 
     @classmethod
-    def _restore(cls, loom_def, named_values, batch_values, captures):
-        """A loom from a saved LoomDef and the values it reads (td.load): it runs
-        and makes weavers, with no LoomOp objects behind its ops. It runs in the
-        loop mode (LoomRun) whatever its max_depth: that comes from the file, and
-        an unrolled graph would have a node per depth up to it, however shallow
-        the schedules (the loop stops at each schedule's depth; max_depth still
-        bounds the schedules)."""
-        self = cls.__new__(cls)
+    def from_loom_def(cls, loom_def, named_ops, named_values, batch_values, captures):
+        """A loom from a LoomDef (td.load: loom.saving), its named ops (LoomOps of
+        the metadata's ops after the pass-throughs) and the values it reads: it
+        runs and makes weavers. It runs in the loop mode (LoomRun) whatever its
+        max_depth: that comes from the file, and an unrolled graph would have a
+        node per depth up to it, however shallow the schedules (the loop stops at
+        each schedule's depth; max_depth still bounds the schedules)."""
         md = loom_def.metadata
-        self._max_depth = md.max_depth or None
-        self._unrolled = False
-        self._dry_run = False
-        self._back_prop = True
-        try:
-            self._type_shapes = [TypeShape(dtypes._ALL[ts.dtype], tuple(ts.shape), ts.tag) for ts in md.type_shapes]
-            self._named = [(nt.name, v, self._type_shapes[nt.type_shape]) for nt, v in zip(md.named_tensors,
-                                                                                          named_values)]
-            self._batch_input_order = [self._type_shapes[i] for i in md.batch_input_type_shapes]
-        except (IndexError, TypeError) as e:
-            raise ValueError(f"the saved loom's metadata is invalid: {e}") from None
-        self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
-        self._named_tensor_names = [name for name, _, _ in self._named]
-        self._named_tensor_indices = {name: i for i, name in enumerate(self._named_tensor_names)}
-        from treadle.loom.saving import loaded_ops
-        try:
-            self._ops = loaded_ops(loom_def, self._type_shapes, captures)
-        except (IndexError, TypeError, ValueError) as e:
-            raise ValueError(f"the saved loom's ops are invalid: {e}") from None
-        self._batch_inputs = dict(zip(self._batch_input_order, batch_values))
-        self._check_names()
-        self._metadata = md
-        self._spec = _core.LoomSpec(md.SerializeToString())
-        self._constant_keys = {}
-        self._traced = None
+        type_shapes, named, batch = _description_of_metadata(md, named_values, batch_values, "the saved loom's")
+        self = cls.__new__(cls)
+        self._setup(type_shapes, named, named_ops, batch, max_depth=md.max_depth or None, unrolled=False,
+                    dry_run=False, back_prop=True)
+        self._set_metadata(md)
         self._captures = list(captures)
         self._set_loom_def(loom_def)
         return self
@@ -290,26 +229,12 @@ class Loom:
     def _weaving_only(cls, metadata_bytes):
         md = loom_pb2.LoomMetadata()
         md.ParseFromString(metadata_bytes)
+        type_shapes, named, batch = _description_of_metadata(md, None, None, "the loom")
+        ops = [(op.name, None) for op in md.ops[len(type_shapes):]]
         self = cls.__new__(cls)
-        self._max_depth = md.max_depth or None
-        self._dry_run = True
-        try:
-            self._type_shapes = [TypeShape(dtypes._ALL[ts.dtype], tuple(ts.shape), ts.tag) for ts in md.type_shapes]
-            self._named = [(nt.name, None, self._type_shapes[nt.type_shape]) for nt in md.named_tensors]
-            self._batch_input_order = [self._type_shapes[i] for i in md.batch_input_type_shapes]
-        except (IndexError, TypeError) as e:
-            raise ValueError(f"the loom metadata is invalid: {e}") from None
-        self._ts_index = {ts: i for i, ts in enumerate(self._type_shapes)}
-        self._named_tensor_names = [name for name, _, _ in self._named]
-        self._named_tensor_indices = {name: i for i, name in enumerate(self._named_tensor_names)}
-        self._ops = [(op.name, None) for op in md.ops[len(self._type_shapes):]]
-        self._batch_inputs = {}
-        self._check_names()
-        self._metadata = md
-        self._spec = _core.LoomSpec(metadata_bytes)
-        self._constant_keys = {}
-        self._traced = None
-        self._loom_def = None
+        self._setup(type_shapes, named, ops, batch, max_depth=md.max_depth or None, unrolled=md.max_depth > 0,
+                    dry_run=True, back_prop=True)
+        self._set_metadata(md)
         return self
 
     def __reduce__(self):
@@ -342,11 +267,31 @@ class Loom:
         return dict(self._ops)
 
     @property
+    def dry_run(self):
+        """True for a loom that only makes schedules (it holds no functions and cannot run)."""
+        return self._dry_run
+
+    @property
+    def loom_def(self):
+        """The LoomDef message (metadata, and the library of its ops' functions)
+        the loom runs; ValueError for a dry_run loom, which has none."""
+        if self._loom_def is None:
+            raise ValueError("a loom built with dry_run=True has no functions (no LoomDef)")
+        return loom_pb2.LoomDef.FromString(self._loom_def)
+
+    @property
+    def input_values(self):
+        """The values the loom reads, in the order its run takes them: named
+        tensors, batch inputs (in the state's order), its ops' captures (each a
+        tensor or a td.Variable)."""
+        return LoomInputs([v for _, v, _ in self._named], [self._batch_inputs[ts] for ts in self._batch_input_order],
+                          list(self._captures))
+
+    @property
     def variables(self):
         """Every td.Variable the loom reads (named tensors, batch inputs, its ops'
         captures), each once: what to train or save, also for a loaded loom."""
-        values = [v for _, v, _ in self._named] + list(self._batch_inputs.values()) + \
-            list(getattr(self, "_captures", None) or [])
+        values = self.input_values.all()
         unique = {id(v): v for v in values if isinstance(v, Variable)}
         return list(unique.values())
 
@@ -500,14 +445,97 @@ class Loom:
                         f"string tensor or an object with the buffer protocol or DLPack, got "
                         f"{type(schedule).__name__}")
 
-    # ------------------------------------------------------------ saving
-    def _save_to_file(self, path):
-        from treadle.loom.saving import save_loom
-        save_loom(self, path)
-
     def __repr__(self):
         return (f"<td.loom.Loom: {len(self._type_shapes)} type shapes, {len(self._ops)} ops, "
                 f"{len(self._named)} named tensors, max_depth={self._max_depth}>")
+
+
+def _named_tensor_entries(named_tensors):
+    """[(name, value, TypeShape)] of Loom's named_tensors, by name."""
+    if not isinstance(named_tensors, dict):
+        raise TypeError(f"named_tensors must be a dict, got {type(named_tensors).__name__}")
+    named = []
+    for name in sorted(named_tensors):
+        value, tag = named_tensors[name], ""
+        if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], str):
+            value, tag = value
+        value = _as_value(value, f"named tensor '{name}'")
+        named.append((name, value, type_shape_of(value, tag)))
+    return named
+
+
+def _op_entries(named_ops):
+    """[(name, LoomOp)] of Loom's named_ops, by name."""
+    if not isinstance(named_ops, dict):
+        raise TypeError(f"named_ops must be a dict, got {type(named_ops).__name__}")
+    ops = []
+    for name in sorted(named_ops):
+        op = named_ops[name]
+        if not isinstance(op, LoomOp):
+            raise TypeError(f"named op '{name}' must be a td.loom.LoomOp, got {type(op).__name__}")
+        if not op.input_type_shapes:
+            # As in Fold: an op's batch size is that of its arguments, so
+            # one without inputs could not know how many calls it serves.
+            raise ValueError(f"named op '{name}' has no input type shapes; a LoomOp needs at least one input "
+                             "(make a value with no arguments a named tensor or a constant instead)")
+        ops.append((name, op))
+    return ops
+
+
+def _batch_input_entries(batch_inputs):
+    """[(TypeShape, value)] of Loom's batch_inputs, each checked to be a batch of its type shape."""
+    if not isinstance(batch_inputs, dict):
+        raise TypeError(f"batch_inputs must be a dict, got {type(batch_inputs).__name__}")
+    batch = []
+    for ts, value in batch_inputs.items():
+        if not isinstance(ts, TypeShape):
+            raise TypeError(f"batch_inputs keys must be TypeShapes, got {ts!r}")
+        value = _as_value(value, f"the batch input of {ts}")
+        shape = value.shape.as_list() if hasattr(value.shape, "as_list") else list(value.shape)
+        if value.dtype != ts.dtype or len(shape) != len(ts.shape) + 1 or tuple(shape[1:]) != ts.shape:
+            raise ValueError(f"the batch input of {ts} must be a batch of its values (dtype {ts.dtype.name}, "
+                             f"shape (n,) + {ts.shape}), got dtype {value.dtype.name} shape {tuple(shape)}")
+        batch.append((ts, value))
+    return batch
+
+
+def _collect_type_shapes(named, ops, batch, extra_type_shapes):
+    """The loom's type shapes, sorted: those of its named tensors, ops and batch inputs, and the extra ones."""
+    type_shapes = set(ts for _, _, ts in named)
+    for _, op in ops:
+        type_shapes.update(op._input_plain_type_shapes)
+        type_shapes.update(op.output_type_shapes)
+    type_shapes.update(ts for ts, _ in batch)
+    for ts in extra_type_shapes:
+        if not isinstance(ts, TypeShape):
+            raise TypeError(f"extra_type_shapes must be TypeShapes, got {ts!r}")
+        type_shapes.add(ts)
+    _check_tags(type_shapes)
+    return sorted(type_shapes)
+
+
+def type_shapes_of_metadata(md, what="the loom"):
+    """The TypeShapes a LoomMetadata lists; ValueError "<what> metadata is invalid" for a bad entry."""
+    try:
+        return [TypeShape(dtypes._ALL[ts.dtype], tuple(ts.shape), ts.tag) for ts in md.type_shapes]
+    except (IndexError, KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"{what} metadata is invalid: {e}") from None
+
+
+def _description_of_metadata(md, named_values, batch_values, what):
+    """(type shapes, named [(name, value, TypeShape)], batch [(TypeShape, value)])
+    of a LoomMetadata; the values are None where not given."""
+    if named_values is None:
+        named_values = [None] * len(md.named_tensors)
+    if batch_values is None:
+        batch_values = [None] * len(md.batch_input_type_shapes)
+    type_shapes = type_shapes_of_metadata(md, what)
+    try:
+        named = [(nt.name, v, type_shapes[nt.type_shape]) for nt, v in zip(md.named_tensors, named_values)]
+        batch = [(type_shapes[i], v) for i, v in zip(md.batch_input_type_shapes, batch_values)]
+    except (IndexError, KeyError, TypeError) as e:
+        raise ValueError(f"{what} metadata is invalid: {e}") from None
+    return type_shapes, named, batch
 
 
 def _check_tags(type_shapes):

@@ -1,50 +1,54 @@
-"""td.save / td.load for looms: one file (the treadle container, kind 2) with
-the loom's metadata, its ops' batched functions and the values it reads
-(variables saved as variables), so a saved loom runs without its Python code."""
+"""td.save / td.load for looms: one file (the treadle container, of kind
+KIND_LOOM) with the loom's metadata, its ops' batched functions and the values
+it reads (variables saved as variables), so a saved loom runs without its
+Python code. Registered with io's file kinds when treadle.loom is imported."""
 
 from treadle import _core, errors, loom_pb2
 from treadle.framework import context
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
-from treadle.io.container import file_kind, read_container, write_container
+from treadle.io import file_kinds
+from treadle.io.container import KIND_LOOM, file_kind, read_container, version_field, write_container
 from treadle.io.saved_values import SavedValueWriter, read_value, restore_variables
+from treadle.loom.loom import Loom, type_shapes_of_metadata
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
 
-KIND_LOOM = 2
 FORMAT_VERSION = 1
+_VERSION = version_field(KIND_LOOM, FORMAT_VERSION)
 
 
 def save_loom(loom, path):
-    if loom._dry_run:
+    if loom.dry_run:
         raise ValueError("td.save: a loom built with dry_run=True has no functions to save")
     saved = loom_pb2.SavedLoom()
-    saved.loom.ParseFromString(loom._loom_def)
+    saved.loom.CopyFrom(loom.loom_def)
     writer = SavedValueWriter(saved.variables)
-
-    def add(value, field):
-        writer.write(value, field.add(), "the loom input")
-
-    for _, value, _ in loom._named:
-        add(value, saved.named_tensors)
-    for ts in loom._batch_input_order:
-        add(loom._batch_inputs[ts], saved.batch_inputs)
-    for value in loom._captures:
-        add(value, saved.captures)
-    write_container(path, (KIND_LOOM << 8) | FORMAT_VERSION, saved.SerializeToString())
+    inputs = loom.input_values
+    for values, field in ((inputs.named_tensors, saved.named_tensors), (inputs.batch_inputs, saved.batch_inputs),
+                          (inputs.captures, saved.captures)):
+        for value in values:
+            writer.write(value, field.add(), "the loom input")
+    write_container(path, _VERSION, saved.SerializeToString())
 
 
-def load_loom(path):
-    """A td.loom.Loom from a file written by td.save(loom, path)."""
-    from treadle.loom.loom import Loom
+def read_saved_loom(path):
+    """The SavedLoom message of a file written by td.save(loom, path);
+    DataLossError when the file or its payload is malformed."""
     kind = file_kind(path)
     if kind != KIND_LOOM:
         raise errors.DataLossError(None, None, f"{path}: not a saved loom (file kind {kind})")
-    payload = read_container(path, (KIND_LOOM << 8) | FORMAT_VERSION)
+    payload = read_container(path, _VERSION)
     saved = loom_pb2.SavedLoom()
     try:
         saved.ParseFromString(payload)
     except Exception as e:  # protobuf's DecodeError
         raise errors.DataLossError(None, None, f"{path}: not a valid SavedLoom: {e}") from None
+    return saved
+
+
+def load_loom(path):
+    """A td.loom.Loom from a file written by td.save(loom, path)."""
+    saved = read_saved_loom(path)
     variables = restore_variables(saved.variables)
 
     def value(cap, what):
@@ -58,7 +62,19 @@ def load_loom(path):
     batch = [value(c, f"batch input {i}") for i, c in enumerate(saved.batch_inputs)]
     captures = [value(c, f"captured value {i}") for i, c in enumerate(saved.captures)]
     _fingerprint_op_bodies(saved.loom)
-    return Loom._restore(saved.loom, named, batch, captures)
+    return restore_loom(saved.loom, named, batch, captures)
+
+
+def restore_loom(loom_def, named, batch, captures):
+    """A loom from a saved LoomDef and the values it reads (named tensors,
+    batch inputs, captures), with a LoadedLoomOp for each of its ops;
+    ValueError when the LoomDef's metadata or ops are invalid."""
+    type_shapes = type_shapes_of_metadata(loom_def.metadata, "the saved loom's")
+    try:
+        ops = loaded_ops(loom_def, type_shapes, captures)
+    except (IndexError, KeyError, TypeError, ValueError) as e:
+        raise ValueError(f"the saved loom's ops are invalid: {e}") from None
+    return Loom.from_loom_def(loom_def, ops, named, batch, captures)
 
 
 def _fingerprint_op_bodies(loom_def):
@@ -122,3 +138,6 @@ def loaded_ops(loom_def, type_shapes, captures):
         position += op.num_captures
         ops.append((op.name, LoadedLoomOp(op.name, inputs, outputs, op.function_name, library, mine)))
     return ops
+
+
+file_kinds.register(KIND_LOOM, (Loom,), "a Loom", save_loom, load_loom)

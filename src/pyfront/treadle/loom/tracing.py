@@ -39,6 +39,17 @@ class _LoomOpGraph(FuncGraph):
         return entry[1]
 
 
+def merge_library(into, graph_def):
+    """Adds the library functions of `graph_def` that `into` (a GraphDef) lacks:
+    the one place a loom merges function libraries (its ops' functions and
+    their gradient functions share helpers)."""
+    have = {f.signature.name for f in into.library.function}
+    for fdef in graph_def.library.function:
+        if fdef.signature.name not in have:
+            have.add(fdef.signature.name)
+            into.library.function.append(fdef)
+
+
 class TracedOp:
     """An op's batched function: its library (a GraphDef), the fingerprint of
     its body, and the outside values (eager tensors, or variables to read at
