@@ -6,6 +6,9 @@ path does not take (broadcasts along other axes, mismatches) must give the
 unfused results and errors."""
 
 import contextlib
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -278,3 +281,11 @@ def test_a_traced_function_gives_the_same_bits_fused():
                                                    td.TensorSpec([None, 40], td.float32)])
             results.append(f(td.constant(x), td.constant(c)).numpy())
     assert_same_bits(results[0], results[1])
+
+
+def test_the_environment_variable_turns_fusion_off_at_import():
+    code = "from treadle import _core; print(_core.elementwise_fusion_enabled())"
+    for value, expected in (("0", "False"), ("1", "True")):
+        env = dict(os.environ, TREADLE_ELEMENTWISE_FUSION=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        assert out.stdout.strip() == expected
