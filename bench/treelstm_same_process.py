@@ -12,7 +12,10 @@ Each round times `--steps` consecutive batches of each implementation
 report gives, per mode and batch size, the median trees/s of each side, the
 median of the per-round ratios and treadle's fraction of the sgemm-bound
 limit (the forward pass's matrix products at this machine's measured sgemm
-rate; a training step counts three times the forward FLOPs).
+rate; a training step counts three times the forward FLOPs). With
+--fusion-ab a second treadle model, planned with elementwise fusion off,
+runs in the same rounds: the fused/unfused per-round ratio measures the
+fusion pass (src/cpp/graph/elementwise_fusion.h).
 """
 
 import argparse
@@ -59,6 +62,27 @@ def measure(steps, trees, batch, rounds, steps_per_round):
     return per_round
 
 
+def treadle_steps(name, weights, fused):
+    """The step functions of a TreeLSTM whose functions are planned (on their
+    first run, here) with elementwise fusion on or off."""
+    from treadle import _core
+    from bench.treelstm.treadle_impl import TreeLSTM
+    from bench.treelstm import data
+    before = _core.elementwise_fusion_enabled()
+    _core.set_elementwise_fusion(fused)
+    try:
+        net = TreeLSTM(weights)
+        warm = data.load_trees(limit=2)
+        net.infer(net.weave(warm)).numpy()
+        net.train(net.weave(warm), [t.label for t in warm])
+    finally:
+        _core.set_elementwise_fusion(before)
+    return {
+        (name, "inference"): lambda b: net.infer(net.weave(b)).numpy(),
+        (name, "training"): lambda b: float(net.train(net.weave(b), [t.label for t in b])[0]),
+    }
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batches", default="256,1024")
@@ -67,6 +91,8 @@ def main():
     parser.add_argument("--steps", type=int, default=4, help="batches per implementation per round")
     parser.add_argument("--limit", type=int, default=8192, help="use only the first N trees")
     parser.add_argument("--out-dir", default=os.path.join(common.RESULTS_DIR, "treelstm-avx2"))
+    parser.add_argument("--fusion-ab", action="store_true",
+                        help="also time a treadle model planned without elementwise fusion")
     args = parser.parse_args()
     if args.rounds < 1 or args.steps < 1:
         parser.error("--rounds and --steps must be at least 1")
@@ -74,16 +100,14 @@ def main():
     modes = args.modes.split(",")
 
     from bench.treelstm import data, model
-    from bench.treelstm.treadle_impl import TreeLSTM
     from bench.treelstm_bench import sgemm_gflops
     trees = data.load_trees(limit=args.limit)
     weights = model.initial_weights()
     flops_per_tree = sum(model.flops_per_tree(t) for t in trees) / len(trees)
-    net = TreeLSTM(weights)
-    steps = {
-        ("treadle", "inference"): lambda b: net.infer(net.weave(b)).numpy(),
-        ("treadle", "training"): lambda b: float(net.train(net.weave(b), [t.label for t in b])[0]),
-    }
+    steps = {}
+    variants = [("treadle", True)] + ([("treadle unfused", False)] if args.fusion_ab else [])
+    for name, fused in variants:
+        steps.update(treadle_steps(name, weights, fused))
     torch = common.optional_import("torch")
     if torch is None:
         print("PyTorch is not installed: only treadle's figures are reported.")
@@ -103,12 +127,16 @@ def main():
             entry = {name: {"trees_per_s": statistics.median(v), "rounds": v} for name, v in per_round.items()}
             if "torch" in per_round:
                 entry["ratio"] = statistics.median(x / y for x, y in zip(per_round["treadle"], per_round["torch"]))
+            if "treadle unfused" in per_round:
+                entry["fusion_ratio"] = statistics.median(
+                    x / y for x, y in zip(per_round["treadle"], per_round["treadle unfused"]))
             flops = flops_per_tree * (3 if mode == "training" else 1)
             entry["sgemm_fraction"] = entry["treadle"]["trees_per_s"] * flops / (report["sgemm_gflops"] * 1e9)
             report["results"][f"{mode}/{b}"] = entry
             print(f"{mode} b={b}: " + ", ".join(f"{k} {v['trees_per_s']:.0f}" for k, v in entry.items()
                                                if isinstance(v, dict))
                   + (f", ratio {entry['ratio']:.2f}x" if "ratio" in entry else "")
+                  + (f", fused/unfused {entry['fusion_ratio']:.3f}" if "fusion_ratio" in entry else "")
                   + f", sgemm fraction {entry['sgemm_fraction'] * 100:.0f}%", flush=True)
     report["load_average_end"] = os.getloadavg()
     md = markdown(report)
@@ -123,14 +151,17 @@ def markdown(report):
              f"{report['machine']['cpu_model']}, {report['machine']['cores']} cores; sgemm "
              f"{report['sgemm_gflops']:.0f} GFLOP/s; load average {report['load_average_start'][0]:.1f} at the "
              f"start, {report['load_average_end'][0]:.1f} at the end. {common.kernels_sentence(report['machine'])}",
-             "", "| mode | batch | treadle trees/s | PyTorch trees/s | ratio | fraction of sgemm-bound limit |",
-             "|---|---:|---:|---:|---:|---:|"]
+             "", "| mode | batch | treadle trees/s | PyTorch trees/s | ratio | fraction of sgemm-bound limit "
+             "| treadle unfused trees/s | fused / unfused |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
     for key, e in report["results"].items():
         mode, b = key.split("/")
         torch_rate = f"{e['torch']['trees_per_s']:.0f}" if "torch" in e else "—"
         ratio = f"{e['ratio']:.2f}×" if "ratio" in e else "—"
+        unfused = f"{e['treadle unfused']['trees_per_s']:.0f}" if "treadle unfused" in e else "—"
+        fusion = f"{e['fusion_ratio']:.3f}" if "fusion_ratio" in e else "—"
         lines.append(f"| {mode} | {b} | {e['treadle']['trees_per_s']:.0f} | {torch_rate} | {ratio} | "
-                     f"{e['sgemm_fraction'] * 100:.0f}% |")
+                     f"{e['sgemm_fraction'] * 100:.0f}% | {unfused} | {fusion} |")
     return "\n".join(lines) + "\n"
 
 
