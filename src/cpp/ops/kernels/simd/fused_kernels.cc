@@ -125,18 +125,20 @@ bool RunFusedF32(const FusedInstr* instrs, int num_instrs, const FusedLeaf* leav
   // Scratch: a tile for each instruction that is not an output, and one
   // chunk of each scalar leaf's value (read with stride 0).
   const size_t chunk = std::min(w, kChunk);
-  int num_scratch = 0;
+  int num_scratch = 0, num_scalars = 0;
   for (int k = 0; k < num_instrs; ++k) num_scratch += out_of[num_leaves + k] < 0;
+  for (int i = 0; i < num_leaves; ++i) num_scalars += leaves[i].scalar;
   const size_t block_rows = std::max<size_t>(
       1, std::min<size_t>(static_cast<size_t>(rows), kScratchBytes / (sizeof(float) * chunk * std::max(num_scratch, 1))));
   const size_t tile = block_rows * chunk;
-  hwy::AlignedFreeUniquePtr<float[]> scratch = hwy::AllocateAligned<float>((num_scratch + num_leaves) * tile + 1);
+  hwy::AlignedFreeUniquePtr<float[]> scratch =
+      hwy::AllocateAligned<float>(num_scratch * tile + num_scalars * chunk + 1);
   std::vector<float*> home(num_regs, nullptr);  // scratch tile of each register that has one
   size_t used = 0;
   for (int i = 0; i < num_leaves; ++i) {
     if (!leaves[i].scalar) continue;
     home[i] = scratch.get() + used;
-    used += tile;
+    used += chunk;
     for (size_t c = 0; c < chunk; ++c) home[i][c] = leaves[i].data[0];
   }
   for (int k = 0; k < num_instrs; ++k) {
