@@ -188,7 +188,6 @@ class ProgramBuilder {
     m.name = node.name;
     m.op = node.op;
     m.attrs = node.attrs;
-    m.num_outputs = static_cast<int>(node.outputs.dtypes.size());
     for (size_t i = 0; i < node.inputs.size(); ++i) {
       TensorRef r = node.inputs[i];
       FusedProgram::Source s;

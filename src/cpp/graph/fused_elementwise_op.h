@@ -34,7 +34,6 @@ struct FusedProgram {
     const OpDef* op = nullptr;
     AttrMap attrs;
     std::vector<Source> inputs;
-    int num_outputs = 1;
   };
   std::vector<Member> members;
   std::vector<Tensor> consts;               // the Split's axis
@@ -49,13 +48,14 @@ struct FusedProgram {
   std::vector<Leaf> leaves;
   std::vector<simd::FusedInstr> instrs;
   std::vector<char> broadcasts;     // per instruction: broadcasts its operands (else needs equal shapes)
-  std::vector<int32_t> split_pieces;  // registers that the Split cuts: they must have the full shape
+  std::vector<int32_t> split_pieces;  // registers the Split cuts: they must have the full shape
   std::vector<int32_t> out_regs;      // register of each fused output
   int num_split = 0;                  // pieces of the absorbed Split; 0 when there is none
 };
 
-// An OpDef (not in the registry: a graph cannot name it) whose kernel runs
-// `program`. `name` is for messages.
+// An OpDef named _FusedElementwise whose kernel runs `program`. It is not in
+// the registry: no graph, file or eager call can name it, so nothing but the
+// fusion pass builds its programs.
 std::unique_ptr<OpDef> MakeFusedElementwiseOp(std::shared_ptr<const FusedProgram> program);
 
 }  // namespace treadle::graph
