@@ -335,7 +335,7 @@ def main():
                         help="runs of each implementation, each in a fresh process; figures are their median")
     parser.add_argument("--plot-only", metavar="JSON", help="only redraw the figure of a saved report")
     parser.add_argument("--worker")
-    parser.add_argument("--batches")
+    parser.add_argument("--batches", help="comma-separated batch sizes (default: the full or short grid)")
     parser.add_argument("--modes", default="inference,training")
     args = parser.parse_args()
     if args.threads:
@@ -353,6 +353,8 @@ def main():
         print(json.dumps(out))
         return
     batches = BATCHES_SHORT if args.short else BATCHES_FULL
+    if args.batches:
+        batches = [int(b) for b in args.batches.split(",")]
     seconds = args.seconds or (1.0 if args.short else 4.0)
     limit = args.limit or (2048 if args.short else 8192)
     modes = ["inference", "training"]

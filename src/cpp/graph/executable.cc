@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "graph/buffer_recycler.h"
+#include "graph/elementwise_fusion.h"
 #include "graph/library.h"
 #include "graph/shape_merge.h"
 #include "util/cancel.h"
@@ -41,7 +42,7 @@ bool IsAnchor(const OpDef& op) { return op.name == "NoOp"; }
 }  // namespace
 
 Executable::Executable(std::shared_ptr<const Body> body, const FunctionLibrary* library)
-    : body_(std::move(body)), library_(library) {
+    : body_(FuseElementwise(std::move(body))), library_(library) {
   Plan();
 }
 

@@ -1,5 +1,6 @@
 // Graph execution as Python sees it: _core.Executable, built from a
 // serialized GraphDef and run on EagerTensors with the GIL released.
+#include "graph/elementwise_fusion.h"
 #include "graph/graph_version.h"
 #include "graph/loader.h"
 #include "py_common.h"
@@ -87,6 +88,10 @@ void RegisterGraph(py::module_& m) {
                       " inputs, ", e.executable->output_specs().size(), " outputs, ",
                       e.executable->num_planned_nodes(), " nodes>");
       });
+  m.def("set_elementwise_fusion", &graph::SetElementwiseFusion, py::arg("on"),
+        "Whether graphs planned from now on fuse chains of float32 elementwise ops (on by default; "
+        "TREADLE_ELEMENTWISE_FUSION=0 turns it off at import).");
+  m.def("elementwise_fusion_enabled", &graph::ElementwiseFusionEnabled);
   RegisterPyFuncDispatcher(m);
 }
 
