@@ -11,6 +11,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/simd/vec_kernels.h"
 #include "ops/op_helpers.h"
@@ -318,7 +319,7 @@ OpDef ReductionOp(const char* name, std::vector<DType> allowed, bool mean, const
       });
     }
   };
-  return op;
+  return WithNarrowTypes(std::move(op), kNarrowTypes);
 }
 
 OpRegistrar sum_op(ReductionOp<SumReducer>("Sum", kNumericTypes, false,
@@ -438,7 +439,7 @@ OpDef ArgOp(const char* name) {
     });
   };
   op.doc = kMax ? "Index of the largest value along `dimension`." : "Index of the smallest value along `dimension`.";
-  return op;
+  return WithNarrowTypes(std::move(op), kNarrowTypes);
 }
 
 OpRegistrar argmax_op(ArgOp<true>("ArgMax"));
@@ -497,7 +498,7 @@ OpDef MakeAddN() {
     });
   };
   op.doc = "Elementwise sum of a list of tensors of one shape and dtype.";
-  return op;
+  return WithNarrowTypes(std::move(op), kNarrowTypes);
 }
 
 OpRegistrar add_n_op(MakeAddN());
