@@ -112,6 +112,12 @@ class RaggedTensor:
             _check_splits(splits, _nvalues(values))
         return cls(values, splits, value_rowids=rowids, row_lengths=lengths, internal=True)
 
+    def __tf_tracing_type__(self, context):
+        # As a td.function argument: one trace per spec (dtype, ragged rank,
+        # flat values' inner shape), fed as its components, not per object.
+        from treadle.ragged.ragged_type import RaggedTensorType
+        return RaggedTensorType.of(self)
+
     # ------------------------------------------------------------ TensorFlow's accessors
     @property
     def values(self):
