@@ -17,6 +17,7 @@ from treadle.framework.variables import Variable
 from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded
 from treadle.loom import foreign_schedules
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
+from treadle.loom.schedule import Schedule
 from treadle.loom.type_shape import TypeShape, type_shape_of
 from treadle.loom.weaver import Weaver
 
@@ -478,6 +479,8 @@ class Loom:
 
     def _schedule_tensor(self, schedule):
         eager = context.executing_eagerly()
+        if isinstance(schedule, Schedule):
+            schedule = schedule.data
         if isinstance(schedule, Weaver):
             if eager:
                 return schedule._schedule()
@@ -521,6 +524,8 @@ def _check_tags(type_shapes):
 
 
 def _message_bytes(schedule):
+    if isinstance(schedule, Schedule):
+        return schedule.data
     if isinstance(schedule, Weaver):
         return schedule.serialize()
     if isinstance(schedule, (bytes, bytearray, memoryview)):
