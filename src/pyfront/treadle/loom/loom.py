@@ -392,6 +392,8 @@ class Loom:
         ts = self._type_shapes[index]
         if arr.dtype != ts.dtype.as_numpy_dtype or not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr, dtype=ts.dtype.as_numpy_dtype)
+        if ts.dtype == dtypes.bfloat16:  # no buffer-protocol format; the weaver copies bytes
+            arr = arr.view(np.uint16)
         return index, arr
 
     def _find_constant_type_shape(self, arr, tag, exact):

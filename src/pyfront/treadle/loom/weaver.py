@@ -69,6 +69,8 @@ class Weaver(_core.LoomWeaver):
         n = values.shape[0]
         if n == 0:
             return []
+        if values.dtype.kind == "V":  # ml_dtypes' bfloat16 has no buffer-protocol format; bytes are what count
+            values = values.view(np.uint16)
         first = self._constants(index, values, n)
         return list(range(first, first + n))
 
