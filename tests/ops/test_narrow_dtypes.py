@@ -141,6 +141,57 @@ def test_bfloat16_rounding_matches_ml_dtypes():
     assert np.isnan(nan.astype(np.float32)).all()
 
 
+LEVELS = td.config.isa_info()["available"]
+
+
+@pytest.fixture(params=LEVELS)
+def level(request):
+    """Each SIMD level the CPU has (the conversions are Highway kernels)."""
+    before = td.config.isa_info()["level"]
+    td.config.set_isa(request.param)
+    yield request.param
+    td.config.set_isa(before)
+
+
+def _float32_samples():
+    bits = (np.arange(0, 1 << 16, dtype=np.uint32) << 16) | 0x8001  # every exponent, low bits set
+    rng = np.random.default_rng(16)
+    edges = np.float32([65504, 65519.99, 65520, 2.0**-24, 2.0**-25, 3 * 2.0**-26, 1 + 2.0**-11, 1 + 3 * 2.0**-11,
+                        -0.0, np.inf, -np.inf, 3.3895314e38, 1e-40])
+    # An odd length: the tails of every vector width run too.
+    return np.concatenate([bits.view(np.float32), rng.standard_normal(4099).astype(np.float32), edges])
+
+
+def _same_bits_or_both_nan(got, want):
+    g = got.astype(np.float32)
+    w = want.astype(np.float32)
+    assert np.array_equal(np.isnan(g), np.isnan(w))
+    keep = ~np.isnan(w)
+    np.testing.assert_array_equal(got.view(np.uint16)[keep], want.view(np.uint16)[keep])
+
+
+def test_float16_conversions_at_every_simd_level(level):
+    f32 = _float32_samples()
+    with np.errstate(over="ignore"):
+        want = f32.astype(np.float16)
+    _same_bits_or_both_nan(td.cast(td.constant(f32), td.float16).numpy(), want)
+    all16 = np.arange(1 << 16, dtype=np.uint16).view(np.float16)[:-3]  # odd length
+    back = td.cast(td.constant(all16), td.float32).numpy()
+    ok = ~np.isnan(all16)
+    np.testing.assert_array_equal(back[ok], all16[ok].astype(np.float32))
+    assert np.isnan(back[~ok]).all()
+
+
+@needs_ml_dtypes
+def test_bfloat16_conversions_at_every_simd_level(level):
+    f32 = _float32_samples()
+    _same_bits_or_both_nan(td.cast(td.constant(f32), td.bfloat16).numpy(), f32.astype(ml_dtypes.bfloat16))
+    all16 = np.arange(1 << 16, dtype=np.uint16)[:-3].view(ml_dtypes.bfloat16)
+    back = td.cast(td.constant(all16), td.float32).numpy()
+    # Widening is exact: the bits move up by 16, NaNs included.
+    np.testing.assert_array_equal(back.view(np.uint32), all16.view(np.uint16).astype(np.uint32) << 16)
+
+
 def test_int8_scalar_range_is_checked():
     with pytest.raises(ValueError, match="out of range"):
         td.constant(200, dtype=td.int8)

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "ops/kernels/simd/half_kernels.h"
 #include "tensor/half.h"
 
 namespace treadle {
@@ -13,19 +14,13 @@ DType WideDType(DType t) {
 }
 
 void HalfToF32(DType half, const uint16_t* src, float* dst, int64_t n) {
-  if (half == DType::kBFloat16) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = BF16ToF32(src[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = F16ToF32(src[i]);
-  }
+  if (half == DType::kBFloat16) simd::BF16ToF32(src, dst, n);
+  else simd::F16ToF32(src, dst, n);
 }
 
 void F32ToHalf(DType half, const float* src, uint16_t* dst, int64_t n) {
-  if (half == DType::kBFloat16) {
-    for (int64_t i = 0; i < n; ++i) dst[i] = F32ToBF16(src[i]);
-  } else {
-    for (int64_t i = 0; i < n; ++i) dst[i] = F32ToF16(src[i]);
-  }
+  if (half == DType::kBFloat16) simd::F32ToBF16(src, dst, n);
+  else simd::F32ToF16(src, dst, n);
 }
 
 void F64ToHalf(DType half, const double* src, uint16_t* dst, int64_t n) {
