@@ -331,6 +331,39 @@ def test_reductions(dtype, reduce):
     np.testing.assert_allclose(got.numpy().astype(np.float64), want.astype(np.float64), rtol=tol)
 
 
+def test_empty_extrema_are_the_narrow_types_own():
+    # Max and min narrow by saturating: an empty reduction's identity is the 8-bit type's lowest/highest.
+    assert td.reduce_max(td.zeros([0], td.int8)).numpy() == -128
+    assert td.reduce_min(td.zeros([0], td.int8)).numpy() == 127
+    assert td.reduce_max(td.zeros([0], td.uint8)).numpy() == 0
+    assert td.reduce_min(td.zeros([0], td.uint8)).numpy() == 255
+    assert td.reduce_max(td.zeros([0], td.float16)).numpy() == -np.inf  # as float32's
+    data = td.constant([5, -3, 7], dtype=td.int8)
+    np.testing.assert_array_equal(td.math.unsorted_segment_max(data, [0, 0, 2], 3).numpy(), [5, -128, 7])
+    halves = td.constant([5, -3, 7], dtype=td.float16)
+    # An empty segment is the dtype's lowest finite value, as for float32.
+    np.testing.assert_array_equal(td.math.unsorted_segment_max(halves, [0, 0, 2], 3).numpy(),
+                                  np.float16([5, -65504, 7]))
+
+
+def test_scans_indexing_and_segments():
+    x = np.array([100, 100, -50, 27], dtype=np.int8)
+    np.testing.assert_array_equal(td.math.cumsum(td.constant(x)).numpy(), np.cumsum(x, dtype=np.int8))
+    h = np.array([0.1, 0.2, 0.3, 1000.0], dtype=np.float16)
+    np.testing.assert_array_equal(td.math.cumsum(td.constant(h)).numpy(),
+                                  np.cumsum(h.astype(np.float32)).astype(np.float16))
+    np.testing.assert_array_equal(td.one_hot([2, 0], 3, dtype=td.float16).numpy(), np.eye(3, dtype=np.float16)[[2, 0]])
+    values, indices = td.math.top_k(td.constant(h), k=2)
+    np.testing.assert_array_equal(values.numpy(), np.float16([1000.0, 0.3]))
+    np.testing.assert_array_equal(indices.numpy(), [3, 2])
+    t = td.constant(np.array([[1, 2], [3, 4]], dtype=np.int8))
+    np.testing.assert_array_equal(td.gather_nd(t, [[1, 0], [0, 1]]).numpy(), np.int8([3, 2]))
+    np.testing.assert_array_equal(td.tensor_scatter_nd_add(t, [[0, 0]], td.constant([127], dtype=td.int8)).numpy(),
+                                  np.int8([[-128, 2], [3, 4]]))  # wraps
+    np.testing.assert_array_equal(td.math.unsorted_segment_sum(td.constant(h), [1, 1, 0, 0], 2).numpy(),
+                                  np.float16([np.float32(h[2]) + np.float32(h[3]), np.float32(h[0]) + np.float32(h[1])]))
+
+
 @pytest.mark.parametrize("dtype", FLOAT_NARROW, ids=lambda d: d.name)
 def test_matmul(dtype):
     rng = np.random.default_rng(8)
@@ -545,4 +578,4 @@ def test_refused_ops_say_so_when_checked(dtype):
     with pytest.raises((TypeError, td.errors.InvalidArgumentError), match=f"{dtype.name} is not in the list"):
         td.linalg.inv(x)
     with pytest.raises((TypeError, td.errors.InvalidArgumentError), match=dtype.name):
-        td.math.cumsum(x)
+        td.linalg.det(x)

@@ -1,6 +1,8 @@
 #include "ops/narrow_types.h"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 #include "ops/kernels/simd/half_kernels.h"
 #include "tensor/half.h"
@@ -54,15 +56,29 @@ Tensor WidenTensor(const Tensor& t) {
   return out;
 }
 
-Tensor NarrowTensor(const Tensor& wide, DType narrow) {
+Tensor NarrowTensor(const Tensor& wide, DType narrow, Narrowing mode) {
   if (wide.dtype() == narrow) return wide;
   if (wide.dtype() != WideDType(narrow)) {
     throw Error(Code::kInternal, StrCat("Narrow: cannot narrow ", DTypeName(wide.dtype()), " to ", DTypeName(narrow)));
   }
   Tensor out(narrow, wide.shape());
   const int64_t n = wide.num_elements();
-  if (IsHalfFloat(narrow)) {
+  if (IsHalfFloat(narrow) && mode == Narrowing::kSaturate) {
+    const float top = narrow == DType::kFloat16 ? 65504.0f : BF16ToF32(0x7f7f);  // the largest finite value
+    std::vector<float> clamped(wide.data<float>(), wide.data<float>() + n);
+    for (float& v : clamped) {
+      if (std::isfinite(v)) v = std::clamp(v, -top, top);
+    }
+    F32ToHalf(narrow, clamped.data(), out.data<uint16_t>(), n);
+  } else if (IsHalfFloat(narrow)) {
     F32ToHalf(narrow, wide.data<float>(), out.data<uint16_t>(), n);
+  } else if (mode == Narrowing::kSaturate) {
+    const int32_t lo = narrow == DType::kInt8 ? -128 : 0, hi = narrow == DType::kInt8 ? 127 : 255;
+    const int32_t* src = wide.data<int32_t>();
+    auto* dst = static_cast<uint8_t*>(out.raw_data());
+    for (int64_t i = 0; i < n; ++i) {
+      dst[i] = static_cast<uint8_t>(static_cast<uint32_t>(std::clamp(src[i], lo, hi)) & 0xffu);
+    }
   } else {
     // Two's complement wrap-around, as TensorFlow's int8/uint8 arithmetic.
     const int32_t* src = wide.data<int32_t>();
@@ -92,7 +108,7 @@ bool AnyNarrow(const std::vector<Tensor>& ts) {
 
 }  // namespace
 
-OpDef WithNarrowTypes(OpDef op, const std::vector<DType>& extra) {
+OpDef WithNarrowTypes(OpDef op, const std::vector<DType>& extra, Narrowing mode) {
   // Only data arguments, which take floats or bools; not axes, shapes or
   // indices, which take only integers.
   for (ArgDef& arg : op.inputs) {
@@ -101,7 +117,7 @@ OpDef WithNarrowTypes(OpDef op, const std::vector<DType>& extra) {
     if (data) ExtendAllowed(arg.allowed, extra);
   }
   KernelFn wide_kernel = std::move(op.kernel);
-  op.kernel = [wide_kernel](KernelContext& ctx) {
+  op.kernel = [wide_kernel, mode](KernelContext& ctx) {
     bool narrow_out = std::any_of(ctx.out_dtypes.begin(), ctx.out_dtypes.end(),
                                   [](DType t) { return WideDType(t) != t; });
     if (!narrow_out && !AnyNarrow(ctx.inputs)) return wide_kernel(ctx);
@@ -113,7 +129,7 @@ OpDef WithNarrowTypes(OpDef op, const std::vector<DType>& extra) {
     KernelContext wide(ctx.op, inputs, ctx.attrs, wide_dtypes, ctx.out_shapes, ctx.functions);
     wide_kernel(wide);
     for (size_t i = 0; i < wide.outputs.size(); ++i) {
-      ctx.set_output(static_cast<int>(i), NarrowTensor(wide.outputs[i], ctx.out_dtypes[i]));
+      ctx.set_output(static_cast<int>(i), NarrowTensor(wide.outputs[i], ctx.out_dtypes[i], mode));
     }
   };
   return op;

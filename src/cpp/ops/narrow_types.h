@@ -21,8 +21,15 @@ inline const std::vector<DType> kNarrowTypes = {DType::kFloat16, DType::kBFloat1
 DType WideDType(DType t);
 // `t` converted to WideDType(t.dtype()) (t itself when it is not narrow).
 Tensor WidenTensor(const Tensor& t);
+// How wide results become narrow. kWrap: int32 wraps around (arithmetic, as
+// TensorFlow's 8-bit ops do) and float32 rounds (overflowing to infinity).
+// kSaturate, for max and min, whose results are inputs except for an empty
+// reduction's identity (the wide type's lowest or highest value): that becomes
+// the narrow type's lowest or highest (finite floats are clamped first).
+enum class Narrowing { kWrap, kSaturate };
+
 // `wide` converted to dtype `narrow` (float32 -> 16-bit float, int32 -> 8-bit int).
-Tensor NarrowTensor(const Tensor& wide, DType narrow);
+Tensor NarrowTensor(const Tensor& wide, DType narrow, Narrowing mode = Narrowing::kWrap);
 // Elementwise conversions between a 16-bit float's bits and float32.
 void HalfToF32(DType half, const uint16_t* src, float* dst, int64_t n);
 void F32ToHalf(DType half, const float* src, uint16_t* dst, int64_t n);
@@ -34,6 +41,6 @@ void AddHalfInto(DType half, const uint16_t* src, uint16_t* dst, int64_t n);
 // `op` accepting `extra` narrow dtypes wherever it accepts their wide dtype
 // (float32 for 16-bit floats, int32 for 8-bit integers), with its kernel run
 // in the wide dtype as described above.
-OpDef WithNarrowTypes(OpDef op, const std::vector<DType>& extra);
+OpDef WithNarrowTypes(OpDef op, const std::vector<DType>& extra, Narrowing mode = Narrowing::kWrap);
 
 }  // namespace treadle

@@ -319,7 +319,10 @@ OpDef ReductionOp(const char* name, std::vector<DType> allowed, bool mean, const
       });
     }
   };
-  return WithNarrowTypes(std::move(op), kNarrowTypes);
+  // Max and min saturate: an empty reduction's identity (int32's lowest or
+  // highest) must become the 8-bit type's.
+  constexpr bool kExtremum = std::is_same_v<R, MaxReducer> || std::is_same_v<R, MinReducer>;
+  return WithNarrowTypes(std::move(op), kNarrowTypes, kExtremum ? Narrowing::kSaturate : Narrowing::kWrap);
 }
 
 OpRegistrar sum_op(ReductionOp<SumReducer>("Sum", kNumericTypes, false,
