@@ -23,14 +23,11 @@ import pytest
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[1] / "src" / "pyfront" / "treadle"
 
-_ISSUE_15_B = "issue 15, B's area (loom/): "
 _DATA = ("td.data: a Dataset's methods make the datasets of the modules that subclass Dataset "
          "(TensorFlow keeps them in one module); the td.data stream's area")
 
 # (importer, imported): why the deferred import that closes a cycle stays.
 DEFERRED_CYCLE_EDGES = {
-    ("treadle.loom.schedule_type", "treadle.loom.weaver"): _ISSUE_15_B + "a schedule's trace type serializes "
-                                                                       "with the Weaver, which imports it",
     ("treadle.data.dataset_ops", "treadle.data.batching"): _DATA,
     ("treadle.data.dataset_ops", "treadle.data.graph_iteration"): _DATA,
     ("treadle.data.dataset_ops", "treadle.data.interleave"): _DATA,

@@ -2,6 +2,8 @@
 results identical to one thread; resident memory stays flat over many calls,
 loom training steps and retraces (with the trace cache's bound)."""
 
+import ctypes
+import gc
 import threading
 import warnings
 
@@ -14,8 +16,20 @@ from tests.loom.loom_testlib import TreeLSTMWeights, random_tree, tree_lstm_loom
 
 
 def _rss_bytes():
+    # Freed heap handed back to the OS first (glibc), so that RSS counts live
+    # memory, not the allocator's slack left by whatever ran before.
+    gc.collect()
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * 4096
+
+
+try:
+    _LIBC = ctypes.CDLL("libc.so.6")
+    _LIBC.malloc_trim  # glibc only
+except (OSError, AttributeError):
+    _LIBC = None
 
 
 def _grows(step, warmup, repeats):

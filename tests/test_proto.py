@@ -150,7 +150,7 @@ def test_make_tensor_proto_dtype_conversion():
     with pytest.raises(TypeError):
         td.make_tensor_proto([1, 2], dtype=td.string)
     with pytest.raises(TypeError):
-        td.make_tensor_proto(np.zeros(3, dtype=np.uint8))
+        td.make_tensor_proto(np.zeros(3, dtype=np.uint16))
 
 
 def test_make_tensor_proto_shape():

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "tensor/half.h"
+
 namespace treadle::graph {
 
 namespace {
@@ -55,6 +57,10 @@ std::string FormatElement(const Tensor& t, int64_t i, bool quote_strings) {
     case DType::kInt32: return std::to_string(t.data<int32_t>()[i]);
     case DType::kInt64: return std::to_string(t.data<int64_t>()[i]);
     case DType::kBool: return t.data<bool>()[i] ? "1" : "0";  // as TensorFlow prints them
+    case DType::kInt8: return std::to_string(t.data<int8_t>()[i]);
+    case DType::kUInt8: return std::to_string(t.data<uint8_t>()[i]);
+    case DType::kFloat16: return FormatFloat(F16ToF32(t.data<uint16_t>()[i]));
+    case DType::kBFloat16: return FormatFloat(BF16ToF32(t.data<uint16_t>()[i]));
     case DType::kString: {
       const std::string& s = t.data<std::string>()[i];
       return quote_strings ? Quote(s) : s;

@@ -7,6 +7,7 @@
 #include <type_traits>
 
 #include "loom/layers.h"
+#include "ops/narrow_types.h"
 #include "ops/kernels/simd/vec_kernels.h"
 #include "util/cancel.h"
 #include "util/errors.h"
@@ -25,7 +26,10 @@ Tensor RowView(const Tensor& t, int64_t first, int64_t count, const TypeShape& t
 
 // dst row dst_row += src row src_row (rows of row_elements floats or doubles).
 void AddRow(const Tensor& src, int64_t src_row, Tensor* dst, int64_t dst_row, int64_t row_elements) {
-  if (src.dtype() == DType::kFloat32) {
+  if (IsHalfFloat(src.dtype())) {  // float16, bfloat16: added in float32, rounded once
+    AddHalfInto(src.dtype(), src.data<uint16_t>() + src_row * row_elements,
+                 dst->data<uint16_t>() + dst_row * row_elements, row_elements);
+  } else if (src.dtype() == DType::kFloat32) {
     const float* s = src.data<float>() + src_row * row_elements;
     float* d = dst->data<float>() + dst_row * row_elements;
     for (int64_t e = 0; e < row_elements; ++e) d[e] += s[e];
@@ -75,7 +79,11 @@ void SumParts(const std::vector<Tensor>& parts, int64_t e0, int64_t e1, T* out) 
   std::copy(parts[0].data<T>() + e0, parts[0].data<T>() + e1, out + e0);
   for (size_t k = 1; k < parts.size(); ++k) {
     const T* p = parts[k].data<T>();
-    for (int64_t e = e0; e < e1; ++e) out[e] += p[e];
+    if constexpr (std::is_same_v<T, uint16_t>) {  // a 16-bit float
+      AddHalfInto(parts[k].dtype(), p + e0, out + e0, e1 - e0);
+    } else {
+      for (int64_t e = e0; e < e1; ++e) out[e] += p[e];
+    }
   }
 }
 
@@ -97,6 +105,7 @@ void AddRowSlice(const RowAdd& a, int64_t e0, int64_t e1) {
     const T* s = src + r * a.row_elements + e0;
     T* d = dst + (a.index ? a.index[r] : r) * a.row_elements + e0;
     if constexpr (std::is_same_v<T, float>) simd::BinaryF32(simd::Binary::kAdd, d, 1, s, 1, d, e1 - e0);
+    else if constexpr (std::is_same_v<T, uint16_t>) AddHalfInto(a.src->dtype(), s, d, e1 - e0);
     else simd::BinaryF64(simd::Binary::kAdd, d, 1, s, 1, d, e1 - e0);
   }
 }
@@ -124,6 +133,7 @@ void RunRowAdds(const std::vector<RowAdd>& adds, const std::vector<Tensor*>& fre
     for (const RowAdd& a : adds) {
       const auto [e0, e1] = parallel::Part(a.row_elements, i, n, kSliceAlign);
       if (a.src->dtype() == DType::kFloat32) AddRowSlice<float>(a, e0, e1);
+      else if (IsHalfFloat(a.src->dtype())) AddRowSlice<uint16_t>(a, e0, e1);
       else AddRowSlice<double>(a, e0, e1);
     }
   });
@@ -213,6 +223,7 @@ std::vector<Tensor> SumCaptureGrads(const CaptureGrads& grads, const std::vector
         for (int64_t b = i; b < blocks; b += threads) {
           const int64_t e0 = b * kBlock, e1 = std::min(n, e0 + kBlock);
           if (sum.dtype() == DType::kFloat32) SumParts(grads[c], e0, e1, sum.data<float>());
+          else if (IsHalfFloat(sum.dtype())) SumParts(grads[c], e0, e1, sum.data<uint16_t>());
           else SumParts(grads[c], e0, e1, sum.data<double>());
         }
       });

@@ -40,7 +40,7 @@ namespace {
 
 bool IsLoomDType(DType t) {
   return t == DType::kFloat32 || t == DType::kFloat64 || t == DType::kInt32 || t == DType::kInt64 ||
-         t == DType::kBool;
+         t == DType::kBool || IsHalfFloat(t) || IsByteInt(t);
 }
 
 TypeShape TypeShapeFromProto(const proto::LoomTypeShape& p, int index) {
@@ -49,7 +49,8 @@ TypeShape TypeShapeFromProto(const proto::LoomTypeShape& p, int index) {
   ts.dtype = DTypeFromProtoEnum(p.dtype(), where);
   if (!IsLoomDType(ts.dtype)) {
     ThrowInvalidArgument(where, ": dtype ", DTypeName(ts.dtype),
-                         " cannot be a loom type (float32, float64, int32, int64 or bool)");
+                         " cannot be a loom type (float16, bfloat16, float32, float64, int8, uint8, int32, int64 "
+                         "or bool)");
   }
   if (p.shape_size() > kMaxRank) ThrowInvalidArgument(where, ": rank ", p.shape_size(), " exceeds 64");
   for (int64_t d : p.shape()) {

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "py_common.h"
+#include "tensor/half.h"
 #include "util/errors.h"
 
 namespace treadle::python {
@@ -13,7 +14,10 @@ py::object* g_dtype_objects = nullptr;  // indexed by DType; owned forever
 
 void SetDTypeObjects(py::list objs) {
   if (!g_dtype_objects) g_dtype_objects = new py::object[kNumDTypes];
-  for (int i = 0; i < kNumDTypes && i < static_cast<int>(objs.size()); ++i) g_dtype_objects[i] = objs[i];
+  // Gaps in the numbering are None in `objs` and stay unset (null) here.
+  for (int i = 0; i < kNumDTypes && i < static_cast<int>(objs.size()); ++i) {
+    if (IsValidDType(i)) g_dtype_objects[i] = objs[i];
+  }
 }
 
 py::object DTypeObject(DType t) {
@@ -21,9 +25,19 @@ py::object DTypeObject(DType t) {
   return g_dtype_objects[static_cast<int>(t)];
 }
 
+// ml_dtypes' bfloat16 (the NumPy dtype JAX and TensorFlow use) is a kind 'V'
+// dtype named "bfloat16".
+static bool IsMlDtypesBFloat16(const py::dtype& dt) {
+  return dt.itemsize() == 2 && py::str(dt).cast<std::string>() == "bfloat16";
+}
+
 static DType DTypeFromNumpy(const py::dtype& dt) {
   char kind = dt.kind();
   size_t size = dt.itemsize();
+  if (kind == 'f' && size == 2) return DType::kFloat16;
+  if (kind == 'i' && size == 1) return DType::kInt8;
+  if (kind == 'u' && size == 1) return DType::kUInt8;
+  if (IsMlDtypesBFloat16(dt)) return DType::kBFloat16;
   if (kind == 'f' && size == 4) return DType::kFloat32;
   if (kind == 'f' && size == 8) return DType::kFloat64;
   if (kind == 'i' && size == 4) return DType::kInt32;
@@ -36,7 +50,7 @@ static DType DTypeFromNumpy(const py::dtype& dt) {
 DType DTypeFromPy(py::handle obj) {
   if (g_dtype_objects) {
     for (int i = 1; i < kNumDTypes; ++i) {
-      if (obj.is(g_dtype_objects[i])) return static_cast<DType>(i);
+      if (g_dtype_objects[i] && obj.is(g_dtype_objects[i])) return static_cast<DType>(i);
     }
   }
   if (py::isinstance<py::str>(obj)) {
@@ -70,12 +84,30 @@ std::optional<Tensor> PyScalarToTensor(py::handle obj, DType hint) {
   };
   switch (hint) {
     case DType::kFloat32:
-    case DType::kFloat64: {
+    case DType::kFloat64:
+    case DType::kFloat16:
+    case DType::kBFloat16: {
       if (!is_int && !is_float) return cannot();
       double v = PyFloat_AsDouble(p);
       if (v == -1.0 && PyErr_Occurred()) throw py::error_already_set();
+      if (hint == DType::kFloat64) return Tensor::Scalar<double>(v);
       if (hint == DType::kFloat32) return Tensor::Scalar<float>(static_cast<float>(v));
-      return Tensor::Scalar<double>(v);
+      Tensor t(hint, {});  // rounded once from the double, as NumPy's astype does
+      *t.data<uint16_t>() = hint == DType::kFloat16 ? F64ToF16(v) : F64ToBF16(v);
+      return t;
+    }
+    case DType::kInt8:
+    case DType::kUInt8: {
+      if (!is_int) return cannot();
+      int overflow = 0;
+      long long v = PyLong_AsLongLongAndOverflow(p, &overflow);
+      const long long lo = hint == DType::kInt8 ? -128 : 0, hi = hint == DType::kInt8 ? 127 : 255;
+      if (overflow || v < lo || v > hi) {
+        throw py::value_error("Can't convert Python int " + py::repr(obj).cast<std::string>() + " to " +
+                              DTypeName(hint) + ": out of range");
+      }
+      if (hint == DType::kInt8) return Tensor::Scalar<int8_t>(static_cast<int8_t>(v));
+      return Tensor::Scalar<uint8_t>(static_cast<uint8_t>(v));
     }
     case DType::kInt32:
     case DType::kInt64: {
@@ -121,7 +153,8 @@ Tensor TensorFromNumpy(py::array arr, bool copy) {
   DType t = DTypeFromNumpy(arr.dtype());
   if (t == DType::kInvalid) {
     throw py::type_error("NumPy dtype " + py::str(arr.dtype()).cast<std::string>() +
-                         " is not supported by treadle (supported: float32, float64, int32, int64, bool, string)");
+                         " is not supported by treadle (supported: float16, bfloat16 (ml_dtypes), float32, float64, "
+                         "int8, uint8, int32, int64, bool, string)");
   }
   if (arr.ndim() > kMaxRank) throw py::value_error("array rank exceeds treadle's limit of 64");
   Dims dims(arr.shape(), arr.shape() + arr.ndim());
@@ -155,14 +188,29 @@ Tensor TensorFromNumpy(py::array arr, bool copy) {
   return out;
 }
 
-static const char* NumpyFormat(DType t) {
+// NumPy has no bfloat16: ml_dtypes (installed with treadle's test extras, and
+// by JAX and TensorFlow) provides the one everyone exchanges.
+static py::dtype BFloat16NumpyDType() {
+  try {
+    return py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16"));
+  } catch (const py::error_already_set&) {
+    throw py::type_error("a bfloat16 tensor needs the ml_dtypes package for its NumPy value (pip install "
+                         "ml_dtypes); without it, td.cast to float32 first or exchange it through DLPack");
+  }
+}
+
+static py::dtype NumpyDType(DType t) {
   switch (t) {
-    case DType::kFloat32: return "float32";
-    case DType::kFloat64: return "float64";
-    case DType::kInt32: return "int32";
-    case DType::kInt64: return "int64";
-    case DType::kBool: return "bool";
-    default: return "object";
+    case DType::kFloat32: return py::dtype("float32");
+    case DType::kFloat64: return py::dtype("float64");
+    case DType::kInt32: return py::dtype("int32");
+    case DType::kInt64: return py::dtype("int64");
+    case DType::kBool: return py::dtype("bool");
+    case DType::kFloat16: return py::dtype("float16");
+    case DType::kInt8: return py::dtype("int8");
+    case DType::kUInt8: return py::dtype("uint8");
+    case DType::kBFloat16: return BFloat16NumpyDType();
+    default: return py::dtype("object");
   }
 }
 
@@ -185,7 +233,7 @@ py::object TensorToNumpy(const Tensor& t) {
   // The capsule keeps the buffer alive as long as the array (or views of it) lives.
   auto* keep = new std::shared_ptr<Buffer>(t.buffer());
   py::capsule base(keep, [](void* p) { delete static_cast<std::shared_ptr<Buffer>*>(p); });
-  py::array arr(py::dtype(NumpyFormat(t.dtype())), t.shape(), t.raw_data(), base);
+  py::array arr(NumpyDType(t.dtype()), t.shape(), t.raw_data(), base);
   py::detail::array_proxy(arr.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
   return std::move(arr);
 }

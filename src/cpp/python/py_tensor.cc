@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "py_common.h"
+#include "tensor/half.h"
 #include "util/errors.h"
 
 namespace treadle::python {
@@ -149,6 +150,10 @@ void RegisterTensor(py::module_& m) {
           case DType::kInt64: return py::int_(*t.data<int64_t>());
           case DType::kBool: return py::bool_(*t.data<bool>());
           case DType::kString: return py::bytes(*t.data<std::string>());
+          case DType::kInt8: return py::int_(*t.data<int8_t>());
+          case DType::kUInt8: return py::int_(*t.data<uint8_t>());
+          case DType::kFloat16: return py::float_(F16ToF32(*t.data<uint16_t>()));
+          case DType::kBFloat16: return py::float_(BF16ToF32(*t.data<uint16_t>()));
           default: throw py::type_error(std::string("a ") + DTypeName(t.dtype()) + " tensor has no Python value");
         }
       })
@@ -169,7 +174,13 @@ void RegisterTensor(py::module_& m) {
           case DType::kFloat64: fmt = py::format_descriptor<double>::format(); break;
           case DType::kInt32: fmt = py::format_descriptor<int32_t>::format(); break;
           case DType::kInt64: fmt = py::format_descriptor<int64_t>::format(); break;
-          default: fmt = "?"; break;
+          case DType::kInt8: fmt = "b"; break;
+          case DType::kUInt8: fmt = "B"; break;
+          case DType::kFloat16: fmt = "e"; break;
+          case DType::kBool: fmt = "?"; break;
+          default:  // bfloat16 has no buffer-protocol format
+            throw py::type_error(std::string("a ") + DTypeName(t.dtype()) +
+                                 " tensor has no buffer-protocol format; use .numpy() (with ml_dtypes) or DLPack");
         }
         return py::buffer_info(t.raw_data(), static_cast<py::ssize_t>(DTypeSize(t.dtype())), fmt,
                                static_cast<py::ssize_t>(shape.size()), shape, strides, /*readonly=*/true);

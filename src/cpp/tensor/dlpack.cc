@@ -61,9 +61,14 @@ DType FromDLDataType(const DLDataType& t) {
     if (t.code == kDLInt && t.bits == 32) return DType::kInt32;
     if (t.code == kDLInt && t.bits == 64) return DType::kInt64;
     if (t.code == kDLBool && t.bits == 8) return DType::kBool;
+    if (t.code == kDLFloat && t.bits == 16) return DType::kFloat16;
+    if (t.code == kDLBfloat && t.bits == 16) return DType::kBFloat16;
+    if (t.code == kDLInt && t.bits == 8) return DType::kInt8;
+    if (t.code == kDLUInt && t.bits == 8) return DType::kUInt8;
   }
   ThrowInvalidArgument("from_dlpack: DLPack dtype ", DescribeDLDataType(t),
-                       " is not supported by treadle (supported: float32, float64, int32, int64, bool)");
+                       " is not supported by treadle (supported: float16, bfloat16, float32, float64, int8, uint8, "
+                       "int32, int64, bool)");
 }
 
 Dims ValidatedShape(const DLTensor& dl) {
@@ -103,6 +108,10 @@ DLDataType ToDLDataType(DType dtype) {
     case DType::kInt32: return DLDataType{kDLInt, 32, 1};
     case DType::kInt64: return DLDataType{kDLInt, 64, 1};
     case DType::kBool: return DLDataType{kDLBool, 8, 1};
+    case DType::kFloat16: return DLDataType{kDLFloat, 16, 1};
+    case DType::kBFloat16: return DLDataType{kDLBfloat, 16, 1};
+    case DType::kInt8: return DLDataType{kDLInt, 8, 1};
+    case DType::kUInt8: return DLDataType{kDLUInt, 8, 1};
     default:
       ThrowInvalidArgument("to_dlpack: ", DTypeName(dtype), " tensors cannot be exported through DLPack "
                            "(it has no string type)");

@@ -14,13 +14,17 @@ const char* DTypeName(DType t) {
     case DType::kString: return "string";
     case DType::kResource: return "resource";
     case DType::kVariant: return "variant";
+    case DType::kInt8: return "int8";
+    case DType::kUInt8: return "uint8";
+    case DType::kBFloat16: return "bfloat16";
+    case DType::kFloat16: return "float16";
     default: return "invalid";
   }
 }
 
 DType DTypeFromName(std::string_view name) {
   for (int i = 1; i < kNumDTypes; ++i) {
-    if (name == DTypeName(static_cast<DType>(i))) return static_cast<DType>(i);
+    if (IsValidDType(i) && name == DTypeName(static_cast<DType>(i))) return static_cast<DType>(i);
   }
   return DType::kInvalid;
 }
@@ -35,10 +39,17 @@ size_t DTypeSize(DType t) {
     case DType::kString: return sizeof(std::string);
     case DType::kResource:
     case DType::kVariant: return sizeof(std::shared_ptr<void>);
+    case DType::kInt8:
+    case DType::kUInt8: return 1;
+    case DType::kBFloat16:
+    case DType::kFloat16: return 2;
     default: return 0;
   }
 }
 
-bool IsValidDType(int value) { return value > 0 && value < kNumDTypes; }
+bool IsValidDType(int value) {
+  // The enum has gaps (TensorFlow's numbers for the narrow types).
+  return value > 0 && value < kNumDTypes && DTypeSize(static_cast<DType>(value)) != 0;
+}
 
 }  // namespace treadle

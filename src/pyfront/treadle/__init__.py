@@ -32,7 +32,8 @@ _core._set_dtype_objects(_dtypes._ALL)
 _core._set_error_classes(errors._BY_CODE)
 
 from treadle.framework.dtypes import (  # noqa: E402
-    DType, as_dtype, bool, double, float32, float64, int32, int64, resource, string, variant)
+    DType, as_dtype, bfloat16, bool, double, float16, float32, float64, half, int8, int32, int64, resource,
+    string, uint8, variant)
 from treadle.framework.tensor import (  # noqa: E402
     Tensor, constant, convert_to_tensor, register_tensor_conversion_function)
 from treadle.framework.tensor_shape import TensorShape  # noqa: E402

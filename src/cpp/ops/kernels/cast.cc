@@ -1,10 +1,12 @@
 // Cast between numeric and bool dtypes (TensorFlow's Cast: floats to ints
 // truncate toward zero, anything nonzero is true).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <type_traits>
 
 #include "ops/dispatch.h"
+#include "ops/narrow_types.h"
 #include "ops/kernels/simd/vec_kernels.h"
 #include "ops/op_helpers.h"
 
@@ -41,31 +43,83 @@ bool SimdCast(const Tensor& x, Tensor& out) {
   return true;
 }
 
+// The numeric and bool dtypes with a C++ type of their own (all but the
+// 16-bit floats, which Cast goes through float32 for).
+template <typename Fn> void VisitCastable(DType t, Fn&& fn) {
+  if (t == DType::kInt8) return fn(Tag<int8_t>{});
+  if (t == DType::kUInt8) return fn(Tag<uint8_t>{});
+  VisitNumericBool(t, "Cast", fn);
+}
+
+void CastPlain(const Tensor& x, Tensor& out) {
+  if (SimdCast(x, out)) return;
+  VisitCastable(x.dtype(), [&](auto from_tag) {
+    using From = typename decltype(from_tag)::type;
+    VisitCastable(out.dtype(), [&](auto to_tag) {
+      using To = typename decltype(to_tag)::type;
+      const From* src = x.data<From>();
+      To* dst = out.data<To>();
+      for (int64_t i = 0; i < x.num_elements(); ++i) dst[i] = CastOne<From, To>(src[i]);
+    });
+  });
+}
+
+// Casts to a 16-bit float round once: from float32 directly, from the other
+// types through float64 (exact for all but int64 beyond 2^53), whose
+// conversion rounds to odd first so that the result is correctly rounded.
+void CastToHalf(const Tensor& x, Tensor& out) {
+  uint16_t* dst = out.data<uint16_t>();
+  const int64_t n = x.num_elements();
+  if (IsHalfFloat(x.dtype())) {
+    if (x.dtype() == out.dtype()) {
+      std::copy(x.data<uint16_t>(), x.data<uint16_t>() + n, dst);
+    } else {
+      Tensor f32 = WidenTensor(x);  // exact
+      F32ToHalf(out.dtype(), f32.data<float>(), dst, n);
+    }
+    return;
+  }
+  if (x.dtype() == DType::kFloat32) return F32ToHalf(out.dtype(), x.data<float>(), dst, n);
+  Tensor f64 = x;
+  if (x.dtype() != DType::kFloat64) {
+    f64 = Tensor(DType::kFloat64, x.shape());
+    CastPlain(x, f64);
+  }
+  F64ToHalf(out.dtype(), f64.data<double>(), dst, n);
+}
+
+// Casts from a 16-bit float: exact to float32, then as from float32.
+void CastFromHalf(const Tensor& x, Tensor& out) {
+  Tensor f32 = WidenTensor(x);
+  if (out.dtype() == DType::kFloat32) {
+    std::copy(f32.data<float>(), f32.data<float>() + f32.num_elements(), out.data<float>());
+  } else {
+    CastPlain(f32, out);
+  }
+}
+
 OpDef MakeCast() {
   OpDef op;
   op.name = "Cast";
-  op.inputs = {{"x", false, "SrcT", kNumericBoolTypes}};
+  std::vector<DType> allowed = kNumericBoolTypes;
+  allowed.insert(allowed.end(), kHalfTypes.begin(), kHalfTypes.end());
+  allowed.insert(allowed.end(), kByteIntTypes.begin(), kByteIntTypes.end());
+  op.inputs = {{"x", false, "SrcT", allowed}};
   op.outputs = {"y"};
   op.attrs = {{"DstT", AttrType::kType, std::nullopt}};
   op.dtype_fn = [](const InferContext& c) {
     DType dst = c.attrs.GetType("DstT");
     if (dst == DType::kString) ThrowTypeError("Cast: casting to string is not supported");
+    if (IsHandle(dst)) ThrowTypeError("Cast: casting to ", DTypeName(dst), " is not supported");
     return std::vector<DType>{dst};
   };
   op.shape_fn = SameShapeAsInput(0);
   op.kernel = [](KernelContext& ctx) {
     const Tensor& x = ctx.input(0);
     Tensor& out = ctx.allocate_output(0);
-    if (SimdCast(x, out)) return;
-    VisitNumericBool(x.dtype(), "Cast", [&](auto from_tag) {
-      using From = typename decltype(from_tag)::type;
-      VisitNumericBool(out.dtype(), "Cast", [&](auto to_tag) {
-        using To = typename decltype(to_tag)::type;
-        const From* src = x.data<From>();
-        To* dst = out.data<To>();
-        for (int64_t i = 0; i < x.num_elements(); ++i) dst[i] = CastOne<From, To>(src[i]);
-      });
-    });
+    if (IsHalfFloat(out.dtype())) return CastToHalf(x, out);
+    if (IsHalfFloat(x.dtype())) return CastFromHalf(x, out);
+    CastPlain(x, out);
   };
   op.doc = "Casts x to dtype DstT.";
   return op;

@@ -2,6 +2,7 @@
 // computation: Add (TensorFlow's op for string concatenation, `a + b` on
 // strings), StopGradient (an identity that gradients do not pass through),
 // EnsureShape (an identity that checks its input's shape) and IdentityN.
+#include "ops/narrow_types.h"
 #include "ops/op_helpers.h"
 #include "ops/registry.h"
 #include "util/errors.h"
@@ -102,8 +103,8 @@ OpDef MakeIdentityN() {
 
 OpRegistrar add_op(MakeAdd());
 OpRegistrar identity_n_op(MakeIdentityN());
-OpRegistrar ensure_shape_op(MakeEnsureShape());
-OpRegistrar stop_gradient_op(MakeStopGradient());
+OpRegistrar ensure_shape_op(WithNarrowTypes(MakeEnsureShape(), kNarrowTypes));
+OpRegistrar stop_gradient_op(WithNarrowTypes(MakeStopGradient(), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

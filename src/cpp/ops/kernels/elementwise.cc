@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "ops/dispatch.h"
+#include "ops/narrow_types.h"
 #include "ops/kernels/simd/vec_kernels.h"
 
 namespace treadle {
@@ -43,7 +44,7 @@ OpDef BinaryOp(const char* name, std::vector<DType> allowed, std::vector<std::st
                               [&](const T& x, const T& y) { return static_cast<Out>(f(x, y)); });
     });
   };
-  return op;
+  return WithNarrowTypes(std::move(op), kNarrowTypes);
 }
 
 template <typename Visit, typename F>
@@ -63,7 +64,7 @@ OpDef UnaryOp(const char* name, const char* arg, std::vector<DType> allowed, std
       UnaryMap<T, T>(ctx.input(0), out, [&](T x) { return static_cast<T>(f(x)); });
     });
   };
-  return op;
+  return WithNarrowTypes(std::move(op), kNarrowTypes);
 }
 
 // A float op whose float32 and float64 kernels are SIMD array functions
@@ -85,7 +86,7 @@ OpDef SimdFloatUnaryOp(const char* name, std::vector<std::string> api, simd::Una
     }
     ThrowUnsupported(name, x.dtype());
   };
-  return op;
+  return WithNarrowTypes(std::move(op), kHalfTypes);
 }
 
 auto visit_numeric = [](DType t, const char* w, auto&& fn) { VisitNumeric(t, w, fn); };

@@ -1,6 +1,7 @@
 // GatherV2: slices of `params` along `axis` picked by `indices`, with
 // TensorFlow's batch_dims. Every index is checked before anything is copied;
 // each picked slice is one contiguous block (a memcpy, or one element move).
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 
@@ -154,7 +155,7 @@ OpDef MakeGather() {
   return op;
 }
 
-OpRegistrar gather_op(MakeGather());
+OpRegistrar gather_op(WithNarrowTypes(MakeGather(), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

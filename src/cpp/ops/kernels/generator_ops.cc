@@ -3,6 +3,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 
@@ -154,10 +155,10 @@ OpDef MakeConstantLike(const char* name, std::vector<DType> allowed) {
   return op;
 }
 
-OpRegistrar fill_op(MakeFill());
+OpRegistrar fill_op(WithNarrowTypes(MakeFill(), kNarrowTypes));
 OpRegistrar range_op(MakeRange());
-OpRegistrar zeros_like_op(MakeConstantLike<0>("ZerosLike", kAllTypes));
-OpRegistrar ones_like_op(MakeConstantLike<1>("OnesLike", kNumericBoolTypes));
+OpRegistrar zeros_like_op(WithNarrowTypes(MakeConstantLike<0>("ZerosLike", kAllTypes), kNarrowTypes));
+OpRegistrar ones_like_op(WithNarrowTypes(MakeConstantLike<1>("OnesLike", kNumericBoolTypes), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

@@ -5,6 +5,7 @@
 // usable eagerly and in graphs, under TensorFlow's name.
 #include <type_traits>
 
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/simd/vec_kernels.h"
 #include "ops/kernels/array_util.h"
@@ -135,7 +136,7 @@ OpDef MakeBroadcastTo() {
   return op;
 }
 
-OpRegistrar broadcast_to_op(MakeBroadcastTo());
+OpRegistrar broadcast_to_op(WithNarrowTypes(MakeBroadcastTo(), kNarrowTypes));
 
 // ---------------------------------------------------------------- ReluGrad, SigmoidGrad, TanhGrad
 
@@ -186,7 +187,7 @@ OpDef MakeReluGrad() {
     });
   };
   op.doc = "The gradient of Relu: gradients * (features > 0).";
-  return op;
+  return WithNarrowTypes(std::move(op), kNarrowTypes);
 }
 
 // The gradient of an activation from its output y and the output's gradient
@@ -217,7 +218,7 @@ OpDef ActivationGrad(const char* name, const char* doc, simd::Binary vec, F f) {
     });
   };
   op.doc = doc;
-  return op;
+  return WithNarrowTypes(std::move(op), kHalfTypes);
 }
 
 OpRegistrar sigmoid_grad_op(ActivationGrad("SigmoidGrad", "The gradient of Sigmoid from its output: dy * y * (1 - y).",

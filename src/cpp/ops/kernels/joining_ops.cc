@@ -1,5 +1,6 @@
 // Joining tensors: ConcatV2 (along an existing axis) and Pack (along a new
 // one). Both copy each input's contiguous rows with one memcpy per row.
+#include "ops/narrow_types.h"
 #include "ops/kernels/array_util.h"
 
 namespace treadle {
@@ -164,8 +165,8 @@ OpDef MakePack() {
   return op;
 }
 
-OpRegistrar concat_op(MakeConcat());
-OpRegistrar pack_op(MakePack());
+OpRegistrar concat_op(WithNarrowTypes(MakeConcat(), kNarrowTypes));
+OpRegistrar pack_op(WithNarrowTypes(MakePack(), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/op_helpers.h"
 #include "util/parallel.h"
@@ -170,7 +171,7 @@ OpDef MakeMatMul(const char* name, bool batched) {
       }
     });
   };
-  return op;
+  return WithNarrowTypes(std::move(op), kHalfTypes);
 }
 
 OpRegistrar matmul_op(MakeMatMul("MatMul", false));

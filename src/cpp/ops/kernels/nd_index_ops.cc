@@ -1,6 +1,7 @@
 // Ops indexed by tuples of indices (the last dimension of `indices`):
 // GatherNd reads slices, ScatterNd sums updates into zeros, and
 // TensorScatterUpdate/Add/Sub write, add or subtract them in a copy of a tensor.
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 #include "ops/op_helpers.h"
@@ -170,11 +171,11 @@ OpDef MakeTensorScatter(const char* name, std::vector<DType> types, std::vector<
   };
   op.api_names = std::move(api);
   op.doc = doc;
-  return op;
+  return WithNarrowTypes(std::move(op), kNarrowTypes);
 }
 
-OpRegistrar gather_nd_op(MakeGatherNd());
-OpRegistrar scatter_nd_op(MakeScatterNd());
+OpRegistrar gather_nd_op(WithNarrowTypes(MakeGatherNd(), kNarrowTypes));
+OpRegistrar scatter_nd_op(WithNarrowTypes(MakeScatterNd(), kNarrowTypes));
 OpRegistrar tensor_scatter_update_op(MakeTensorScatter<Mode::kUpdate>(
     "TensorScatterUpdate", kAllTypes, {"tensor_scatter_nd_update"},
     "A copy of `tensor` with the slices at the index tuples of `indices` replaced by `updates`."));

@@ -5,6 +5,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/simd/vec_kernels.h"
 #include "ops/op_helpers.h"
@@ -108,7 +109,7 @@ OpDef SoftmaxOp(const char* name) {
   };
   op.doc = kLog ? "log(softmax(logits)) along `axis`, computed without overflow."
                 : "exp(logits) / sum(exp(logits)) along `axis`, computed without overflow.";
-  return op;
+  return WithNarrowTypes(std::move(op), kHalfTypes);
 }
 
 OpRegistrar softmax_op(SoftmaxOp<false>("Softmax"));
@@ -143,7 +144,7 @@ OpDef MakeL2Loss() {
     });
   };
   op.doc = "sum(t ** 2) / 2.";
-  return op;
+  return WithNarrowTypes(std::move(op), kHalfTypes);
 }
 
 OpRegistrar l2_loss_op(MakeL2Loss());
@@ -245,7 +246,7 @@ OpDef MakeSparseXent() {
   };
   op.doc = "Softmax cross-entropy of logits `features` against integer class `labels`; also returns its "
            "gradient with respect to the logits.";
-  return op;
+  return WithNarrowTypes(std::move(op), kHalfTypes);
 }
 
 OpRegistrar sparse_xent_op(MakeSparseXent());

@@ -1,5 +1,6 @@
 // OneHot: for each index, a vector of `depth` values that are off_value except
 // on_value at the index. Indices outside [0, depth) give all off_value.
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 
@@ -73,7 +74,7 @@ OpDef MakeOneHot() {
   return op;
 }
 
-OpRegistrar one_hot_op(MakeOneHot());
+OpRegistrar one_hot_op(WithNarrowTypes(MakeOneHot(), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

@@ -11,6 +11,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/simd/vec_kernels.h"
 #include "ops/op_helpers.h"
@@ -318,7 +319,10 @@ OpDef ReductionOp(const char* name, std::vector<DType> allowed, bool mean, const
       });
     }
   };
-  return op;
+  // Max and min saturate: an empty reduction's identity (int32's lowest or
+  // highest) must become the 8-bit type's.
+  constexpr bool kExtremum = std::is_same_v<R, MaxReducer> || std::is_same_v<R, MinReducer>;
+  return WithNarrowTypes(std::move(op), kNarrowTypes, kExtremum ? Narrowing::kSaturate : Narrowing::kWrap);
 }
 
 OpRegistrar sum_op(ReductionOp<SumReducer>("Sum", kNumericTypes, false,
@@ -438,7 +442,7 @@ OpDef ArgOp(const char* name) {
     });
   };
   op.doc = kMax ? "Index of the largest value along `dimension`." : "Index of the smallest value along `dimension`.";
-  return op;
+  return WithNarrowTypes(std::move(op), kNarrowTypes);
 }
 
 OpRegistrar argmax_op(ArgOp<true>("ArgMax"));
@@ -497,7 +501,7 @@ OpDef MakeAddN() {
     });
   };
   op.doc = "Elementwise sum of a list of tensors of one shape and dtype.";
-  return op;
+  return WithNarrowTypes(std::move(op), kNarrowTypes);
 }
 
 OpRegistrar add_n_op(MakeAddN());

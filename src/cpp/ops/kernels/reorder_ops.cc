@@ -2,6 +2,7 @@
 // place (reversed along axes, rotated along axes, or inside a padded border).
 #include <numeric>
 
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 #include "ops/op_helpers.h"
@@ -182,9 +183,9 @@ OpDef MakePad() {
   return op;
 }
 
-OpRegistrar reverse_op(MakeReverse());
-OpRegistrar roll_op(MakeRoll());
-OpRegistrar pad_op(MakePad());
+OpRegistrar reverse_op(WithNarrowTypes(MakeReverse(), kNarrowTypes));
+OpRegistrar roll_op(WithNarrowTypes(MakeRoll(), kNarrowTypes));
+OpRegistrar pad_op(WithNarrowTypes(MakePad(), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

@@ -1,5 +1,6 @@
 // Cumsum and Cumprod: running sums and products along one axis, optionally
 // exclusive (each element leaves itself out) and reversed (from the end).
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 #include "ops/op_helpers.h"
@@ -69,8 +70,8 @@ OpDef MakeScan(const char* name, std::vector<std::string> api) {
   return op;
 }
 
-OpRegistrar cumsum_op(MakeScan<false>("Cumsum", {"cumsum", "math.cumsum"}));
-OpRegistrar cumprod_op(MakeScan<true>("Cumprod", {"cumprod", "math.cumprod"}));
+OpRegistrar cumsum_op(WithNarrowTypes(MakeScan<false>("Cumsum", {"cumsum", "math.cumsum"}), kNarrowTypes));
+OpRegistrar cumprod_op(WithNarrowTypes(MakeScan<true>("Cumprod", {"cumprod", "math.cumprod"}), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

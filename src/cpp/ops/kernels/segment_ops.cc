@@ -5,6 +5,7 @@
 // Each kernel checks every id or count before it writes anything.
 #include <limits>
 
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 
@@ -143,15 +144,16 @@ OpDef MakeUnsortedSegmentOp(const char* name, KernelFn kernel, const char* api, 
   return op;
 }
 
-OpRegistrar unsorted_segment_sum_op(MakeUnsortedSegmentOp(
+OpRegistrar unsorted_segment_sum_op(WithNarrowTypes(MakeUnsortedSegmentOp(
     "UnsortedSegmentSum", UnsortedSegmentKernel<Reduce::kSum>, "math.unsorted_segment_sum",
     "output[s, ...] = sum of data[i..., ...] over the positions i where segment_ids[i...] == s "
-    "(negative ids are dropped; an empty segment is 0)."));
+    "(negative ids are dropped; an empty segment is 0)."), kNarrowTypes));
 
-OpRegistrar unsorted_segment_max_op(MakeUnsortedSegmentOp(
+OpRegistrar unsorted_segment_max_op(WithNarrowTypes(MakeUnsortedSegmentOp(
     "UnsortedSegmentMax", UnsortedSegmentKernel<Reduce::kMax>, "math.unsorted_segment_max",
     "output[s, ...] = max of data[i..., ...] over the positions i where segment_ids[i...] == s "
-    "(negative ids are dropped; an empty segment is the lowest value of the dtype)."));
+    "(negative ids are dropped; an empty segment is the lowest value of the dtype)."),
+    kNarrowTypes, Narrowing::kSaturate));  // an empty segment's int32 lowest becomes the 8-bit lowest
 
 OpDef MakeSegmentSum() {
   OpDef op;
@@ -176,7 +178,7 @@ OpDef MakeSegmentSum() {
   return op;
 }
 
-OpRegistrar segment_sum_op(MakeSegmentSum());
+OpRegistrar segment_sum_op(WithNarrowTypes(MakeSegmentSum(), kNarrowTypes));
 
 // ---------------------------------------------------------------- Repeat
 

@@ -1,5 +1,6 @@
 // SelectV2 (elementwise choice between two tensors, with broadcasting) and
 // Where (the coordinates of the true elements of a tensor).
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 
@@ -131,7 +132,7 @@ OpDef MakeWhere() {
   return op;
 }
 
-OpRegistrar select_v2_op(MakeSelectV2());
+OpRegistrar select_v2_op(WithNarrowTypes(MakeSelectV2(), kNarrowTypes));
 OpRegistrar where_op(MakeWhere());
 
 }  // namespace

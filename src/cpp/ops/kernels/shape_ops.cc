@@ -3,6 +3,7 @@
 // Shape, Size and Rank.
 #include <limits>
 
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 
@@ -246,13 +247,13 @@ OpDef MakeRank() {
   return op;
 }
 
-OpRegistrar reshape_op(MakeReshape());
-OpRegistrar expand_dims_op(MakeExpandDims());
-OpRegistrar squeeze_op(MakeSqueeze());
-OpRegistrar identity_op(MakeIdentity());
-OpRegistrar shape_op(MakeShape());
-OpRegistrar size_op(MakeSize());
-OpRegistrar rank_op(MakeRank());
+OpRegistrar reshape_op(WithNarrowTypes(MakeReshape(), kNarrowTypes));
+OpRegistrar expand_dims_op(WithNarrowTypes(MakeExpandDims(), kNarrowTypes));
+OpRegistrar squeeze_op(WithNarrowTypes(MakeSqueeze(), kNarrowTypes));
+OpRegistrar identity_op(WithNarrowTypes(MakeIdentity(), kNarrowTypes));
+OpRegistrar shape_op(WithNarrowTypes(MakeShape(), kNarrowTypes));
+OpRegistrar size_op(WithNarrowTypes(MakeSize(), kNarrowTypes));
+OpRegistrar rank_op(WithNarrowTypes(MakeRank(), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

@@ -5,6 +5,7 @@
 // for any number of dimensions) is first expanded into a "dense" spec with one
 // entry per input dimension; each entry is then resolved against the input's
 // size into a begin, stride and element count.
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 
@@ -234,7 +235,7 @@ OpDef MakeStridedSlice() {
   return op;
 }
 
-OpRegistrar strided_slice_op(MakeStridedSlice());
+OpRegistrar strided_slice_op(WithNarrowTypes(MakeStridedSlice(), kNarrowTypes));
 
 // ---------------------------------------------------------------- StridedSliceGrad
 
@@ -332,7 +333,7 @@ OpDef MakeStridedSliceGrad() {
   return op;
 }
 
-OpRegistrar strided_slice_grad_op(MakeStridedSliceGrad());
+OpRegistrar strided_slice_grad_op(WithNarrowTypes(MakeStridedSliceGrad(), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

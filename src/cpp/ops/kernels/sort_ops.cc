@@ -5,6 +5,7 @@
 #include <limits>
 #include <numeric>
 
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
 #include "ops/op_helpers.h"
@@ -86,7 +87,7 @@ OpDef MakeTopK() {
   return op;
 }
 
-OpRegistrar top_k_op(MakeTopK());
+OpRegistrar top_k_op(WithNarrowTypes(MakeTopK(), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

@@ -1,6 +1,7 @@
 // Splitting a tensor: Unpack (into slices along an axis, which disappears),
 // Split (into equal pieces) and SplitV (into pieces of given sizes). Each
 // input row moves to the outputs as one memcpy per piece.
+#include "ops/narrow_types.h"
 #include "ops/kernels/array_util.h"
 
 namespace treadle {
@@ -203,9 +204,9 @@ OpDef MakeSplitV() {
   return op;
 }
 
-OpRegistrar unpack_op(MakeUnpack());
-OpRegistrar split_op(MakeSplit());
-OpRegistrar split_v_op(MakeSplitV());
+OpRegistrar unpack_op(WithNarrowTypes(MakeUnpack(), kNarrowTypes));
+OpRegistrar split_op(WithNarrowTypes(MakeSplit(), kNarrowTypes));
+OpRegistrar split_v_op(WithNarrowTypes(MakeSplitV(), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

@@ -1,5 +1,6 @@
 // Tile: repeats the input `multiples[i]` times along each dimension i. Each
 // dimension's first copy is built once, then replicated with doubling memcpys.
+#include "ops/narrow_types.h"
 #include "ops/kernels/array_util.h"
 
 namespace treadle {
@@ -87,7 +88,7 @@ OpDef MakeTile() {
   return op;
 }
 
-OpRegistrar tile_op(MakeTile());
+OpRegistrar tile_op(WithNarrowTypes(MakeTile(), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

@@ -3,6 +3,7 @@
 // 3-D strided copy (and an identity permutation to no copy at all).
 #include <vector>
 
+#include "ops/narrow_types.h"
 #include "ops/kernels/array_util.h"
 
 namespace treadle {
@@ -96,7 +97,7 @@ OpDef MakeTranspose() {
   return op;
 }
 
-OpRegistrar transpose_op(MakeTranspose());
+OpRegistrar transpose_op(WithNarrowTypes(MakeTranspose(), kNarrowTypes));
 
 }  // namespace
 }  // namespace treadle

@@ -3,6 +3,7 @@
 // is not (log1p and softplus near 0 and for large |x|).
 #include <cmath>
 
+#include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/elementwise.h"
 #include "ops/op_helpers.h"
@@ -29,7 +30,7 @@ OpDef FloatUnaryOp(const char* name, const char* arg, const char* result, std::v
       UnaryMap<T, T>(ctx.input(0), out, [&](T x) { return static_cast<T>(f(x)); });
     });
   };
-  return op;
+  return WithNarrowTypes(std::move(op), kHalfTypes);
 }
 
 // log(1 + exp(x)) = max(x, 0) + log1p(exp(-|x|)): no overflow for large x, and

@@ -25,7 +25,8 @@ _DEFAULTS = {}  # op type -> {attr name: default}
 # Gradients flow only through these dtypes: floats, variable handles (whose
 # gradient is that of the variable's value) and tensor lists (whose gradient
 # is a list of gradients). Integer, bool and string paths give None.
-DIFFERENTIABLE_DTYPES = frozenset([dtypes.float32, dtypes.float64, dtypes.resource, dtypes.variant])
+DIFFERENTIABLE_DTYPES = frozenset([dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.resource,
+                                   dtypes.variant])
 
 
 class RegisterGradient:

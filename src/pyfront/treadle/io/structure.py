@@ -65,8 +65,8 @@ def decode(p):
         return getattr(p, kind)
     if kind == "tensor_spec_value":
         s = p.tensor_spec_value
-        return TensorSpec(_shape(s.shape), dtypes._ALL[s.dtype] if 0 < s.dtype < 7 else _bad(s.dtype),
-                          s.name or None)
+        ok = 0 < s.dtype < len(dtypes._ALL) and dtypes._ALL[s.dtype] not in (None, dtypes.resource, dtypes.variant)
+        return TensorSpec(_shape(s.shape), dtypes._ALL[s.dtype] if ok else _bad(s.dtype), s.name or None)
     if kind == "named_tuple_value":
         n = p.named_tuple_value
         cls = collections.namedtuple(n.name, list(n.fields))

@@ -19,6 +19,7 @@ from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded
 from treadle.loom import foreign_schedules, gradients
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
 from treadle.loom.tracing import merge_library, trace_op
+from treadle.loom.schedule import Schedule
 from treadle.loom.type_shape import TypeShape, type_shape_of
 from treadle.loom.weaver import Weaver
 
@@ -336,6 +337,8 @@ class Loom:
         ts = self._type_shapes[index]
         if arr.dtype != ts.dtype.as_numpy_dtype or not arr.flags.c_contiguous:
             arr = np.ascontiguousarray(arr, dtype=ts.dtype.as_numpy_dtype)
+        if ts.dtype == dtypes.bfloat16:  # no buffer-protocol format; the weaver copies bytes
+            arr = arr.view(np.uint16)
         return index, arr
 
     def _find_constant_type_shape(self, arr, tag, exact):
@@ -423,6 +426,8 @@ class Loom:
 
     def _schedule_tensor(self, schedule):
         eager = context.executing_eagerly()
+        if isinstance(schedule, Schedule):
+            schedule = schedule.data
         if isinstance(schedule, Weaver):
             if eager:
                 return schedule._schedule()
@@ -549,6 +554,8 @@ def _check_tags(type_shapes):
 
 
 def _message_bytes(schedule):
+    if isinstance(schedule, Schedule):
+        return schedule.data
     if isinstance(schedule, Weaver):
         return schedule.serialize()
     if isinstance(schedule, (bytes, bytearray, memoryview)):

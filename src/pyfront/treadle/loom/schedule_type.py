@@ -5,10 +5,10 @@ serves every schedule of the loom; without this a Weaver was traced by
 identity, so each call retraced.
 
 Serialized bytes stay Python literals, as in TensorFlow (each value its own
-trace); pass them as a string tensor (`td.constant(data)`) or declare the
-parameter `td.TensorSpec([], td.string)` to share one trace. (A bytes subclass
-carrying this type was tried: NumPy reads a bytes subclass as a sequence of
-ints, so `td.constant(weaver.serialize())` broke.)"""
+trace); mark them as a schedule with `td.loom.Schedule(data)` (loom/schedule.py),
+which has this trace type too. (A bytes subclass carrying this type was tried:
+NumPy reads a bytes subclass as a sequence of ints, so
+`td.constant(weaver.serialize())` broke.)"""
 
 from treadle.function.trace_type import TraceType
 from treadle.framework import dtypes
@@ -41,14 +41,17 @@ class ScheduleType(TraceType):
         return value
 
     def _serialized(self, value):
-        from treadle.loom.weaver import Weaver
-        if not isinstance(value, Weaver):
-            raise ValueError(f"expected a Weaver of the loom with fingerprint {self.loom_fingerprint:#x}, got "
-                             f"{type(value).__name__}")
-        if value.loom.fingerprint != self.loom_fingerprint:
-            raise ValueError(f"a Weaver of the loom with fingerprint {value.loom.fingerprint:#x} where one of "
+        # A Weaver and a td.loom.Schedule describe themselves (fingerprint, a
+        # function giving the bytes), so this module imports neither of them.
+        describe = getattr(value, "_loom_schedule", None)
+        if describe is None:
+            raise ValueError(f"expected a Weaver or td.loom.Schedule of the loom with fingerprint "
+                             f"{self.loom_fingerprint:#x}, got {type(value).__name__}")
+        fingerprint, serialize = describe()
+        if fingerprint != self.loom_fingerprint:
+            raise ValueError(f"a schedule of the loom with fingerprint {fingerprint:#x} where one of "
                              f"{self.loom_fingerprint:#x} was expected")
-        return value.serialize()
+        return serialize()
 
     def __eq__(self, other):
         return type(other) is ScheduleType and other.loom_fingerprint == self.loom_fingerprint

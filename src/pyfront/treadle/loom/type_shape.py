@@ -5,7 +5,8 @@ import numpy as np
 
 from treadle.framework import dtypes
 
-LOOM_DTYPES = (dtypes.float32, dtypes.float64, dtypes.int32, dtypes.int64, dtypes.bool)
+LOOM_DTYPES = (dtypes.float16, dtypes.bfloat16, dtypes.float32, dtypes.float64, dtypes.int8, dtypes.uint8,
+               dtypes.int32, dtypes.int64, dtypes.bool)
 
 
 class TypeShape(tuple):
@@ -18,7 +19,7 @@ class TypeShape(tuple):
         dtype = dtypes.as_dtype(dtype.dtype if isinstance(dtype, np.ndarray) else dtype)
         if dtype not in LOOM_DTYPES:
             raise TypeError(f"TypeShape: dtype {dtype.name} cannot be a loom type "
-                            f"(float32, float64, int32, int64 or bool)")
+                            f"({', '.join(d.name for d in LOOM_DTYPES)})")
         if shape is None:
             raise TypeError("TypeShape: the shape must be fully defined, got None")
         if hasattr(shape, "as_list"):

@@ -45,6 +45,10 @@ class Weaver(_core.LoomWeaver):
         # As a td.function argument: any schedule of this loom, fed as a string tensor.
         return ScheduleType(self._loom.fingerprint)
 
+    def _loom_schedule(self):
+        """(loom fingerprint, a function giving the serialized message), for ScheduleType."""
+        return self._loom.fingerprint, self.serialize
+
     def op(self, op_name, args):
         """Calls op `op_name` on `args` (results); returns the list of its results."""
         return self._call(self._loom._op_index(op_name), args)
@@ -69,6 +73,8 @@ class Weaver(_core.LoomWeaver):
         n = values.shape[0]
         if n == 0:
             return []
+        if values.dtype.kind == "V":  # ml_dtypes' bfloat16 has no buffer-protocol format; bytes are what count
+            values = values.view(np.uint16)
         first = self._constants(index, values, n)
         return list(range(first, first + n))
 
