@@ -130,6 +130,58 @@ def weaving_throughput(model, trees, rounds):
     return out
 
 
+class _FinishedWork:
+    """An executor whose chunks were woven beforehand (pickled, as a worker
+    sends them): parallel_weave's consumer then runs alone, unpickling
+    included, with no worker and no pipe."""
+
+    def __init__(self, pickled):
+        self._pickled = iter(pickled)
+
+    def submit(self, fn, *args):
+        import concurrent.futures
+        import pickle
+        future = concurrent.futures.Future()
+        future.set_result(pickle.loads(next(self._pickled)))
+        return future
+
+
+def per_schedule_costs(model, trees, rounds, chunk=64):
+    """What one schedule costs each side of parallel_weave, measured in this
+    process, and the speedup 2 workers can reach from them.
+
+    A worker spends W (weaving and serializing a tree) plus O (its share of
+    pickling the chunk's result); the consumer spends C (unpickling, the
+    fingerprint check, the element's tensor, the iterator). With 1 worker the
+    consumer runs beside it on the other core, so trees/s = 1 / (W + O); with
+    2 workers the 3 processes share 2 cores: at best 2 / (W + O + C). The
+    ceiling is 2 (W + O) / (W + O + C), on a machine whose 2 cores are idle."""
+    import pickle
+
+    from treadle.data import weaving
+    indices = list(range(len(trees)))
+    state = weaving._WorkerState(model.loom.weaving_loom(), weave_tree_by_index)
+    weave_tree_by_index(model.loom.make_weaver(), 0)  # loads the trees file, as a worker does once
+    w_s, o_s, c_s = [], [], []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        results = [weaving.weave_chunk(i, indices[i:i + chunk], 1, state) for i in range(0, len(indices), chunk)]
+        w_s.append((time.perf_counter() - t) / len(indices))
+        t = time.perf_counter()
+        pickled = [pickle.dumps(r, pickle.HIGHEST_PROTOCOL) for r in results]
+        o_s.append((time.perf_counter() - t) / len(indices))
+        ds = td.data.experimental.parallel_weave(indices, weave_tree_by_index, model.loom, processes=1,
+                                                 chunk_size=chunk)
+        ds._pool = _FinishedWork(pickled)
+        t = time.perf_counter()
+        for _ in ds:
+            pass
+        c_s.append((time.perf_counter() - t) / len(indices))
+    w, o, c = statistics.median(w_s), statistics.median(o_s), statistics.median(c_s)
+    return {"weave_us": w * 1e6, "worker_overhead_us": o * 1e6, "consumer_us": c * 1e6,
+            "ceiling_2_over_1": 2 * (w + o) / (w + o + c)}
+
+
 def training(model, trees, batch, processes):
     """The serial loop (weave a batch in this process, then step) and the
     pipeline (batches woven by workers, prefetched), over the same trees."""

@@ -74,7 +74,13 @@ def check_result(result, loom_fingerprint, first_index, examples_per_schedule):
     if result[0] == "error":
         _, index, description = result
         raise WeaveError(f"parallel_weave: weave_fn failed on example {index}: {description}")
+    # The C++ Weaver writes the fingerprint first: comparing those 9 bytes is
+    # the whole check for its messages (decoding it took 40% of the consumer's
+    # time per schedule); anything else is decoded to say what it carries.
+    expected = b"\x09" + loom_fingerprint.to_bytes(8, "little")
     for k, (message, _) in enumerate(result[1]):
+        if message[:9] == expected:
+            continue
         fp = fingerprint_of(message)
         if fp != loom_fingerprint:
             raise errors.InvalidArgumentError(
