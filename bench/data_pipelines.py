@@ -12,6 +12,9 @@ Figures:
   node) and serialized, by parallel_weave with 1 and 2 worker processes (the
   workers get tree indices and read the trees file themselves), the weaving
   drained on its own (no training), and in this process for reference;
+- the costs per schedule of each side of parallel_weave, measured in one
+  process (weaving, the worker's pickling, the consumer), and the speedup
+  they allow 2 workers on 2 idle cores (per_schedule_costs);
 - training fed by the parallel pipeline against the serial loop (weave, then
   step), and the share of the step the trainer spends waiting for schedules;
 - reading schedule files through TFRecordDataset(...).batch(256) against a
@@ -262,6 +265,7 @@ def main(argv=None):
     payload = {"machine": common.machine_info(), "load_average": os.getloadavg()}
     payload["pipeline_overhead"] = pipeline_overhead(rounds)
     payload["weaving"] = weaving_throughput(model, trees, rounds)
+    payload["weaving_costs"] = per_schedule_costs(model, trees, rounds)
     payload["training"] = training(model, trees, 256, processes=2)
     payload["schedule_files"] = schedule_files(model, trees, 256, rounds)
     payload["load_average_after"] = os.getloadavg()
@@ -271,6 +275,7 @@ def main(argv=None):
 
 def markdown(p):
     o, w, t, s = p["pipeline_overhead"], p["weaving"], p["training"], p["schedule_files"]
+    c = p["weaving_costs"]
     tf_rate = "—" if o["tf_data_elements_per_s"] is None else f"{o['tf_data_elements_per_s']:,.0f}"
     lines = [
         "# Input pipelines (BENCHMARKS.md §3)", "",
@@ -283,6 +288,9 @@ def markdown(p):
         f"{w['in_process_trees_per_s']:,.0f} | | |",
         f"| per-node weaving, trees/s, 2 worker processes | {w['workers_2_trees_per_s']:,.0f} | 1 worker "
         f"{w['workers_1_trees_per_s']:,.0f} | {w['speedup_2_over_1']:.2f}× | ≥ 1.7× |",
+        f"| per schedule, in one process: weave W / worker's pickling O / consumer C | {c['weave_us']:.1f} / "
+        f"{c['worker_overhead_us']:.1f} / {c['consumer_us']:.1f} µs | ceiling 2(W+O)/(W+O+C) on 2 idle cores | "
+        f"{c['ceiling_2_over_1']:.2f}× | ≥ 1.7× |",
         f"| TreeLSTM training (batch {t['batch']}), trees/s, parallel pipeline | "
         f"{t['pipelined']['trees_per_s']:,.0f} | serial loop {t['serial']['trees_per_s']:,.0f} | "
         f"{t['pipelined']['trees_per_s'] / t['serial']['trees_per_s']:.2f}× | |",
