@@ -5,8 +5,12 @@
 //
 // Prefetch runs its input in a thread of its own, a bounded number of
 // elements ahead; map and filter run traced graphs (graph::Executable) on
-// the calling thread. Python stages plug in through ExternalSource (the
-// bindings wrap a Python iterator in one), taking the GIL only there.
+// the calling thread, parallel map and batch on threads of their own
+// (parallel_stages.cc), and so does interleave (interleave.cc); cache to a
+// file is cache_file.cc. Every wait of a consumer ends on Ctrl-C or its
+// deadline, and every thread a stage starts stops with it (waiting.h).
+// Python stages plug in through ExternalSource (the bindings wrap a Python
+// iterator in one), taking the GIL only there.
 #pragma once
 
 #include <cstdint>
