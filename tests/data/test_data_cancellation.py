@@ -133,3 +133,49 @@ def test_deadline_stops_a_map_on_the_consumers_thread():
         with td.experimental.deadline(0.2):
             for _ in td.data.Dataset.range(3).map(spin):
                 pass
+
+
+PARALLEL_WEAVE_CHILD = """
+import os, signal, sys, threading, time
+sys.path.insert(0, {tests!r})
+import treadle as td
+import weave_helpers
+from test_data_schedules import make_loom
+
+def ctrl_c_after(seconds):
+    # as a terminal's Ctrl-C: to the whole process group, the workers included
+    threading.Timer(seconds, lambda: os.killpg(os.getpgid(0), signal.SIGINT)).start()
+
+if __name__ == "__main__":
+    loom = make_loom()
+    ds = td.data.experimental.parallel_weave(range(6), weave_helpers.weave_slowly, loom, processes=1,
+                                             chunk_size=1)
+    for pipeline in (ds, ds.prefetch(1)):
+        it = iter(pipeline)
+        print(len(next(it).numpy()) > 0)   # example 0 comes at once
+        ctrl_c_after(0.3)
+        t = time.perf_counter()
+        try:
+            next(it)
+            print("finished")
+        except KeyboardInterrupt:
+            print("interrupted %.3f" % (time.perf_counter() - t))
+        del it
+    fast = td.data.experimental.parallel_weave(range(3), weave_helpers.weave_vector, loom, processes=1)
+    print(len(list(fast)), len(list(ds.take(2))))   # the pool survived: the dataset weaves again
+"""
+
+
+def test_ctrl_c_stops_a_parallel_weave_and_its_pool_survives(tmp_path):
+    script = tmp_path / "weave_child.py"
+    script.write_text(PARALLEL_WEAVE_CHILD.format(tests=os.path.join(ROOT, "tests", "data")))
+    # a session of its own: the child's Ctrl-C goes to its process group, not to pytest's
+    proc = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          start_new_session=True)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = proc.stdout.split("\n")
+    for k in (0, 2):
+        assert out[k] == "True"
+        word, seconds = out[k + 1].split()
+        assert word == "interrupted" and float(seconds) < 1.4, out  # before the slow example was woven
+    assert out[4] == "3 2"

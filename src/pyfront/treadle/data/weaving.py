@@ -6,6 +6,7 @@ back as a dataset of string scalars (batch them to merge k into one run).
 The worker side (_WorkerState, weave_chunk) is plain Python with no process
 machinery, so other executors (Ray, ray_weaving.py) run the same code."""
 
+import signal
 import traceback
 
 from treadle import errors
@@ -30,8 +31,13 @@ class _WorkerState:
 
 
 def init_worker(loom, weave_fn):
-    """Process initializer: the loom arrives pickled as its weaving-only description."""
+    """Process initializer: the loom arrives pickled as its weaving-only
+    description. Ctrl-C in a terminal reaches the whole process group; the
+    consumer handles it (its iteration stops, dropping the iterator cancels
+    the chunks not started), so workers ignore it: they finish the chunk in
+    hand and the pool serves the dataset's next iteration."""
     global _state
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _state = _WorkerState(loom, weave_fn)
 
 
