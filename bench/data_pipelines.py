@@ -12,6 +12,9 @@ Figures:
   node) and serialized, by parallel_weave with 1 and 2 worker processes (the
   workers get tree indices and read the trees file themselves), the weaving
   drained on its own (no training), and in this process for reference;
+- the costs per schedule of each side of parallel_weave, measured in one
+  process (weaving, the worker's pickling, the consumer), and the speedup
+  they allow 2 workers on 2 idle cores (per_schedule_costs);
 - training fed by the parallel pipeline against the serial loop (weave, then
   step), and the share of the step the trainer spends waiting for schedules;
 - reading schedule files through TFRecordDataset(...).batch(256) against a
@@ -105,7 +108,13 @@ def pipeline_overhead(rounds, n=20000):
 # ---------------------------------------------------------------- weaving
 def weaving_throughput(model, trees, rounds):
     """Trees/s woven (and serialized), one schedule per tree: in this process,
-    and drained from parallel_weave with 1 and 2 worker processes."""
+    and drained from parallel_weave with 1 and 2 worker processes.
+
+    On a shared machine the workers get less than a core each; so each round
+    also records the CPU time the workers got (from /proc), and with it the
+    cores they obtained and the trees woven per worker CPU-second. Equal
+    trees per CPU-second with 1 and 2 workers means the weaving scales with
+    the cores it gets, and a speedup below 2 is the machine's share."""
     out = {}
     t = time.perf_counter()
     for tree in trees:
@@ -118,16 +127,91 @@ def weaving_throughput(model, trees, rounds):
                                                  processes=processes, chunk_size=64)
         for _ in ds:  # starts the workers
             pass
-        rates = []
+        pids = list(ds._pool._processes)
+        rates, cores, per_cpu_s = [], [], []
         for _ in range(rounds):
+            cpu = _cpu_seconds(pids)
             t = time.perf_counter()
             for _ in ds:
                 pass
-            rates.append(len(trees) / (time.perf_counter() - t))
+            wall = time.perf_counter() - t
+            cpu = _cpu_seconds(pids) - cpu
+            rates.append(len(trees) / wall)
+            cores.append(cpu / wall)
+            per_cpu_s.append(len(trees) / cpu)
         ds.close()
         out[f"workers_{processes}_trees_per_s"] = statistics.median(rates)
+        out[f"workers_{processes}_cores_obtained"] = statistics.median(cores)
+        out[f"workers_{processes}_trees_per_cpu_s"] = statistics.median(per_cpu_s)
     out["speedup_2_over_1"] = out["workers_2_trees_per_s"] / out["workers_1_trees_per_s"]
     return out
+
+
+def _cpu_seconds(pids):
+    """User + system CPU seconds of these processes (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat)
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+class _FinishedWork:
+    """An executor whose chunks were woven beforehand (pickled, as a worker
+    sends them): parallel_weave's consumer then runs alone, unpickling
+    included, with no worker and no pipe."""
+
+    def __init__(self, pickled):
+        self._pickled = iter(pickled)
+
+    def submit(self, fn, *args):
+        import concurrent.futures
+        import pickle
+        future = concurrent.futures.Future()
+        future.set_result(pickle.loads(next(self._pickled)))
+        return future
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        pass
+
+
+def per_schedule_costs(model, trees, rounds, chunk=64):
+    """What one schedule costs each side of parallel_weave, measured in this
+    process, and the speedup 2 workers can reach from them.
+
+    A worker spends W (weaving and serializing a tree) plus O (its share of
+    pickling the chunk's result); the consumer spends C (unpickling, the
+    fingerprint check, the element's tensor, the iterator). With 1 worker the
+    consumer runs beside it on the other core, so trees/s = 1 / (W + O); with
+    2 workers the 3 processes share 2 cores: at best 2 / (W + O + C). The
+    ceiling is 2 (W + O) / (W + O + C), on a machine whose 2 cores are idle.
+    The costs are CPU time (time.process_time), which other processes'
+    load does not inflate the way it does wall time."""
+    import pickle
+
+    from treadle.data import weaving
+    indices = list(range(len(trees)))
+    state = weaving._WorkerState(model.loom.weaving_loom(), weave_tree_by_index)
+    weave_tree_by_index(model.loom.make_weaver(), 0)  # loads the trees file, as a worker does once
+    w_s, o_s, c_s = [], [], []
+    for _ in range(rounds):
+        t = time.process_time()
+        results = [weaving.weave_chunk(i, indices[i:i + chunk], 1, state) for i in range(0, len(indices), chunk)]
+        w_s.append((time.process_time() - t) / len(indices))
+        t = time.process_time()
+        pickled = [pickle.dumps(r, pickle.HIGHEST_PROTOCOL) for r in results]
+        o_s.append((time.process_time() - t) / len(indices))
+        ds = td.data.experimental.parallel_weave(indices, weave_tree_by_index, model.loom, processes=1,
+                                                 chunk_size=chunk)
+        ds._pool = _FinishedWork(pickled)
+        t = time.process_time()
+        for _ in ds:
+            pass
+        c_s.append((time.process_time() - t) / len(indices))
+    w, o, c = statistics.median(w_s), statistics.median(o_s), statistics.median(c_s)
+    return {"weave_us": w * 1e6, "worker_overhead_us": o * 1e6, "consumer_us": c * 1e6,
+            "ceiling_2_over_1": 2 * (w + o) / (w + o + c)}
 
 
 def training(model, trees, batch, processes):
@@ -210,6 +294,7 @@ def main(argv=None):
     payload = {"machine": common.machine_info(), "load_average": os.getloadavg()}
     payload["pipeline_overhead"] = pipeline_overhead(rounds)
     payload["weaving"] = weaving_throughput(model, trees, rounds)
+    payload["weaving_costs"] = per_schedule_costs(model, trees, rounds)
     payload["training"] = training(model, trees, 256, processes=2)
     payload["schedule_files"] = schedule_files(model, trees, 256, rounds)
     payload["load_average_after"] = os.getloadavg()
@@ -219,6 +304,7 @@ def main(argv=None):
 
 def markdown(p):
     o, w, t, s = p["pipeline_overhead"], p["weaving"], p["training"], p["schedule_files"]
+    c = p["weaving_costs"]
     tf_rate = "—" if o["tf_data_elements_per_s"] is None else f"{o['tf_data_elements_per_s']:,.0f}"
     lines = [
         "# Input pipelines (BENCHMARKS.md §3)", "",
@@ -231,6 +317,12 @@ def markdown(p):
         f"{w['in_process_trees_per_s']:,.0f} | | |",
         f"| per-node weaving, trees/s, 2 worker processes | {w['workers_2_trees_per_s']:,.0f} | 1 worker "
         f"{w['workers_1_trees_per_s']:,.0f} | {w['speedup_2_over_1']:.2f}× | ≥ 1.7× |",
+        f"| cores the workers obtained (1 / 2 workers); trees per worker CPU-second | "
+        f"{w['workers_1_cores_obtained']:.2f} / {w['workers_2_cores_obtained']:.2f} | "
+        f"{w['workers_1_trees_per_cpu_s']:,.0f} / {w['workers_2_trees_per_cpu_s']:,.0f} | | |",
+        f"| CPU per schedule, in one process: weave W / worker's pickling O / consumer C | {c['weave_us']:.1f} / "
+        f"{c['worker_overhead_us']:.1f} / {c['consumer_us']:.1f} µs | ceiling 2(W+O)/(W+O+C) on 2 idle cores | "
+        f"{c['ceiling_2_over_1']:.2f}× | ≥ 1.7× |",
         f"| TreeLSTM training (batch {t['batch']}), trees/s, parallel pipeline | "
         f"{t['pipelined']['trees_per_s']:,.0f} | serial loop {t['serial']['trees_per_s']:,.0f} | "
         f"{t['pipelined']['trees_per_s'] / t['serial']['trees_per_s']:.2f}× | |",

@@ -26,7 +26,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 CORPUS = os.path.join(HERE, "corpus")
 REGRESSIONS = os.path.join(HERE, "regressions")
-OUTCOMES = ("inputs", "rejected", "accepted", "crashed", "hung", "wrong", "oom")
+# "known": an oracle failure already reported, with a reproducer in fuzz/known/ (not a failure of the run)
+OUTCOMES = ("inputs", "rejected", "accepted", "crashed", "hung", "wrong", "oom", "known")
 
 
 class Worker:

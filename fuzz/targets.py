@@ -28,6 +28,14 @@ class Wrong(AssertionError):
     """An accepted input gave a result that contradicts the input."""
 
 
+class KnownFinding(Exception):
+    """An oracle failure already reported to the code's owners, with a
+    reproducer in fuzz/known/<kind>/ (see fuzz/known/README.md). Counted on
+    its own ("known") so that the fuzz run in CI stays green until it is
+    fixed; tests/test_fuzz_corpus.py checks that each reproducer still shows
+    it, and tells whoever fixes it to move the input to fuzz/regressions/."""
+
+
 REJECTIONS = (td.errors.OpError, ValueError, TypeError)
 DEADLINE_S = 2.0  # every consumer runs under td.experimental.deadline
 
@@ -442,8 +450,237 @@ class LoomDefKind(Kind):
         _exercise_loom(loom)
 
 
+# ---------------------------------------------------------------- compressed record files
+
+_COMPRESSIONS = ("GZIP", "ZLIB", "")  # the first byte of an input selects the one it is read with
+_WBITS = {"GZIP": 31, "ZLIB": 15}
+
+
+def _compress(records, compression):
+    framed = _frame(records)
+    if compression == "GZIP":
+        import gzip
+        return gzip.compress(framed, mtime=0)
+    return zlib.compress(framed) if compression == "ZLIB" else framed
+
+
+def _decompressed(data, compression):
+    """What Python's zlib makes of the file: (bytes, complete stream), or None if it refuses it."""
+    if compression == "":
+        return data, True
+    d = zlib.decompressobj(_WBITS[compression])
+    try:
+        out = d.decompress(data)
+    except zlib.error:
+        return None
+    return out, d.eof
+
+
+class CompressedRecordFileKind(Kind):
+    """TFRecord files inside a GZIP or ZLIB stream, read by td.data and
+    read_schedules with the compression the input's first byte names (the
+    mutations sometimes change it: reading with the wrong compression must be
+    refused, saying so)."""
+
+    name = "compressed_record_file"
+
+    def seeds(self):
+        msgs = [w.serialize() for w in _weavers(_loom())]
+        out = []
+        for i, compression in enumerate(("GZIP", "ZLIB")):
+            out.append(bytes([i]) + _compress(msgs, compression))
+            out.append(bytes([i]) + _compress(msgs[:1] + [b"x" * 70000], compression))  # > one inflate chunk
+            out.append(bytes([i]) + _compress([], compression))
+        return out
+
+    def mutate(self, rng, data):
+        if not data:
+            return bytes([rng.randrange(3)])
+        which, body = data[0] % 3, data[1:]
+        compression = _COMPRESSIONS[which]
+        r = rng.random()
+        if r < 0.05:
+            return bytes([rng.randrange(3)]) + body  # read with another compression
+        if r < 0.45:
+            return data[:1] + Mutator(rng).damage(body)  # the compressed bytes damaged or cut
+        plain = _decompressed(body, compression)
+        records = _records(plain[0]) if plain is not None and plain[1] else None
+        if records is None:
+            return data[:1] + Mutator(rng).damage(body)
+        mutated = _records(ScheduleFileKind().mutate(rng, _frame(records)))  # records changed, lengths that lie
+        framed = ScheduleFileKind().mutate(rng, _frame(records)) if mutated is None else _frame(mutated)
+        if compression == "GZIP":
+            import gzip
+            body = gzip.compress(framed, mtime=0)
+        else:
+            body = zlib.compress(framed, rng.choice([0, 1, 6, 9])) if compression else framed
+        if rng.random() < 0.1:
+            body += Mutator(rng).damage(body[:16])  # trailing bytes after the stream
+        return data[:1] + body
+
+    def consume(self, data):
+        if not data:
+            return
+        compression = _COMPRESSIONS[data[0] % 3]
+        body = data[1:]
+        path = _write_temp(body, ".tfrecord")
+        try:
+            got = [bytes(r.numpy()) for r in td.data.TFRecordDataset(path, compression_type=compression or None)]
+            again = td.loom.read_schedules(path, compression_type=compression or None)
+        finally:
+            os.unlink(path)
+        if got != list(again):
+            raise Wrong("TFRecordDataset and read_schedules read different records")
+        if not body:
+            if got:
+                raise Wrong("records read from an empty file")
+            return
+        plain = _decompressed(body, compression)
+        if plain is None or not plain[1]:
+            raise Wrong(f"treadle read {len(got)} records from a {compression} stream zlib refuses or finds cut short")
+        if _records(plain[0]) != got:
+            raise Wrong("the records read differ from the decompressed file's framing")
+
+
+# ---------------------------------------------------------------- Weaver.weave's bulk input
+
+_CSR_FIELDS = ("node_op", "arg_splits", "arg_input", "arg_source", "arg_value", "arg_output", "outputs",
+               "output_index")
+_WEAVE_OPS = ("add", "mul")
+_INT32_FIELDS = ("node_op", "arg_input", "arg_source", "arg_output", "output_index")  # int32 in the C++ Weaver
+
+
+def _pack_csr(arrays):
+    out = bytearray()
+    for name in _CSR_FIELDS:
+        a = np.asarray(arrays[name], np.int64).reshape(-1)
+        out += struct.pack("<I", len(a)) + a.astype("<i8").tobytes()
+    return bytes(out)
+
+
+def _unpack_csr(data):
+    """The arrays of an input; a length field is bounded by the bytes left
+    (the harness must not allocate what the input claims: treadle must)."""
+    arrays, at = {}, 0
+    for name in _CSR_FIELDS:
+        n = struct.unpack("<I", data[at:at + 4])[0] if at + 4 <= len(data) else 0
+        at += 4
+        n = min(n, max(0, (len(data) - at) // 8))
+        arrays[name] = np.frombuffer(data[at:at + 8 * n], "<i8").copy() if n else np.zeros(0, np.int64)
+        at += 8 * n
+    return arrays
+
+
+def _csr_seeds():
+    """Two forests over the fixture loom: add/mul nodes on batch-input rows and named tensors."""
+    nd = _sources()
+    # nodes: 0 = add(b0, x); 1 = mul(n0, b2); 2 = add(n1, n0); 3 = mul(y, b3)
+    first = {"node_op": [0, 1, 0, 1], "arg_splits": [0, 2, 4, 6, 8],
+             "arg_input": [0, 1, 0, 1, 0, 1, 0, 1],
+             "arg_source": [nd["BATCH_INPUT"], nd["NAMED_TENSOR"], nd["NODE"], nd["BATCH_INPUT"], nd["NODE"],
+                            nd["NODE"], nd["NAMED_TENSOR"], nd["BATCH_INPUT"]],
+             "arg_value": [0, 0, 0, 2, 1, 0, 1, 3], "arg_output": [0] * 8, "outputs": [2, 3, 1],
+             "output_index": [0, 0, 0]}
+    chain = {"node_op": [i % 2 for i in range(6)], "arg_splits": list(range(0, 13, 2)),
+             "arg_input": [0, 1] * 6,
+             "arg_source": [nd["BATCH_INPUT"], nd["BATCH_INPUT"]] + [nd["NODE"], nd["NAMED_TENSOR"]] * 5,
+             "arg_value": [1, 2] + [v for i in range(5) for v in (i, i % 2)], "arg_output": [0] * 12,
+             "outputs": [5, 0], "output_index": [0, 0]}
+    return [first, chain]
+
+
+def _sources():
+    """Weaver.weave's argument sources by name."""
+    return {k: getattr(td.loom.Weaver, k) for k in ("NODE", "BATCH_INPUT", "CONSTANT", "NAMED_TENSOR")}
+
+
+class WeaveCsrKind(Kind):
+    """Weaver.weave's bulk description (compressed sparse rows): arrays of
+    wrong lengths, out-of-range ids and sources, arguments that refer to
+    later nodes (cycles), huge offsets. An accepted description must run to
+    the same outputs as the same nodes woven one Weaver call at a time."""
+
+    name = "weave_csr"
+
+    def seeds(self):
+        return [_pack_csr(a) for a in _csr_seeds()]
+
+    def mutate(self, rng, data):
+        arrays = _unpack_csr(data)
+        for _ in range(rng.choice([1, 1, 1, 2, 3])):
+            name = rng.choice(_CSR_FIELDS)
+            a = list(arrays[name])
+            r = rng.random()
+            if r < 0.35 and a:
+                a[rng.randrange(len(a))] = rng.choice(INTERESTING + [len(a), len(a) - 1, -1, 4, 5])
+            elif r < 0.5 and a:
+                del a[rng.randrange(len(a))]
+            elif r < 0.65:
+                a.insert(rng.randrange(len(a) + 1), rng.choice(INTERESTING))
+            elif r < 0.8 and name in ("arg_value", "arg_source") and a:
+                a[rng.randrange(len(a))] = rng.randrange(-1, 8)  # a node later than its user: a cycle
+            elif r < 0.9 and a:
+                i, j = rng.randrange(len(a)), rng.randrange(len(a))
+                a[i], a[j] = a[j], a[i]
+            else:
+                a = a + a  # doubled: lengths that disagree with the others
+            arrays[name] = a
+        out = _pack_csr(arrays)
+        if rng.random() < 0.05:
+            return Mutator(rng).damage(out)
+        return out
+
+    def consume(self, data):
+        arrays = _unpack_csr(data)
+        loom = _loom()
+        w = loom.make_weaver()
+        first = w.weave(list(_WEAVE_OPS), arrays["node_op"], arrays["arg_splits"], arrays["arg_input"],
+                        arrays["arg_source"], arrays["arg_value"], arrays["arg_output"], arrays["outputs"],
+                        arrays["output_index"])
+        wide = [n for n in _INT32_FIELDS if arrays[n].size and (arrays[n].min() < -2 ** 31 or
+                                                                 arrays[n].max() > 2 ** 31 - 1)]
+        if wide:  # weave_csr-int32-wraparound (fuzz/known/README.md)
+            raise KnownFinding(f"weave accepted values of {', '.join(wide)} beyond int32; they wrap around")
+        if len(first) != len(arrays["node_op"]):
+            raise Wrong(f"{len(first)} node results for {len(arrays['node_op'])} nodes")
+        got = loom(w)
+        _check_loom_outputs(loom, got)
+        want = loom(_weave_per_node(loom, arrays))
+        for ts, value in want.items():
+            if not np.array_equal(value.numpy(), got[ts].numpy()):
+                raise Wrong(f"bulk weaving and per-node weaving differ for {ts}")
+
+
+INTERESTING = [0, 1, -1, 2, 3, 7, 255, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 40, 2 ** 62, -2 ** 31, -2 ** 63]
+
+
+def _weave_per_node(loom, a):
+    """The oracle: the accepted description woven one Weaver call per node."""
+    nd = _sources()
+    w = loom.make_weaver()
+    names = sorted(loom.named_tensors)
+    results = []
+    for i, op in enumerate(a["node_op"]):
+        args = []
+        for e in range(a["arg_splits"][i], a["arg_splits"][i + 1]):
+            source, value = a["arg_source"][e], int(a["arg_value"][e])
+            if source == nd["NODE"]:
+                args.append(results[value][int(a["arg_output"][e])])
+            elif source == nd["BATCH_INPUT"]:
+                args.append(w.batch_input(VEC, value))
+            elif source == nd["NAMED_TENSOR"]:
+                args.append(w.named_tensor(names[value]))
+            else:
+                raise Wrong(f"weave accepted a {source} argument for a float64 vector input")
+        results.append(w.op(_WEAVE_OPS[op], args))
+    for node, k in zip(a["outputs"], a["output_index"]):
+        w.add_output(results[int(node)][int(k)])
+    return w
+
+
 KINDS = {k.name: k for k in (TensorProtoKind(), WeaverMessageKind(), ScheduleFileKind(), SavedFunctionKind(),
-                             SavedLoomKind(), GraphDefKind(), LoomDefKind())}
+                             SavedLoomKind(), GraphDefKind(), LoomDefKind(), CompressedRecordFileKind(),
+                             WeaveCsrKind())}
 
 
 def consume(kind, data):
@@ -453,6 +690,8 @@ def consume(kind, data):
             KINDS[kind].consume(data)
     except REJECTIONS as e:
         return f"rejected: {type(e).__name__}"
+    except KnownFinding as e:
+        return f"known: {e}"
     return "accepted"
 
 

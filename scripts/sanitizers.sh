@@ -56,6 +56,8 @@ export TREADLE_FUZZ_MEMORY=0  # ASan reserves terabytes of address space: no mem
 TESTS=(tests/loom tests/graph tests/function tests/ops tests/autodiff/test_op_gradients.py
        tests/test_hostile_input.py tests/test_cancellation.py tests/test_proto.py tests/test_zero_copy.py
        tests/test_blas_kernels.py
+       tests/data/test_data_core_stages.py tests/data/test_data_parallel_stages.py tests/data/test_data_cache_file.py
+       tests/data/test_data_records.py tests/data/test_data_cancellation.py
        tests/test_long_runs.py::test_threads_calling_one_function_get_identical_results
        tests/test_long_runs.py::test_threads_running_one_loom_get_identical_results)
 if [ $# -gt 0 ]; then TESTS=("$@"); fi

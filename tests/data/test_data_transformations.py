@@ -190,8 +190,6 @@ def test_cache_in_memory():
     next(iter(partial))
     values(partial)  # a partial first pass keeps nothing
     assert calls == [0, 0, 1, 2, 3, 4]
-    with pytest.raises(NotImplementedError):
-        Dataset.range(3).cache("/tmp/x")
 
 
 def test_prefetch_examples():

@@ -36,6 +36,12 @@ PIPELINES = {
     "repeat_take_skip": lambda m: m.data.Dataset.range(4).repeat(3).skip(2).take(7),
     "interleave": lambda m: m.data.Dataset.range(1, 6).interleave(
         lambda x: m.data.Dataset.from_tensors(x).repeat(x), cycle_length=3, block_length=2),
+    "interleave_parallel": lambda m: m.data.Dataset.range(1, 8).interleave(
+        lambda x: m.data.Dataset.range(x).map(lambda y: y * 10 + x), cycle_length=3, block_length=2,
+        num_parallel_calls=2),
+    "batch_parallel": lambda m: m.data.Dataset.range(23).batch(5, num_parallel_calls=3),
+    "batch_parallel_drop": lambda m: m.data.Dataset.range(23).map(lambda x: (x, -x)).batch(
+        4, drop_remainder=True, num_parallel_calls=2),
     "enumerate": lambda m: m.data.Dataset.from_tensor_slices(["a", "b"]).enumerate(4),
     "take_while": lambda m: m.data.Dataset.range(10).take_while(lambda x: x < 6),
     "scan": lambda m: m.data.Dataset.range(6).scan(np.int64(1), lambda s, x: (s * 2, s + x)),

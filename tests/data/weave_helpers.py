@@ -29,3 +29,11 @@ def weave_dies_on_5(weaver, i):
 def weave_with_pid(weaver, i):
     weave_vector(weaver, i)
     return os.getpid()
+
+
+def weave_slowly(weaver, i):
+    """weave_vector, after 1.5 s for every example but the first."""
+    if i > 0:
+        import time
+        time.sleep(1.5)
+    return weave_vector(weaver, i)

@@ -11,6 +11,7 @@
 #include <thread>
 #include <utility>
 
+#include "data/waiting.h"
 #include "graph/executable.h"
 #include "util/errors.h"
 
@@ -168,10 +169,6 @@ class ExternalDef : public StageDef {
 };
 
 // ------------------------------------------------------------------ functions
-Element RunFunction(const graph::Executable& fn, Element element, const std::vector<Tensor>& captures) {
-  element.insert(element.end(), captures.begin(), captures.end());
-  return fn.Run(element);
-}
 
 class MapIt : public Stage {
  public:
@@ -231,128 +228,6 @@ class FunctionDef : public StageDef {
   bool filter_;
 };
 
-// Worker threads pull input elements (one at a time: stages are not
-// thread-safe), run the function unlocked and file the results by sequence
-// number; Next hands them out in order (or in completion order).
-class ParallelMapIt : public Stage {
- public:
-  ParallelMapIt(std::shared_ptr<const StageDef> def, std::unique_ptr<Stage> input, const graph::Executable* fn,
-                const std::vector<Tensor>* captures, int threads, bool deterministic)
-      : def_(std::move(def)), input_(std::move(input)), fn_(fn), captures_(captures),
-        max_ahead_(2 * static_cast<size_t>(threads)), deterministic_(deterministic) {
-    for (int i = 0; i < threads; ++i) workers_.emplace_back([this] { Work(); });
-  }
-  ~ParallelMapIt() override {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      cancelled_ = true;
-    }
-    changed_.notify_all();
-    for (std::thread& t : workers_) t.join();
-    input_.reset();
-  }
-
-  bool Next(Element* out) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    for (;;) {
-      if (failed_) return false;
-      auto it = deterministic_ ? results_.find(next_out_) : results_.begin();
-      if (it != results_.end()) {
-        Result r = std::move(it->second);
-        results_.erase(it);
-        ++next_out_;
-        changed_.notify_all();
-        if (r.error) {
-          failed_ = true;
-          std::rethrow_exception(r.error);
-        }
-        *out = std::move(r.element);
-        return true;
-      }
-      if (input_done_ && in_flight_ == 0) return false;
-      changed_.wait(lock);
-    }
-  }
-
- private:
-  struct Result {
-    Element element;
-    std::exception_ptr error;
-  };
-
-  void Work() {
-    for (;;) {
-      Element in;
-      int64_t seq;
-      {
-        std::unique_lock<std::mutex> lock(mu_);
-        changed_.wait(lock, [&] { return cancelled_ || input_done_ || results_.size() + in_flight_ < max_ahead_; });
-        if (cancelled_ || input_done_) return;
-        bool more;
-        try {
-          more = input_->Next(&in);
-        } catch (...) {
-          results_[next_in_++] = Result{{}, std::current_exception()};
-          more = false;
-        }
-        if (!more) {
-          input_done_ = true;
-          changed_.notify_all();
-          return;
-        }
-        seq = next_in_++;
-        ++in_flight_;
-      }
-      Result r;
-      try {
-        r.element = RunFunction(*fn_, std::move(in), *captures_);
-      } catch (...) {
-        r.error = std::current_exception();
-      }
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        --in_flight_;
-        results_[seq] = std::move(r);
-      }
-      changed_.notify_all();
-    }
-  }
-
-  std::shared_ptr<const StageDef> def_;  // owns *fn_ and *captures_
-  std::unique_ptr<Stage> input_;
-  const graph::Executable* fn_;
-  const std::vector<Tensor>* captures_;
-  size_t max_ahead_;
-  bool deterministic_;
-  std::mutex mu_;
-  std::condition_variable changed_;
-  std::map<int64_t, Result> results_;
-  int64_t next_in_ = 0, next_out_ = 0;
-  size_t in_flight_ = 0;
-  bool input_done_ = false, cancelled_ = false, failed_ = false;
-  std::vector<std::thread> workers_;
-};
-
-class ParallelMapDef : public StageDef {
- public:
-  ParallelMapDef(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> captures, int threads, bool deterministic)
-      : input_(std::move(input)), fn_(std::move(fn)), captures_(std::move(captures)), threads_(threads),
-        deterministic_(deterministic) {
-    if (threads < 1) ThrowInvalidArgument("map: num_parallel_calls must be positive, got ", threads);
-  }
-  std::unique_ptr<Stage> MakeIterator() const override {
-    return std::make_unique<ParallelMapIt>(shared_from_this(), input_->MakeIterator(), fn_.get(), &captures_,
-                                           threads_, deterministic_);
-  }
-
- private:
-  StageDefPtr input_;
-  ExecutablePtr fn_;
-  std::vector<Tensor> captures_;
-  int threads_;
-  bool deterministic_;
-};
-
 // ------------------------------------------------------------------ batch, take, repeat
 class BatchIt : public Stage {
  public:
@@ -362,12 +237,7 @@ class BatchIt : public Stage {
     Element e;
     while (static_cast<int64_t>(group.size()) < size_ && input_->Next(&e)) group.push_back(std::move(e));
     if (group.empty() || (drop_ && static_cast<int64_t>(group.size()) < size_)) return false;
-    out->clear();
-    std::vector<Tensor> parts(group.size());
-    for (size_t c = 0; c < group[0].size(); ++c) {
-      for (size_t i = 0; i < group.size(); ++i) parts[i] = std::move(group[i][c]);
-      out->push_back(StackComponent(parts, c));
-    }
+    *out = StackElements(group);
     return true;
   }
 
@@ -566,13 +436,14 @@ class PrefetchIt : public Stage {
       std::lock_guard<std::mutex> lock(state_.mu);
       state_.cancelled = true;
     }
+    cancellation_.Stop();
     state_.changed.notify_all();
     thread_.join();
   }
 
   bool Next(Element* out) override {
     std::unique_lock<std::mutex> lock(state_.mu);
-    state_.changed.wait(lock, [&] { return !state_.buffer.empty() || state_.done; });
+    WaitChecked(lock, state_.changed, [&] { return !state_.buffer.empty() || state_.done; });
     if (!state_.buffer.empty()) {
       *out = std::move(state_.buffer.front());
       state_.buffer.pop_front();
@@ -585,6 +456,7 @@ class PrefetchIt : public Stage {
 
  private:
   void Produce(std::unique_ptr<Stage> input) {
+    cancel::AdoptScope scope(cancellation_.state());
     try {
       Element e;
       while (input->Next(&e)) {
@@ -606,6 +478,7 @@ class PrefetchIt : public Stage {
 
   size_t size_;
   PrefetchState state_;
+  WorkerCancellation cancellation_;  // before thread_: the thread uses it from its start
   std::thread thread_;
 };
 
@@ -628,6 +501,27 @@ void CheckPositive(int64_t n, const char* what) {
 }
 
 }  // namespace
+
+Element RunFunction(const graph::Executable& fn, Element element, const std::vector<Tensor>& captures) {
+  element.insert(element.end(), captures.begin(), captures.end());
+  return fn.Run(element);
+}
+
+Element StackElements(std::vector<Element>& group) {
+  Element out;
+  std::vector<Tensor> parts(group.size());
+  for (size_t c = 0; c < group[0].size(); ++c) {
+    for (size_t i = 0; i < group.size(); ++i) {
+      if (group[i].size() != group[0].size()) {
+        ThrowInvalidArgument("batch: element ", i, " has ", group[i].size(), " components, element 0 has ",
+                             group[0].size());
+      }
+      parts[i] = std::move(group[i][c]);
+    }
+    out.push_back(StackComponent(parts, c));
+  }
+  return out;
+}
 
 Tensor StackComponent(const std::vector<Tensor>& parts, size_t component) {
   const Tensor& first = parts[0];
@@ -664,11 +558,6 @@ StageDefPtr Map(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> capture
 }
 StageDefPtr Filter(StageDefPtr input, ExecutablePtr predicate, std::vector<Tensor> captures) {
   return std::make_shared<FunctionDef>(std::move(input), std::move(predicate), std::move(captures), true);
-}
-StageDefPtr ParallelMap(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> captures, int threads,
-                        bool deterministic) {
-  return std::make_shared<ParallelMapDef>(std::move(input), std::move(fn), std::move(captures), threads,
-                                          deterministic);
 }
 StageDefPtr Batch(StageDefPtr input, int64_t batch_size, bool drop_remainder) {
   CheckPositive(batch_size, "batch_size");

@@ -5,8 +5,12 @@
 //
 // Prefetch runs its input in a thread of its own, a bounded number of
 // elements ahead; map and filter run traced graphs (graph::Executable) on
-// the calling thread. Python stages plug in through ExternalSource (the
-// bindings wrap a Python iterator in one), taking the GIL only there.
+// the calling thread, parallel map and batch on threads of their own
+// (parallel_stages.cc), and so does interleave (interleave.cc); cache to a
+// file is cache_file.cc. Every wait of a consumer ends on Ctrl-C or its
+// deadline, and every thread a stage starts stops with it (waiting.h).
+// Python stages plug in through ExternalSource (the bindings wrap a Python
+// iterator in one), taking the GIL only there.
 #pragma once
 
 #include <cstdint>
@@ -67,6 +71,11 @@ StageDefPtr Filter(StageDefPtr input, ExecutablePtr predicate, std::vector<Tenso
 StageDefPtr ParallelMap(StageDefPtr input, ExecutablePtr fn, std::vector<Tensor> captures, int threads,
                         bool deterministic);
 StageDefPtr Batch(StageDefPtr input, int64_t batch_size, bool drop_remainder);
+// Batch on `threads` threads (each takes a batch's elements from the input in
+// turn and stacks them), at most 2 * threads batches ahead, in order when
+// deterministic (parallel_stages.cc, with ParallelMap).
+StageDefPtr ParallelBatch(StageDefPtr input, int64_t batch_size, bool drop_remainder, int threads,
+                          bool deterministic);
 // The rows of every element (components split along their first dimension,
 // which must be the same for all of them).
 StageDefPtr Unbatch(StageDefPtr input);
@@ -81,8 +90,25 @@ StageDefPtr Shuffle(StageDefPtr input, int64_t buffer_size, uint64_t seed, uint6
 StageDefPtr Repeat(StageDefPtr input, int64_t count);  // count < 0: forever
 StageDefPtr Prefetch(StageDefPtr input, int64_t buffer_size);
 
+// interleave (interleave.cc): make(element) is the dataset of an input
+// element; `cycle` of them are read `block` elements at a time each, in
+// TensorFlow's order when deterministic. `threads` workers fetch the open
+// datasets' elements ahead (0: the consumer fetches them itself).
+using DatasetFactory = std::function<StageDefPtr(Element)>;
+StageDefPtr Interleave(StageDefPtr input, DatasetFactory make, int64_t cycle_length, int64_t block_length,
+                       int threads, bool deterministic);
+
+// cache(filename) (cache_file.cc): the input's elements, written to files
+// named from `filename` on the first complete iteration and read from them
+// after; `dtypes` are the element's components', checked against the files.
+StageDefPtr CacheFile(StageDefPtr input, std::string filename, std::vector<DType> dtypes);
+
 // Stacks same-shaped tensors on a new first dimension (InvalidArgument
 // naming the component and element otherwise).
 Tensor StackComponent(const std::vector<Tensor>& parts, size_t component);
+// A batch of elements: each component stacked (the elements are moved from).
+Element StackElements(std::vector<Element>& group);
+// fn(element's components..., captures...).
+Element RunFunction(const graph::Executable& fn, Element element, const std::vector<Tensor>& captures);
 
 }  // namespace treadle::data

@@ -228,11 +228,9 @@ bool RecordFileReader::Next(std::string* out) {
   return true;
 }
 
-namespace {
-
-class Sink {
+class RecordSink {
  public:
-  Sink(const std::string& path, Compression c) : path_(path), compression_(c), file_(Open(path, "wb")) {
+  RecordSink(const std::string& path, Compression c) : path_(path), compression_(c), file_(Open(path, "wb")) {
     if (c != Compression::kNone) {
       std::memset(&z_, 0, sizeof(z_));
       if (deflateInit2(&z_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, WindowBits(c), 8, Z_DEFAULT_STRATEGY) != Z_OK) {
@@ -242,7 +240,7 @@ class Sink {
       out_.resize(kChunk);
     }
   }
-  ~Sink() {
+  ~RecordSink() {
     if (compression_ != Compression::kNone) deflateEnd(&z_);
     if (file_) std::fclose(file_);
   }
@@ -286,20 +284,26 @@ class Sink {
   bool ok_ = true;
 };
 
-}  // namespace
+RecordFileWriter::RecordFileWriter(const std::string& path, Compression compression)
+    : sink_(std::make_unique<RecordSink>(path, compression)) {}
+RecordFileWriter::~RecordFileWriter() = default;
+
+void RecordFileWriter::Write(const std::string& r) {
+  unsigned char header[12], footer[4];
+  Store64(header, r.size());
+  Store32(header + 8, loom::MaskCrc(loom::Crc32c(header, 8)));
+  Store32(footer, loom::MaskCrc(loom::Crc32c(r.data(), r.size())));
+  sink_->Write(header, 12);
+  sink_->Write(r.data(), r.size());
+  sink_->Write(footer, 4);
+}
+
+void RecordFileWriter::Close() { sink_->Close(); }
 
 void WriteRecordFile(const std::string& path, const std::vector<std::string>& records, Compression compression) {
-  Sink sink(path, compression);
-  for (const std::string& r : records) {
-    unsigned char header[12], footer[4];
-    Store64(header, r.size());
-    Store32(header + 8, loom::MaskCrc(loom::Crc32c(header, 8)));
-    Store32(footer, loom::MaskCrc(loom::Crc32c(r.data(), r.size())));
-    sink.Write(header, 12);
-    sink.Write(r.data(), r.size());
-    sink.Write(footer, 4);
-  }
-  sink.Close();
+  RecordFileWriter writer(path, compression);
+  for (const std::string& r : records) writer.Write(r);
+  writer.Close();
 }
 
 }  // namespace treadle::data

@@ -60,6 +60,24 @@ class RecordFileReader {
   bool checked_ = false;
 };
 
+class RecordSink;
+
+// Writes records one by one; Close() finishes the file (and the compressed
+// stream) and reports a failed write as DataLoss. A writer dropped without
+// Close() leaves an unfinished file, which readers refuse.
+class RecordFileWriter {
+ public:
+  RecordFileWriter(const std::string& path, Compression compression);
+  ~RecordFileWriter();
+  RecordFileWriter(const RecordFileWriter&) = delete;
+  RecordFileWriter& operator=(const RecordFileWriter&) = delete;
+  void Write(const std::string& record);
+  void Close();
+
+ private:
+  std::unique_ptr<RecordSink> sink_;
+};
+
 // Writes `records` to `path` as a TFRecord file, compressed as asked.
 void WriteRecordFile(const std::string& path, const std::vector<std::string>& records, Compression compression);
 

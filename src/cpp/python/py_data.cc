@@ -3,6 +3,7 @@
 #include "data/pipeline.h"
 #include "data/record_file.h"
 #include "py_common.h"
+#include "util/cancel.h"
 
 #include <exception>
 #include <utility>
@@ -47,6 +48,15 @@ struct PyStage {
   data::StageDefPtr def;
 };
 
+// A Python object shared by a pipeline's description, which whichever thread
+// ends the pipeline drops: the GIL is taken for its deletion.
+std::shared_ptr<py::object> SharedPyObject(py::object o) {
+  return std::shared_ptr<py::object>(new py::object(std::move(o)), [](py::object* p) {
+    py::gil_scoped_acquire gil;
+    delete p;
+  });
+}
+
 // An iteration of a pipeline. Destroying it may join a prefetch thread that
 // needs the GIL to finish a Python stage, so the GIL is released meanwhile.
 struct PyPipelineIterator {
@@ -79,12 +89,14 @@ PyStage FunctionStage(const PyStage& input, const PyExecutable& fn, const py::li
 void RegisterData(py::module_& m) {
   py::class_<PyStage>(m, "DataStage", "A td.data pipeline stage run in C++ (its description; iterator() runs it).")
       .def("iterator", [](const PyStage& s) {
+             cancel::InstallInterruptHook();  // in front of the program's SIGINT handler, so Ctrl-C reaches the waits
              return std::unique_ptr<PyPipelineIterator>(new PyPipelineIterator{s.def->MakeIterator()});
            }, "A fresh iteration of the pipeline.");
   py::class_<PyPipelineIterator>(m, "DataIterator")
       .def("next", [](PyPipelineIterator& it) -> py::object {
              data::Element e;
              bool more;
+             cancel::CallScope scope;  // Ctrl-C and the caller's deadline end the wait (data/waiting.h)
              {
                py::gil_scoped_release nogil;
                more = it.stage->Next(&e);
@@ -104,11 +116,7 @@ void RegisterData(py::module_& m) {
     return PyStage{data::RecordFiles(paths, data::ParseCompression(compression))};
   });
   m.def("data_python", [](py::function make_iterator) {
-    // Dropped by whichever thread ends the pipeline's description: take the GIL for it.
-    std::shared_ptr<py::object> factory(new py::object(std::move(make_iterator)), [](py::object* p) {
-      py::gil_scoped_acquire gil;
-      delete p;
-    });
+    std::shared_ptr<py::object> factory = SharedPyObject(std::move(make_iterator));
     return PyStage{data::ExternalSource([factory]() -> std::unique_ptr<data::Stage> {
       py::gil_scoped_acquire gil;
       return std::make_unique<PyIteratorStage>(py::iter((*factory)()));
@@ -133,6 +141,27 @@ void RegisterData(py::module_& m) {
   });
   m.def("data_repeat", [](const PyStage& in, int64_t n) { return PyStage{data::Repeat(in.def, n)}; });
   m.def("data_prefetch", [](const PyStage& in, int64_t n) { return PyStage{data::Prefetch(in.def, n)}; });
+  m.def("data_parallel_batch", [](const PyStage& in, int64_t size, bool drop, int threads, bool deterministic) {
+    return PyStage{data::ParallelBatch(in.def, size, drop, threads, deterministic)};
+  });
+  m.def("data_interleave", [](const PyStage& in, py::function make_stage, int64_t cycle, int64_t block, int threads,
+                              bool deterministic) {
+    std::shared_ptr<py::object> make = SharedPyObject(std::move(make_stage));
+    data::DatasetFactory factory = [make](data::Element e) -> data::StageDefPtr {
+      py::gil_scoped_acquire gil;
+      py::list items(e.size());
+      for (size_t i = 0; i < e.size(); ++i) items[i] = py::cast(std::move(e[i]));
+      py::object stage = (*make)(items);
+      if (!py::isinstance<PyStage>(stage)) throw py::type_error("interleave: the dataset factory must return a DataStage");
+      return stage.cast<const PyStage&>().def;
+    };
+    return PyStage{data::Interleave(in.def, std::move(factory), cycle, block, threads, deterministic)};
+  }, "interleave: make_stage(list of EagerTensors) -> DataStage of an input element's dataset (called with the GIL).");
+  m.def("data_cache_file", [](const PyStage& in, const std::string& filename, const py::list& dtypes) {
+    std::vector<DType> ds;
+    for (py::handle d : dtypes) ds.push_back(DTypeFromPy(d));
+    return PyStage{data::CacheFile(in.def, filename, std::move(ds))};
+  });
 
   py::class_<PyRecordFileReader>(m, "RecordFileReader",
                                  "Reads a TFRecord file (optionally GZIP or ZLIB compressed), checking every record.")

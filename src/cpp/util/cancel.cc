@@ -67,12 +67,23 @@ void Check() {
   const State& s = tl_state;
   if (!s.active) return;
   if (g_interrupts.load(std::memory_order_relaxed) != s.seen) ThrowInterrupted();
+  if (s.stop != nullptr && s.stop->load(std::memory_order_relaxed)) {
+    throw Error(Code::kCancelled, "the run was stopped (its iteration ended)");
+  }
   if (s.deadline_ns != 0 && MonotonicNowNs() > s.deadline_ns) {
     throw Error(Code::kDeadlineExceeded, "the run passed its deadline (td.experimental.deadline)");
   }
 }
 
 State Current() { return tl_state; }
+
+State ForWorker(const std::atomic<bool>* stop) {
+  State s;
+  s.active = true;
+  s.seen = g_interrupts.load(std::memory_order_relaxed);
+  s.stop = stop;
+  return s;
+}
 
 AdoptScope::AdoptScope(const State& state) : saved_(tl_state) { tl_state = state; }
 AdoptScope::~AdoptScope() { tl_state = saved_; }

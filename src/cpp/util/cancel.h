@@ -14,6 +14,7 @@
 // loops that run long call it when they start.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace treadle::cancel {
@@ -25,7 +26,8 @@ void InstallInterruptHook();
 int64_t SetDeadline(int64_t deadline_ns);
 int64_t MonotonicNowNs();
 
-// Throws Error(kCancelled) after an interrupt, Error(kDeadlineExceeded) past the deadline.
+// Throws Error(kCancelled) after an interrupt (or once the state's stop flag
+// is raised), Error(kDeadlineExceeded) past the deadline.
 void Check();
 
 // What a thread's checks compare against, for handing to the pool's workers
@@ -34,8 +36,17 @@ struct State {
   bool active = false;       // inside a CallScope
   uint64_t seen = 0;         // the interrupt count when the outermost scope began
   int64_t deadline_ns = 0;   // 0: none
+  // Work on a thread of its own (a td.data pipeline's prefetch or map
+  // threads) also stops when its owner raises this flag: the owner is being
+  // destroyed and must be able to join the thread, whatever it is running.
+  const std::atomic<bool>* stop = nullptr;
 };
 State Current();
+// A state for a thread that works for the calling thread's iteration (td.data
+// threads): interrupts after this call stop it, the caller's deadline does
+// not (a deadline bounds a call, and the thread outlives the call that
+// started it), and so does `stop`.
+State ForWorker(const std::atomic<bool>* stop);
 
 // Runs the enclosed work under `state`, restoring the thread's own after.
 class AdoptScope {

@@ -40,6 +40,7 @@ DeadlineExceededError = _subclass("DeadlineExceededError", 4,
                                   "The run passed its deadline (td.experimental.deadline, or a --timeout).")
 InvalidArgumentError = _subclass("InvalidArgumentError", 3, "An op got an invalid argument (a bad value, shape or dtype).")
 NotFoundError = _subclass("NotFoundError", 5, "Something named (an op, a file, a function) does not exist.")
+AlreadyExistsError = _subclass("AlreadyExistsError", 6, "Something to be created (a file, a cache) already exists.")
 FailedPreconditionError = _subclass("FailedPreconditionError", 9, "The system is not in a state to run the op.")
 OutOfRangeError = _subclass("OutOfRangeError", 11, "An iteration or read went past the end.")
 UnimplementedError = _subclass("UnimplementedError", 12, "The operation is not implemented for these arguments.")
@@ -47,7 +48,7 @@ InternalError = _subclass("InternalError", 13, "An invariant of treadle itself w
 DataLossError = _subclass("DataLossError", 15, "Data is corrupt or truncated (a record file, a serialized message).")
 
 _BY_CODE = {cls.error_code: cls for cls in (
-    CancelledError, UnknownError, DeadlineExceededError, InvalidArgumentError, NotFoundError, FailedPreconditionError, OutOfRangeError,
+    CancelledError, UnknownError, DeadlineExceededError, InvalidArgumentError, NotFoundError, AlreadyExistsError, FailedPreconditionError, OutOfRangeError,
     UnimplementedError, InternalError, DataLossError)}
 
 

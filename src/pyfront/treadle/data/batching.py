@@ -4,7 +4,7 @@ import numpy as np
 
 from treadle import _core, errors
 from treadle.data import structure
-from treadle.data.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, as_count
+from treadle.data.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, as_count, parallelism
 from treadle.framework import dtypes
 from treadle.framework.tensor import constant
 from treadle.framework.tensor_shape import TensorShape
@@ -37,15 +37,23 @@ def _batched_cardinality(n, size, drop_remainder):
 
 
 class BatchDataset(Dataset):
-    def __init__(self, input_dataset, batch_size, drop_remainder):
+    """batch: in C++; with num_parallel_calls, batches are gathered and
+    stacked on that many C++ threads, in order unless deterministic=False."""
+
+    def __init__(self, input_dataset, batch_size, drop_remainder, num_parallel_calls=None, deterministic=None):
         self._input = input_dataset
         self._size = _batch_size(batch_size)
         self._drop = bool(drop_remainder)
+        self._threads = parallelism(num_parallel_calls)
+        self._deterministic = deterministic is not False
         infinite = input_dataset._cardinality() == INFINITE_CARDINALITY
         self._spec = structure.batched_spec(input_dataset.element_spec,
                                             self._size if self._drop or infinite else None)
 
     def _cpp_stage(self):
+        if self._threads > 1:
+            return _core.data_parallel_batch(self._input._input_stage(), self._size, self._drop, self._threads,
+                                             self._deterministic)
         return _core.data_batch(self._input._input_stage(), self._size, self._drop)
 
     def _cardinality(self):

@@ -144,7 +144,7 @@ class Dataset:
 
     def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None, deterministic=None, name=None):
         from treadle.data.batching import BatchDataset
-        return BatchDataset(self, batch_size, drop_remainder)
+        return BatchDataset(self, batch_size, drop_remainder, num_parallel_calls, deterministic)
 
     def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False, name=None):
         from treadle.data.batching import PaddedBatchDataset
@@ -181,7 +181,7 @@ class Dataset:
     def interleave(self, map_func, cycle_length=None, block_length=None, num_parallel_calls=None,
                    deterministic=None, name=None):
         from treadle.data.interleave import InterleaveDataset
-        return InterleaveDataset(self, map_func, cycle_length, block_length)
+        return InterleaveDataset(self, map_func, cycle_length, block_length, num_parallel_calls, deterministic)
 
     def enumerate(self, start=0, name=None):
         from treadle.data.sources import RangeDataset, ZipDataset

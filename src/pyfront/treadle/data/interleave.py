@@ -1,12 +1,17 @@
 """interleave: TensorFlow's cycle. `cycle_length` input elements are each
 mapped to a dataset; `block_length` elements are taken from each in turn, and
-an exhausted one is replaced by the dataset of the next input element."""
+an exhausted one is replaced by the dataset of the next input element.
+
+The cycle runs in C++ (data/interleave.cc). With num_parallel_calls, that
+many C++ threads fetch the open datasets' elements ahead without the GIL; the
+order is still TensorFlow's unless deterministic=False, which lets the cycle
+skip a dataset whose next element is not ready yet."""
 
 import os
 
-from treadle import errors
+from treadle import _core, errors
 from treadle.data import structure
-from treadle.data.dataset_ops import AUTOTUNE, Dataset, as_count
+from treadle.data.dataset_ops import AUTOTUNE, Dataset, as_count, parallelism
 
 
 class InterleaveDataset(Dataset):
@@ -15,7 +20,8 @@ class InterleaveDataset(Dataset):
     The element_spec is that of the first dataset map_func returns, unless
     the caller knows it."""
 
-    def __init__(self, input_dataset, map_func, cycle_length, block_length, element_spec=None):
+    def __init__(self, input_dataset, map_func, cycle_length, block_length, num_parallel_calls=None,
+                 deterministic=None, element_spec=None):
         self._input = input_dataset
         self._map_func = map_func
         cycle = AUTOTUNE if cycle_length is None else as_count(cycle_length, "cycle_length")
@@ -24,6 +30,9 @@ class InterleaveDataset(Dataset):
         if self._cycle < 1 or self._block < 1:
             raise errors.InvalidArgumentError(None, None, f"interleave: cycle_length ({cycle_length}) and "
                                                           f"block_length ({block_length}) must be positive")
+        # More threads than open datasets would have nothing to fetch.
+        self._threads = 0 if num_parallel_calls is None else min(parallelism(num_parallel_calls), self._cycle)
+        self._deterministic = deterministic is not False
         self._known_spec = element_spec
 
     @property
@@ -46,34 +55,16 @@ class InterleaveDataset(Dataset):
             raise TypeError(f"interleave: `map_func` must return a td.data.Dataset, got {type(ds).__name__}")
         return ds
 
-    def _py_iter(self):
-        """TensorFlow's order: a slot's iterator is opened when the cycle first
-        reaches it; when one ends, the cycle moves on and the slot is refilled
-        from the input when the cycle comes back to it."""
-        inputs = self._input._flat_iter()
-        cycle, block = self._cycle, self._block
-        slots = [None] * cycle
-        at = taken = num_open = 0
-        end_of_input = False
-        while not end_of_input or num_open > 0:
-            it = slots[at]
-            if it is not None:
-                flat = next(it, None)
-                if flat is not None:
-                    taken += 1
-                    if taken == block:
-                        taken, at = 0, (at + 1) % cycle
-                    yield flat
-                    continue
-                slots[at] = None
-                num_open -= 1
-                taken, at = 0, (at + 1) % cycle
-            elif not end_of_input:
-                flat = next(inputs, None)
-                if flat is None:
-                    end_of_input = True
-                else:
-                    slots[at] = self._dataset_for(flat)._flat_iter()
-                    num_open += 1
-            else:
-                taken, at = 0, (at + 1) % cycle
+    def _stage_for(self, flat):
+        """The C++ stage of an input element's dataset (called by the cycle, with the GIL)."""
+        ds = self._dataset_for(flat)
+        want = [s.dtype for s in structure.flat_specs(self._known_spec)]
+        if [s.dtype for s in structure.flat_specs(ds.element_spec)] != want:
+            raise TypeError(f"interleave: `map_func` returned datasets of different element types: "
+                            f"{self._known_spec} and {ds.element_spec}")
+        return ds._input_stage()
+
+    def _cpp_stage(self):
+        self.element_spec  # noqa: B018 - known before the cycle checks each dataset against it
+        return _core.data_interleave(self._input._input_stage(), self._stage_for, self._cycle, self._block,
+                                     self._threads, self._deterministic)

@@ -7,6 +7,9 @@ import concurrent.futures.process
 import multiprocessing
 import os
 
+import numpy as np
+
+from treadle import _core
 from treadle.data import structure, weaving
 from treadle.data.dataset_ops import UNKNOWN_CARDINALITY, Dataset
 from treadle.framework import dtypes
@@ -101,7 +104,26 @@ class WovenDataset(Dataset):
                 initializer=weaving.init_worker, initargs=(self._weaving_loom, self._weave_fn))
         return self._pool
 
+    def _cpp_stage(self):
+        """Schedules alone: each chunk's schedules become one string vector,
+        which a C++ unbatch stage splits. Making one string scalar per
+        schedule in Python cost 12 us, most of what the consumer spent per
+        schedule; with extras, elements are made one by one (_py_iter)."""
+        if self._extra_signature is not None:
+            return None
+        return _core.data_unbatch(_core.data_python(self._schedule_vectors))
+
+    def _schedule_vectors(self):
+        for _, items in self._results():
+            yield [constant(np.array([message for message, _ in items], dtype=object), dtype=dtypes.string)]
+
     def _py_iter(self):
+        for first_and_items in self._results():
+            yield from self._elements(first_and_items)
+
+    def _results(self):
+        """(first example, [(message, extra), ...]) of each chunk, in order
+        when ordered, else as the workers finish them."""
         pool = self._executor()
         in_flight = collections.deque()
         window = 2 * self._processes
@@ -109,9 +131,9 @@ class WovenDataset(Dataset):
             for first, chunk in self._chunks():
                 in_flight.append((self._submit(pool, first, chunk), first, chunk))
                 while len(in_flight) >= window:
-                    yield from self._elements(self._next_done(in_flight))
+                    yield self._next_done(in_flight)
             while in_flight:
-                yield from self._elements(self._next_done(in_flight))
+                yield self._next_done(in_flight)
         finally:
             for future, _, _ in in_flight:
                 future.cancel()
@@ -148,7 +170,7 @@ class WovenDataset(Dataset):
     def _elements(self, first_and_items):
         _, items = first_and_items
         for message, extra in items:
-            schedule = constant(message)
+            schedule = constant(np.array(message, dtype=object), dtype=dtypes.string)  # 4x faster than from bytes
             if self._extra_signature is None:
                 yield [schedule]
             else:

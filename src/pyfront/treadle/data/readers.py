@@ -12,7 +12,6 @@ from treadle.framework import dtypes
 from treadle.framework.tensor import Tensor
 from treadle.framework.tensor_spec import TensorSpec
 
-_READ_CHUNK = 64  # records per call into C++
 
 
 def _compression(compression_type):
@@ -50,20 +49,16 @@ def _name_list(filenames):
 
 
 class _OneFileDataset(Dataset):
+    """One file's records: a C++ stage, so interleave's threads read it without the GIL."""
+
     _spec = TensorSpec([], dtypes.string)
 
     def __init__(self, path, compression):
         self._path = path
         self._compression = compression
 
-    def _py_iter(self):
-        reader = _core.RecordFileReader(self._path, self._compression)
-        while True:
-            chunk = reader.read(_READ_CHUNK)
-            if not chunk:
-                return
-            for record in chunk:
-                yield [record]
+    def _cpp_stage(self):
+        return _core.data_records([self._path], self._compression)
 
 
 class TFRecordDataset(Dataset):
@@ -93,13 +88,14 @@ class TFRecordDataset(Dataset):
         if cycle < 1:
             raise ValueError(f"num_parallel_reads must be positive or td.data.AUTOTUNE, got {cycle}")
         from treadle.data.interleave import InterleaveDataset
-        self._records = InterleaveDataset(files, read, cycle, 1, element_spec=self._spec)
+        # Several files at once are read ahead on C++ threads, one per file of the cycle.
+        self._records = InterleaveDataset(files, read, cycle, 1, num_parallel_calls=cycle if cycle > 1 else None,
+                                          element_spec=self._spec)
 
     def _cpp_stage(self):
-        return None if self._paths is None else _core.data_records(self._paths, self._compression)
-
-    def _py_iter(self):
-        return self._records._flat_iter()
+        if self._paths is None:
+            return self._records._stage()
+        return _core.data_records(self._paths, self._compression)
 
 
 def list_files(file_pattern, shuffle=None, seed=None):

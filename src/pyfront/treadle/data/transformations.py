@@ -160,16 +160,27 @@ class SkipDataset(Dataset):
 class CacheDataset(Dataset):
     """cache(): the first complete iteration's elements are kept in memory and
     later iterations read them. A partial first iteration keeps nothing, as
-    in TensorFlow."""
+    in TensorFlow.
+
+    cache(filename): the same on disk, in C++ (data/cache_file.cc): the first
+    complete iteration writes `filename.data` and `filename.index`; later
+    iterations, and other datasets given the same filename, read them instead
+    of their input. An iteration that stops early leaves no cache; a second
+    iteration writing the same cache at once raises AlreadyExistsError; a
+    truncated or corrupt cache raises DataLossError."""
 
     def __init__(self, input_dataset, filename):
-        if filename:
-            raise NotImplementedError("td.data: Dataset.cache(filename) (a cache on disk) is not implemented; "
-                                      "use cache() for an in-memory cache")
         self._input = input_dataset
         self._spec = input_dataset.element_spec
+        self._filename = _path_string(filename)
         self._cache = None
         self._lock = threading.Lock()
+
+    def _cpp_stage(self):
+        if not self._filename:
+            return None
+        flat_dtypes = [s.dtype for s in structure.flat_specs(self._spec)]
+        return _core.data_cache_file(self._input._input_stage(), self._filename, flat_dtypes)
 
     def _py_iter(self):
         with self._lock:
@@ -186,6 +197,17 @@ class CacheDataset(Dataset):
 
     def _cardinality(self):
         return self._input._cardinality()
+
+
+def _path_string(filename):
+    """A file name given as str, bytes, os.PathLike or a string scalar tensor."""
+    import os
+    if hasattr(filename, "numpy"):
+        filename = filename.numpy()
+    if isinstance(filename, np.ndarray) and filename.ndim == 0:
+        filename = filename.item()
+    filename = os.fspath(filename)
+    return filename.decode() if isinstance(filename, bytes) else filename
 
 
 class ScanDataset(Dataset):
