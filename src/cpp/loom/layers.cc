@@ -164,13 +164,14 @@ void ParallelRows(int64_t n, size_t row_bytes, const std::function<void(int64_t,
 
 const char* SourceRow(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in, int t, int64_t i) {
   const int64_t index = sc.source_index[t][i];
+  const size_t row_bytes = sp.type_shapes[t].row_bytes;
   switch (sc.source_kind[t][i]) {
     case kNamedTensorSource:
       return static_cast<const char*>(in.named[index].raw_data());
     case kBatchInputSource:
-      return static_cast<const char*>(in.batch[sp.batch_input_slot[t]].raw_data()) + index * sp.type_shapes[t].row_bytes;
+      return static_cast<const char*>(in.batch[sp.batch_input_slot[t]].raw_data()) + index * row_bytes;
     default:
-      return static_cast<const char*>(sc.constants[t].raw_data()) + index * sp.type_shapes[t].row_bytes;
+      return static_cast<const char*>(sc.constants[t].raw_data()) + index * row_bytes;
   }
 }
 
@@ -180,7 +181,9 @@ Tensor InitialState(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in
   Tensor state(ts.dtype, ts.BatchDims(n));
   char* dst = static_cast<char*>(state.raw_data());
   ParallelRows(n, ts.row_bytes, [&](int64_t first, int64_t end) {
-    for (int64_t i = first; i < end; ++i) std::memcpy(dst + i * ts.row_bytes, SourceRow(sp, sc, in, t, i), ts.row_bytes);
+    for (int64_t i = first; i < end; ++i) {
+      std::memcpy(dst + i * ts.row_bytes, SourceRow(sp, sc, in, t, i), ts.row_bytes);
+    }
   });
   return state;
 }
