@@ -116,3 +116,28 @@ def test_a_shallow_result_read_by_many_depths_survives_the_run():
         b = w.add(b, a)
     w.add_output(b)
     np.testing.assert_allclose(loom.output_tensor(VEC3, w).numpy(), [24 * X0])
+
+
+class UnaryLoomOp(td.loom.LoomOp):
+    def __init__(self, in_ts, out_ts, fn):
+        self._fn = fn
+        super().__init__([in_ts], [out_ts])
+
+    def instantiate_batch(self, inputs):
+        return [self._fn(inputs[0])]
+
+
+def test_ops_no_gradient_reaches_are_skipped_not_run_on_zeros():
+    # log(0) = -inf at depth 2 is computed but neither output nor read: no
+    # gradient reaches depth 2, so log's backward must not run (on zeros it
+    # would give 0 * inf = NaN, and the NaN would reach row 0's gradient).
+    table = td.Variable(np.vstack([np.zeros(3), TABLE[1:3]]), name="table")
+    loom = td.loom.Loom(named_ops={"add": BinaryLoomOp(VEC3, td.add),
+                                   "log": UnaryLoomOp(VEC3, VEC3, td.math.log)},
+                        batch_inputs={VEC3: table})
+    w = loom.make_weaver()
+    w.add_output(w.add(w.batch_input(VEC3, 1), w.batch_input(VEC3, 2)))  # depth 1
+    w.log(w.add(w.batch_input(VEC3, 0), w.batch_input(VEC3, 0)))          # depths 1 and 2, never read
+    with td.GradientTape() as tape:
+        loss = td.reduce_sum(loom.output_tensor(VEC3, w))
+    np.testing.assert_array_equal(dense(tape.gradient(loss, table)), [[0.0] * 3, [1.0] * 3, [1.0] * 3])

@@ -1,5 +1,6 @@
 #include "loom/runtime.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "graph/executable.h"
@@ -278,13 +279,31 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
   const LoomSpec& sp = *rt.spec();
   // The gradient of every row of every depth, per type shape (undefined: zero).
   std::vector<Tensor> grads = LoopOutputGrads(sp, sc, output_grads);
+  // reached[d][t]: has a gradient reached a row of type shape t computed at
+  // depth d? A layer op none reaches is skipped, as if its gradient were
+  // undefined (zero), instead of running its backward function on zeros.
+  const int T = sp.num_type_shapes();
+  std::vector<std::vector<char>> reached(sc.num_depths + 1, std::vector<char>(T, 0));
+  for (int t = 0; t < T; ++t) {
+    if (!grads[t].defined()) continue;
+    for (const auto& [d, row] : sc.loop_outputs[t]) reached[d][t] = 1;
+  }
   CaptureGrads capture_grads(rt.num_captures());
+  std::vector<Tensor> grads_at(T);  // the gradient as the ops of one depth see it
   for (int32_t d = sc.num_depths; d >= 1; --d) {
+    for (int t = 0; t < T; ++t) grads_at[t] = reached[d][t] ? grads[t] : Tensor();
     const auto& layer = sc.layers[d - 1];
     for (size_t e = 0; e < layer.size(); ++e) {
-      if (sp.ops[layer[e].op].pass_through) continue;
-      BackwardLayerOp(rt, layer[e], d, record.layers[d - 1][e], record.inputs.captures, grads, sc.loop_rows, &grads,
+      const LayerOp& lo = layer[e];
+      const OpSpec& op = sp.ops[lo.op];
+      if (op.pass_through) continue;
+      if (std::none_of(op.outputs.begin(), op.outputs.end(), [&](int t) { return reached[d][t] != 0; })) continue;
+      BackwardLayerOp(rt, lo, d, record.layers[d - 1][e], record.inputs.captures, grads_at, sc.loop_rows, &grads,
                       &capture_grads, Layout::kLoop);
+      for (size_t a = 0; a < op.inputs.size(); ++a) {
+        if (!IsFloating(sp.type_shapes[op.inputs[a]].dtype)) continue;
+        for (int32_t below : lo.source_depths[a]) reached[below][op.inputs[a]] = 1;
+      }
     }
   }
   // Depth 0's rows come first.

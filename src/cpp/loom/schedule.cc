@@ -61,14 +61,19 @@ void LayOutLoopMode(const LoomSpec& sp, const WeaverState& s, const std::vector<
       if (sp.ops[lo.op].pass_through) continue;
       const size_t nargs = lo.args.size();
       lo.sources.resize(nargs);
+      lo.source_depths.resize(nargs);
       for (size_t a = 0; a < nargs; ++a) {
         const auto& w = s.wiring[static_cast<size_t>(d - 1) * S + sp.arg_offset[lo.op] + a];
         auto& src = lo.sources[a];
+        auto& depths = lo.source_depths[a];
         src.resize(w.size());
         for (size_t c = 0; c < w.size(); ++c) {
           src[c] = loop_row[w[c]];
-          sc.last_read[loop_depth[w[c]]] = d;  // depths grow with d: the last write is the deepest
+          if (depths.empty() || depths.back() != loop_depth[w[c]]) depths.push_back(loop_depth[w[c]]);
         }
+        std::sort(depths.begin(), depths.end());
+        depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+        for (int32_t below : depths) sc.last_read[below] = d;  // d grows: the last write is the deepest
       }
     }
   }

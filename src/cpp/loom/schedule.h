@@ -31,6 +31,8 @@ struct LayerOp {
   // The loop mode's layout (see Schedule::loop_rows); empty for a pass-through.
   // Per argument, like args: the rows read, resolved through pass-throughs.
   std::vector<std::vector<int32_t>> sources;
+  // Per argument: the depths its sources were computed at, ascending, each once.
+  std::vector<std::vector<int32_t>> source_depths;
   // Per output: the loop-mode row of its first call.
   std::vector<int64_t> loop_output_rows;
 };
