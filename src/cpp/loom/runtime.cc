@@ -231,6 +231,8 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
     for (int64_t i = 0; i < sc.rows[0][t]; ++i) rows[t][i] = SourceRow(sp, sc, in, t, i);
   }
   std::vector<std::vector<Tensor>> held(sc.num_depths + 1);  // per depth, the tensors holding its rows
+  std::vector<std::vector<int32_t>> release_after(sc.num_depths + 1);  // the depths last read by depth d
+  for (int32_t d = 1; d <= sc.num_depths; ++d) release_after[sc.last_read[d]].push_back(d);
   auto copy_outputs = [&](int32_t d) {
     for (const auto& [t, row, out] : outputs_at[d]) {
       const size_t rb = sp.type_shapes[t].row_bytes;
@@ -266,9 +268,7 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
       }
     }
     copy_outputs(d);
-    for (int32_t below = 1; below < d; ++below) {
-      if (sc.last_read[below] == d) held[below].clear();
-    }
+    for (int32_t below : release_after[d]) held[below].clear();
   }
   return outputs;
 }
