@@ -15,7 +15,11 @@ Peers, each at batch 256, inference and training (SGD step):
   children's states gathered by index, their sums by index_add), when
   installed.
 
-    python bench/child_sum_ast.py [--trees 598] [--batch 256] [--seconds 3] [--threads 2]
+    python bench/child_sum_ast.py [--trees 598] [--batch 256] [--rounds 7] [--steps 2] [--threads 1]
+
+Every figure is the median of interleaved rounds (each round runs every
+implementation on the same batches, the order rotating), and the ratios to
+PyTorch are medians of per-round ratios: same-time ratios on a shared machine.
 
 Writes bench/results/child_sum_ast.json and .md; figures are trees per
 second and the weaving's share of a step.
@@ -25,15 +29,16 @@ import argparse
 import ast
 import os
 import pathlib
+import statistics
 import sys
 import sysconfig
-import time
 import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 EMBED, HIDDEN, CLASSES = 300, 150, 5
+PER_NODE, BULK, TORCH = "treadle, per-node Python weaving", "treadle, bulk weaving", "PyTorch by height"
 
 
 # ---------------------------------------------------------------- data
@@ -188,29 +193,34 @@ class TreadleModel:
 
 
 def copy_bytes(loom, weaver):
-    """The bytes the loom runtime copies in one forward run of the schedule,
-    read off its WeaverMessage: the depth-0 state (one row per depth-0
-    result), the gathers of each op's arguments from the state below (every
-    wired argument row; pass-throughs are such gathers too) and the copies of
-    the outputs. A backward run adds the same rows back (scatter-adds)."""
+    """The bytes the loom runtime (its loop mode) copies in one forward run of
+    the schedule, read off its WeaverMessage: the gathers of each op's
+    arguments (every wired argument row of an op that is not a pass-through)
+    and the copies of the outputs. Two kinds of rows are not copied, and are
+    reported for comparison with a runtime that copies them: depth-0 rows
+    (read where they lie, in the batch inputs, named tensors and constants)
+    and the pass-throughs' (skipped: a call reads the row they would lift).
+    A backward run scatter-adds as many bytes as the argument gathers."""
     import numpy as np
     from treadle import loom_pb2
     msg = loom_pb2.WeaverMessage.FromString(weaver.serialize())
     spec = loom._metadata
-    num_ts = len(spec.type_shapes)
     row_bytes = [int(np.prod(ts.shape, dtype=np.int64)) * np.dtype(t.dtype.as_numpy_dtype).itemsize
                  for ts, t in zip(spec.type_shapes, loom.type_shapes)]
     ts_of = np.array(msg.result_type_shape)
     depth = np.array(msg.result_depth)
     sizes = np.array(row_bytes)
-    initial = int(sizes[ts_of[depth == 0]].sum())
-    gathers = {"op arguments": 0, "pass-throughs": 0}
+    copied = {"op arguments": 0}
+    not_copied = {"depth-0 rows": int(sizes[ts_of[depth == 0]].sum()), "pass-throughs": 0}
     for wiring in msg.wiring:
         ts = spec.ops[wiring.op].input_type_shapes[wiring.arg]
-        kind = "pass-throughs" if wiring.op < num_ts else "op arguments"
-        gathers[kind] += len(wiring.results) * row_bytes[ts]
-    outputs = int(sizes[ts_of[np.array(msg.outputs, dtype=np.int64)]].sum()) if len(msg.outputs) else 0
-    return {"depth-0 state": initial, **gathers, "outputs": outputs}
+        n = len(wiring.results) * row_bytes[ts]
+        if spec.ops[wiring.op].pass_through:
+            not_copied["pass-throughs"] += n
+        else:
+            copied["op arguments"] += n
+    copied["outputs"] = int(sizes[ts_of[np.array(msg.outputs, dtype=np.int64)]].sum()) if len(msg.outputs) else 0
+    return copied, not_copied
 
 
 # ---------------------------------------------------------------- PyTorch, batched by height
@@ -294,22 +304,12 @@ class TorchByHeight:
 
 # ---------------------------------------------------------------- measuring
 
-def trees_per_second(step, batches, seconds):
-    step(batches[0])  # warm-up
-    done, steps, t0 = 0, 0, time.perf_counter()
-    while steps < 2 or time.perf_counter() - t0 < seconds:
-        b = batches[steps % len(batches)]
-        step(b)
-        done += b[1]
-        steps += 1
-    return done / (time.perf_counter() - t0)
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trees", type=int, default=598)
     parser.add_argument("--batch", type=int, default=256)
-    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--steps", type=int, default=2, help="batches per implementation per round")
     # One thread by default: on a shared (oversubscribed) machine PyTorch's
     # OpenMP threads spin and slow it tenfold, which would flatter treadle.
     parser.add_argument("--threads", type=int, default=1)
@@ -328,52 +328,61 @@ def main(argv=None):
     arrays = [TreadleModel.bulk_arrays(b) for b in batches]
     assert model.weave_per_node(batches[0]).serialize() == model.weave_bulk(arrays[0]).serialize()
 
-    results = {}
-    copies = copy_bytes(model.loom, model.weave_bulk(arrays[0]))
+    copies, not_copied = copy_bytes(model.loom, model.weave_bulk(arrays[0]))
 
-    def record(name, mode, tps, weave_share=None):
-        results.setdefault(name, {})[mode] = {"trees_per_second": tps, "weave_share": weave_share}
-
+    # Every figure is measured in interleaved rounds (each round runs every
+    # implementation on the same batches), so the ratios are same-time ratios.
     idx = list(range(len(batches)))
-    n = args.batch
-    for name, weave in [("treadle, per-node Python weaving", lambda k: model.weave_per_node(batches[k])),
-                        ("treadle, bulk weaving", lambda k: model.weave_bulk(arrays[k]))]:
-        weave_tps = trees_per_second(lambda kb: weave(kb[0]), [(k, n) for k in idx], args.seconds / 2)
-        tps = trees_per_second(lambda kb: model.infer(weave(kb[0])), [(k, n) for k in idx], args.seconds)
-        record(name, "inference", tps, tps / weave_tps)
-        tps = trees_per_second(lambda kb: model.train(weave(kb[0]), labels[kb[0]]), [(k, n) for k in idx],
-                               args.seconds)
-        record(name, "training", tps, tps / weave_tps)
+    infer = {PER_NODE: lambda k: model.infer(model.weave_per_node(batches[k])),
+             BULK: lambda k: model.infer(model.weave_bulk(arrays[k]))}
+    train = {PER_NODE: lambda k: model.train(model.weave_per_node(batches[k]), labels[k]),
+             BULK: lambda k: model.train(model.weave_bulk(arrays[k]), labels[k])}
     if torch is not None:
         peer = TorchByHeight(torch, vocab)
         plans = [peer.plan(b) for b in batches]
         tlabels = [torch.tensor([t[2] for t in b]) for b in batches]
-        record("PyTorch by height", "inference",
-               trees_per_second(lambda kb: peer.infer(plans[kb[0]]), [(k, n) for k in idx], args.seconds))
-        record("PyTorch by height", "training",
-               trees_per_second(lambda kb: peer.train(plans[kb[0]], tlabels[kb[0]]), [(k, n) for k in idx],
-                                args.seconds))
+        infer[TORCH] = lambda k: peer.infer(plans[k])
+        train[TORCH] = lambda k: peer.train(plans[k], tlabels[k])
+    weave_only = {PER_NODE: lambda k: model.weave_per_node(batches[k]), BULK: lambda k: model.weave_bulk(arrays[k])}
+    size = lambda k: len(batches[k])  # noqa: E731
+    weave_rates = common.interleaved_rates(weave_only, idx, args.rounds, args.steps, size)
+    results = {}
+    for mode, steps in (("inference", infer), ("training", train)):
+        rates = common.interleaved_rates(steps, idx, args.rounds, args.steps, size)
+        for name, r in rates.items():
+            entry = results.setdefault(name, {})[mode] = {"trees_per_second": statistics.median(r), "rounds": r,
+                                                          "weave_share": None}
+            if name in weave_rates:
+                entry["weave_share"] = entry["trees_per_second"] / statistics.median(weave_rates[name])
+            if torch is not None and name != TORCH:
+                entry["vs_torch"] = statistics.median(a / b for a, b in zip(r, rates[TORCH]))
 
     machine = common.machine_info()
     payload = {"benchmark": "child_sum_ast", "data": data, "vocab": vocab, "batch": args.batch,
-               "threads": args.threads, "machine": machine, "results": results,
-               "forward_copy_bytes_first_batch": copies}
-    torch_row = results.get("PyTorch by height")
+               "threads": args.threads, "rounds": args.rounds, "steps_per_round": args.steps,
+               "load_average": os.getloadavg(), "machine": machine, "results": results,
+               "forward_copy_bytes_first_batch": copies, "forward_bytes_not_copied_first_batch": not_copied}
     lines = [f"Child-sum TreeLSTM over stdlib ASTs: {data['trees']} functions, {data['nodes']} nodes, "
              f"{vocab} node types, up to {data['max_children']} children, height up to {data['max_height']}; "
-             f"embeddings {EMBED}, hidden {HIDDEN}, {CLASSES} classes; batch {args.batch}, {args.threads} threads.",
+             f"embeddings {EMBED}, hidden {HIDDEN}, {CLASSES} classes; batch {args.batch}, {args.threads} threads; "
+             f"{args.rounds} interleaved rounds of {args.steps} batches; load average at the end "
+             f"{os.getloadavg()[0]:.1f}.",
              f"Machine: {machine['cpu_model']}; ISA flags {' '.join(machine['cpu_flags'])}; "
+             f"{common.kernels_sentence(machine)} "
              f"treadle {machine['versions']['treadle']}, torch {machine['versions']['torch']}.", "",
-             "| implementation | mode | trees/s | vs PyTorch | weaving share of a step |",
+             "| implementation | mode | trees/s (median) | vs PyTorch (median of per-round ratios) "
+             "| weaving share of a step |",
              "| --- | --- | ---: | ---: | ---: |"]
     for name, modes in results.items():
         for mode, r in modes.items():
-            ratio = r["trees_per_second"] / torch_row[mode]["trees_per_second"] if torch_row else None
             share = "—" if r["weave_share"] is None else f"{100 * r['weave_share']:.0f}%"
-            lines.append(f"| {name} | {mode} | {r['trees_per_second']:.0f} | {common.fmt_ratio(ratio)} | {share} |")
+            lines.append(f"| {name} | {mode} | {r['trees_per_second']:.0f} | {common.fmt_ratio(r.get('vs_torch'))} "
+                         f"| {share} |")
     lines += ["", f"Bytes the loom runtime copies in one forward run of the first batch "
-              f"({sum(copies.values()) / 2**20:.1f} MiB in all; the backward run scatter-adds as many):", ""]
+              f"({sum(copies.values()) / 2**20:.1f} MiB in all; the backward run scatter-adds as many as the "
+              f"argument gathers):", ""]
     lines += [f"- {kind}: {n / 2**20:.1f} MiB" for kind, n in copies.items()]
+    lines += [f"- not copied: {kind} ({n / 2**20:.1f} MiB), read where they lie" for kind, n in not_copied.items()]
     markdown = "\n".join(lines) + "\n"
     common.write_report("child_sum_ast", payload, markdown, args.out_dir)
     print(markdown)

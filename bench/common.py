@@ -63,6 +63,25 @@ def compare(fns, repeat=15, min_seconds=0.05):
     return figures, rounds
 
 
+def interleaved_rates(steps, batches, rounds, steps_per_round, size=len):
+    """{name: [items/s per round]} of each `steps[name](batch)`: every round
+    runs each step on the same `steps_per_round` batches, rotating the order
+    from round to round, so a busy spell on a shared machine slows all of
+    them alike (after one warm-up call each). `size(batch)` counts its items."""
+    names = list(steps)
+    for name in names:
+        steps[name](batches[0])
+    rates = {name: [] for name in names}
+    for r in range(rounds):
+        chosen = [batches[(r * steps_per_round + k) % len(batches)] for k in range(steps_per_round)]
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            t0 = timeit.default_timer()
+            for b in chosen:
+                steps[name](b)
+            rates[name].append(sum(size(b) for b in chosen) / (timeit.default_timer() - t0))
+    return rates
+
+
 def round_ratio(rounds, a, b):
     """Median over rounds of a's time / b's time in the same round."""
     return statistics.median(x / y for x, y in zip(rounds[a], rounds[b]))

@@ -1,5 +1,5 @@
 """treadle's TreeLSTM: a Loom with a leaf op and a node op, schedules woven
-in bulk (`Weaver.weave_trees`) or read from a schedule file, and the root
+in bulk (`Weaver.weave_trees`), per node from Python, or read from a schedule file, and the root
 classifier, loss and optimizer step in one td.function."""
 
 import numpy as np
@@ -88,6 +88,22 @@ class TreeLSTM:
         weaver = self.loom.make_weaver()
         left, right, values, roots = tree_batch_arrays(trees)
         weaver.weave_trees(left, right, values, roots, "leaf", "node", self.embed_ts, root_outputs=[1])
+        return weaver.serialize()
+
+    def weave_per_node(self, trees):
+        """One serialized schedule for a batch, woven the Fold way: one Python
+        Weaver call per node (and one batch_input per leaf), children first."""
+        weaver = self.loom.make_weaver()
+        leaf, node, row, embed_ts = weaver.leaf, weaver.node, weaver.batch_input, self.embed_ts
+        for tree in trees:
+            states = []
+            for left, right, token in zip(tree.left.tolist(), tree.right.tolist(), tree.token.tolist()):
+                if left < 0:
+                    states.append(leaf(row(embed_ts, token)))
+                else:
+                    (c_l, h_l), (c_r, h_r) = states[left], states[right]
+                    states.append(node(c_l, h_l, c_r, h_r))
+            weaver.add_output(states[-1][1])
         return weaver.serialize()
 
     def weave_each(self, trees):

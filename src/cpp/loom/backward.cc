@@ -16,14 +16,6 @@
 namespace treadle::loom {
 namespace {
 
-// Rows [first, first + count) of `t` (a batch of `ts` values), sharing its buffer.
-Tensor RowView(const Tensor& t, int64_t first, int64_t count, const TypeShape& ts) {
-  std::shared_ptr<Buffer> parent = t.buffer();
-  char* p = static_cast<char*>(t.raw_data()) + static_cast<size_t>(first) * ts.row_bytes;
-  return Tensor(ts.dtype, ts.BatchDims(count),
-                Buffer::Wrap(p, static_cast<size_t>(count) * ts.row_bytes, [parent] {}));
-}
-
 // dst row dst_row += src row src_row (rows of row_elements floats or doubles).
 void AddRow(const Tensor& src, int64_t src_row, Tensor* dst, int64_t dst_row, int64_t row_elements) {
   if (IsHalfFloat(src.dtype())) {  // float16, bfloat16: added in float32, rounded once
@@ -45,7 +37,7 @@ void AddRow(const Tensor& src, int64_t src_row, Tensor* dst, int64_t dst_row, in
 // type shape, undefined where zero); empty when no gradient reaches its
 // outputs.
 std::vector<Tensor> ChunkGrads(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const Chunk& c,
-                               const std::vector<Tensor>& saved, const std::vector<Tensor>& grads) {
+                               const std::vector<Tensor>& saved, const std::vector<Tensor>& grads, Layout layout) {
   const LoomSpec& sp = *rt.spec();
   const OpSpec& op = sp.ops[lo.op];
   std::vector<Tensor> out_grads;
@@ -54,7 +46,7 @@ std::vector<Tensor> ChunkGrads(const LoomRuntime& rt, const LayerOp& lo, int32_t
     const int t = op.outputs[j];
     const TypeShape& ts = sp.type_shapes[t];
     if (grads[t].defined() && IsFloating(ts.dtype)) {
-      out_grads.push_back(RowView(grads[t], lo.output_rows[j] + c.first, c.count, ts));
+      out_grads.push_back(RowView(grads[t], OutputRow(lo, j, layout) + c.first, c.count, ts));
       any = true;
     } else {
       out_grads.push_back(Zeros(ts.dtype, ts.BatchDims(c.count)));
@@ -146,7 +138,7 @@ void RunRowAdds(const std::vector<RowAdd>& adds, const std::vector<Tensor*>& fre
 void ListChunkGradAdds(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c, const std::vector<Tensor>& grads,
                        const std::vector<Tensor>& captures, const std::vector<int64_t>& rows_below,
                        std::vector<Tensor>* below, CaptureGrads* capture_grads, std::vector<RowAdd>* adds,
-                       std::vector<Tensor*>* fresh) {
+                       std::vector<Tensor*>* fresh, Layout layout) {
   const LoomSpec& sp = *rt.spec();
   const OpSpec& op = sp.ops[lo.op];
   if (grads.empty()) return;
@@ -165,7 +157,7 @@ void ListChunkGradAdds(const LoomRuntime& rt, const LayerOp& lo, const Chunk& c,
     const TypeShape& ts = sp.type_shapes[t];
     const Tensor& ga = grads[op.function_arg[a]];
     if (!IsFloating(ts.dtype) || !ga.defined()) continue;
-    const ArgRows rows = ChunkArgRows(lo, a, c);
+    const ArgRows rows = ChunkArgRows(lo, a, c, layout);
     if (!IsBatchOf(ga, ts, rows.count)) {
       ThrowInvalidArgument("the gradient of loom ", sp.DescribeOp(lo.op), " gave ", ga.DebugString(),
                            " for argument ", a, "; expected a batch of ", rows.count, " ", ts.ToString());
@@ -206,6 +198,32 @@ std::vector<std::vector<Tensor>> OutputGrads(const LoomSpec& sp, const Schedule&
   return grads;
 }
 
+std::vector<Tensor> LoopOutputGrads(const LoomSpec& sp, const Schedule& sc, const std::vector<Tensor>& output_grads) {
+  const int T = sp.num_type_shapes();
+  if (static_cast<int>(output_grads.size()) != T) {
+    ThrowInvalidArgument("the loom's backward pass takes ", T, " output gradients, got ", output_grads.size());
+  }
+  std::vector<Tensor> grads(T);
+  for (int t = 0; t < T; ++t) {
+    const TypeShape& ts = sp.type_shapes[t];
+    const Tensor& g = output_grads[t];
+    if (g.defined() && !IsBatchOf(g, ts, static_cast<int64_t>(sc.loop_outputs[t].size()))) {
+      ThrowInvalidArgument("the gradient of the loom's output of ", ts.ToString(), " must be a batch of ",
+                           sc.loop_outputs[t].size(), ", got ", g.DebugString());
+    }
+    if (!g.defined() || !IsFloating(ts.dtype) || sc.loop_outputs[t].empty()) continue;
+    grads[t] = Tensor(ts.dtype, ts.BatchDims(sc.loop_rows[t]));
+    char* base = static_cast<char*>(grads[t].raw_data());
+    ParallelRows(sc.loop_rows[t], ts.row_bytes, [&](int64_t first, int64_t end) {
+      std::memset(base + first * ts.row_bytes, 0, static_cast<size_t>(end - first) * ts.row_bytes);
+    });
+    for (size_t i = 0; i < sc.loop_outputs[t].size(); ++i) {
+      AddRow(g, static_cast<int64_t>(i), &grads[t], sc.loop_outputs[t][i].second, ts.row_elements);
+    }
+  }
+  return grads;
+}
+
 std::vector<Tensor> SumCaptureGrads(const CaptureGrads& grads, const std::vector<Tensor>& captures) {
   std::vector<Tensor> sums;
   for (size_t c = 0; c < grads.size(); ++c) {
@@ -236,18 +254,18 @@ std::vector<Tensor> SumCaptureGrads(const CaptureGrads& grads, const std::vector
 void BackwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d, const LayerRecord& record,
                      const std::vector<Tensor>& captures, const std::vector<Tensor>& grads,
                      const std::vector<int64_t>& rows_below, std::vector<Tensor>* below,
-                     CaptureGrads* capture_grads) {
+                     CaptureGrads* capture_grads, Layout layout) {
   cancel::Check();
   const size_t n = record.chunks.size();
   std::vector<std::vector<Tensor>> chunk_grads(n);
   parallel::ParallelFor(static_cast<int>(n), [&](int i) {
-    chunk_grads[i] = ChunkGrads(rt, lo, d, record.chunks[i], record.saved[i], grads);
+    chunk_grads[i] = ChunkGrads(rt, lo, d, record.chunks[i], record.saved[i], grads, layout);
   });
   std::vector<RowAdd> adds;
   std::vector<Tensor*> fresh;
   for (size_t i = 0; i < n; ++i) {
     ListChunkGradAdds(rt, lo, record.chunks[i], chunk_grads[i], captures, rows_below, below, capture_grads, &adds,
-                      &fresh);
+                      &fresh, layout);
   }
   RunRowAdds(adds, fresh);
 }

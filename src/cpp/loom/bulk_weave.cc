@@ -123,16 +123,18 @@ std::vector<int32_t> Weaver::WeaveGraph(const GraphArgs& g) {
   for (int64_t i = 0; i < g.num_nodes; ++i) {
     const int op = g.node_op[i];
     const OpSpec& o = sp.ops[op];
+    const bool ragged = o.has_ragged();  // otherwise one entry per input: no counts to keep
     flat.clear();
-    counts.assign(o.inputs.size(), 0);
+    if (ragged) counts.assign(o.inputs.size(), 0);
     for (int64_t e = g.arg_splits[i]; e < g.arg_splits[i + 1]; ++e) {
       const int32_t a = g.arg_input[e];
       const int64_t v = g.arg_value[e];
       const int ts = o.inputs[a];
-      ++counts[a];
+      if (ragged) ++counts[a];
       switch (g.arg_source[e]) {
         case kArgNode: flat.push_back(first[v] + g.arg_output[e]); break;
-        case kArgBatchInput: flat.push_back(BatchInput(ts, v)); break;
+        // A batch-input row CheckGraph has checked: the result without BatchInput's checks.
+        case kArgBatchInput: flat.push_back(NewResult(0, ts, kBatchInputSource, 0, v)); break;
         case kArgConstant:
           if (sp.type_shapes[ts].dtype == DType::kInt32) {
             const int32_t v32 = static_cast<int32_t>(v);
@@ -144,7 +146,7 @@ std::vector<int32_t> Weaver::WeaveGraph(const GraphArgs& g) {
         default: flat.push_back(NamedTensor(static_cast<int>(v))); break;
       }
     }
-    first[i] = AddCall(op, flat.data(), counts.data());  // CheckGraph checked the arguments
+    first[i] = AddCall(op, flat.data(), ragged ? counts.data() : nullptr);  // CheckGraph checked the arguments
   }
   for (int64_t k = 0; k < g.num_outputs; ++k) s_.outputs.push_back(first[g.output_node[k]] + g.output_index[k]);
   ++version_;
@@ -175,36 +177,44 @@ std::vector<int32_t> Weaver::WeaveTrees(const TreesArgs& a) {
       ThrowValueError("weave_trees: root output index ", j, " is out of range");
     }
   }
-  // The trees as a graph: a leaf takes its value, a node its children's outputs.
+  // The trees as a graph: a leaf takes its value, a node its children's
+  // outputs. The arrays are sized exactly first and filled in place (this
+  // conversion is most of what weave_trees adds to the general call).
   const int64_t n = a.num_nodes;
   const int32_t width = static_cast<int32_t>(leaf.outputs.size());
-  std::vector<int32_t> node_op(n), arg_input, arg_source, arg_output;
-  std::vector<int64_t> arg_splits(n + 1, 0), arg_value;
-  const size_t most_entries = static_cast<size_t>(n) * 2 * width;  // a bound: every node inner
-  for (auto* v : {&arg_input, &arg_source, &arg_output}) v->reserve(most_entries);
-  arg_value.reserve(most_entries);
+  std::vector<int64_t> arg_splits(n + 1, 0);
   for (int64_t i = 0; i < n; ++i) {
     const int64_t l = a.left[i], r = a.right[i];
-    if (l < 0 && r < 0) {
+    if ((l < 0) != (r < 0)) {
+      ThrowValueError("weave_trees: node ", i, " has one child; children must be earlier nodes (or both -1 for a "
+                      "leaf)");
+    }
+    arg_splits[i + 1] = arg_splits[i] + (l < 0 ? 1 : 2 * width);
+  }
+  const size_t entries = static_cast<size_t>(arg_splits[n]);
+  std::vector<int32_t> node_op(n), arg_input(entries), arg_source(entries), arg_output(entries);
+  std::vector<int64_t> arg_value(entries);
+  const int32_t leaf_source = a.leaf_from_batch_input ? kArgBatchInput : kArgConstant;
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t l = a.left[i], r = a.right[i];
+    size_t e = static_cast<size_t>(arg_splits[i]);
+    if (l < 0) {
       node_op[i] = a.leaf_op;
-      arg_input.push_back(0);
-      arg_source.push_back(a.leaf_from_batch_input ? kArgBatchInput : kArgConstant);
-      arg_value.push_back(a.leaf_values[i]);
-      arg_output.push_back(0);
-    } else {
-      if (l < 0 || r < 0) ThrowValueError("weave_trees: node ", i, " has one child; children must be earlier nodes "
-                                          "(or both -1 for a leaf)");
-      node_op[i] = a.node_op;
-      for (int32_t side = 0; side < 2; ++side) {
-        for (int32_t j = 0; j < width; ++j) {
-          arg_input.push_back(side * width + j);
-          arg_source.push_back(kArgNode);
-          arg_value.push_back(side ? r : l);
-          arg_output.push_back(j);
-        }
+      arg_input[e] = 0;
+      arg_source[e] = leaf_source;
+      arg_value[e] = a.leaf_values[i];
+      arg_output[e] = 0;
+      continue;
+    }
+    node_op[i] = a.node_op;
+    for (int32_t side = 0; side < 2; ++side) {
+      for (int32_t j = 0; j < width; ++j, ++e) {
+        arg_input[e] = side * width + j;
+        arg_source[e] = kArgNode;
+        arg_value[e] = side ? r : l;
+        arg_output[e] = j;
       }
     }
-    arg_splits[i + 1] = static_cast<int64_t>(arg_input.size());
   }
   std::vector<int64_t> output_node;
   std::vector<int32_t> output_index;

@@ -10,11 +10,19 @@
 namespace treadle::loom {
 namespace {
 
+// Copies rows[index[i]] for i < count to dst, one after another; rows
+// adjacent in memory go in one copy (the calls of one op read their
+// arguments in the order they were computed more often than not).
 void GatherRows(const std::vector<const char*>& rows, const int32_t* index, int64_t count, size_t row_bytes,
                 char* dst) {
-  for (int64_t i = 0; i < count; ++i) {
-    std::memcpy(dst, rows[index[i]], row_bytes);
-    dst += row_bytes;
+  int64_t i = 0;
+  while (i < count) {
+    const char* src = rows[index[i]];
+    int64_t run = 1;
+    while (i + run < count && rows[index[i + run]] == src + run * row_bytes) ++run;
+    std::memcpy(dst, src, static_cast<size_t>(run) * row_bytes);
+    dst += run * row_bytes;
+    i += run;
   }
 }
 
@@ -22,13 +30,13 @@ void GatherRows(const std::vector<const char*>& rows, const int32_t* index, int6
 // below: its function's arguments (a ragged argument's values, then its row
 // splits, relative to the chunk).
 std::vector<Tensor> GatherArgs(const LoomSpec& sp, const LayerOp& lo, const std::vector<std::vector<const char*>>& rows,
-                               const Chunk& c) {
+                               const Chunk& c, Layout layout) {
   const OpSpec& op = sp.ops[lo.op];
   std::vector<Tensor> args;
   args.reserve(op.num_function_args);
   for (size_t a = 0; a < op.inputs.size(); ++a) {
     const TypeShape& ts = sp.type_shapes[op.inputs[a]];
-    const ArgRows r = ChunkArgRows(lo, a, c);
+    const ArgRows r = ChunkArgRows(lo, a, c, layout);
     Tensor batch(ts.dtype, ts.BatchDims(r.count));
     GatherRows(rows[op.inputs[a]], r.index, r.count, ts.row_bytes, static_cast<char*>(batch.raw_data()));
     args.push_back(std::move(batch));
@@ -154,28 +162,37 @@ void ParallelRows(int64_t n, size_t row_bytes, const std::function<void(int64_t,
   });
 }
 
+const char* SourceRow(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in, int t, int64_t i) {
+  const int64_t index = sc.source_index[t][i];
+  const size_t row_bytes = sp.type_shapes[t].row_bytes;
+  switch (sc.source_kind[t][i]) {
+    case kNamedTensorSource:
+      return static_cast<const char*>(in.named[index].raw_data());
+    case kBatchInputSource:
+      return static_cast<const char*>(in.batch[sp.batch_input_slot[t]].raw_data()) + index * row_bytes;
+    default:
+      return static_cast<const char*>(sc.constants[t].raw_data()) + index * row_bytes;
+  }
+}
+
 Tensor InitialState(const LoomSpec& sp, const Schedule& sc, const LoomInputs& in, int t) {
   const TypeShape& ts = sp.type_shapes[t];
   const int64_t n = sc.rows[0][t];
   Tensor state(ts.dtype, ts.BatchDims(n));
   char* dst = static_cast<char*>(state.raw_data());
-  const auto& kinds = sc.source_kind[t];
-  const auto& index = sc.source_index[t];
-  const int slot = sp.batch_input_slot[t];
   ParallelRows(n, ts.row_bytes, [&](int64_t first, int64_t end) {
     for (int64_t i = first; i < end; ++i) {
-      const char* src;
-      if (kinds[i] == kNamedTensorSource) {
-        src = static_cast<const char*>(in.named[index[i]].raw_data());
-      } else if (kinds[i] == kBatchInputSource) {
-        src = static_cast<const char*>(in.batch[slot].raw_data()) + index[i] * ts.row_bytes;
-      } else {
-        src = static_cast<const char*>(sc.constants[t].raw_data()) + index[i] * ts.row_bytes;
-      }
-      std::memcpy(dst + i * ts.row_bytes, src, ts.row_bytes);
+      std::memcpy(dst + i * ts.row_bytes, SourceRow(sp, sc, in, t, i), ts.row_bytes);
     }
   });
   return state;
+}
+
+Tensor RowView(const Tensor& t, int64_t first, int64_t count, const TypeShape& ts) {
+  std::shared_ptr<Buffer> parent = t.buffer();
+  char* p = static_cast<char*>(t.raw_data()) + static_cast<size_t>(first) * ts.row_bytes;
+  return Tensor(ts.dtype, ts.BatchDims(count),
+                Buffer::Wrap(p, static_cast<size_t>(count) * ts.row_bytes, [parent] {}));
 }
 
 std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes) {
@@ -185,10 +202,11 @@ std::vector<const char*> RowsOf(const Tensor& t, int64_t n, size_t row_bytes) {
   return rows;
 }
 
-ArgRows ChunkArgRows(const LayerOp& lo, size_t a, const Chunk& c) {
-  if (lo.splits[a].empty()) return {lo.args[a].data() + c.first, c.count, c.first};
+ArgRows ChunkArgRows(const LayerOp& lo, size_t a, const Chunk& c, Layout layout) {
+  const int32_t* rows = (layout == Layout::kLoop ? lo.sources[a] : lo.args[a]).data();
+  if (lo.splits[a].empty()) return {rows + c.first, c.count, c.first};
   const int64_t begin = lo.splits[a][c.first], end = lo.splits[a][c.first + c.count];
-  return {lo.args[a].data() + begin, end - begin, begin};
+  return {rows + begin, end - begin, begin};
 }
 
 std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo) {
@@ -205,7 +223,8 @@ std::vector<Chunk> SplitCalls(const LoomSpec& sp, const LayerOp& lo) {
 std::vector<std::vector<Tensor>> ForwardLayerOp(const LoomRuntime& rt, const LayerOp& lo, int32_t d,
                                                 const std::vector<Chunk>& chunks,
                                                 const std::vector<std::vector<const char*>>& rows,
-                                                const std::vector<Tensor>& captures, LayerRecord* record) {
+                                                const std::vector<Tensor>& captures, LayerRecord* record,
+                                                Layout layout) {
   cancel::Check();  // between layer ops: Ctrl-C and deadlines stop a long loom run
   std::vector<std::vector<Tensor>> outs(chunks.size());
   if (record) {
@@ -213,7 +232,7 @@ std::vector<std::vector<Tensor>> ForwardLayerOp(const LoomRuntime& rt, const Lay
     record->saved.assign(chunks.size(), {});
   }
   parallel::ParallelFor(static_cast<int>(chunks.size()), [&](int i) {
-    outs[i] = RunLayerOp(rt, lo, d, chunks[i].count, GatherArgs(*rt.spec(), lo, rows, chunks[i]), captures,
+    outs[i] = RunLayerOp(rt, lo, d, chunks[i].count, GatherArgs(*rt.spec(), lo, rows, chunks[i], layout), captures,
                          record ? &record->saved[i] : nullptr);
   });
   return outs;

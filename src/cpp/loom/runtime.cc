@@ -1,5 +1,6 @@
 #include "loom/runtime.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "graph/executable.h"
@@ -210,25 +211,28 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
   const int T = sp.num_type_shapes();
 
   // Outputs are copied out as soon as their depth is computed, so each
-  // state can be released once the next depth has gathered from it.
+  // depth's tensors can be released once the last depth reading them has run.
   std::vector<Tensor> outputs(T);
   std::vector<std::vector<std::tuple<int, int32_t, int64_t>>> outputs_at(sc.num_depths + 1);  // (t, row, out)
   for (int t = 0; t < T; ++t) {
     const TypeShape& ts = sp.type_shapes[t];
-    outputs[t] = Tensor(ts.dtype, ts.BatchDims(static_cast<int64_t>(sc.outputs[t].size())));
-    for (size_t i = 0; i < sc.outputs[t].size(); ++i) {
-      outputs_at[sc.outputs[t][i].first].emplace_back(t, sc.outputs[t][i].second, static_cast<int64_t>(i));
+    outputs[t] = Tensor(ts.dtype, ts.BatchDims(static_cast<int64_t>(sc.loop_outputs[t].size())));
+    for (size_t i = 0; i < sc.loop_outputs[t].size(); ++i) {
+      const auto [d, row] = sc.loop_outputs[t][i];
+      outputs_at[d].emplace_back(t, row, static_cast<int64_t>(i));
     }
   }
-  // The state: per type shape, a pointer to each row, and the tensors holding
-  // them (the op outputs themselves: no concatenation).
+  // The state of all depths (the loop mode's layout): per type shape, a
+  // pointer to each row. Depth 0's rows are read where they lie, in the
+  // inputs; a depth's rows are its op outputs themselves (no concatenation).
   std::vector<std::vector<const char*>> rows(T);
-  std::vector<Tensor> held;
   for (int t = 0; t < T; ++t) {
-    if (sc.rows[0][t] == 0) continue;
-    held.push_back(InitialState(sp, sc, in, t));
-    rows[t] = RowsOf(held.back(), sc.rows[0][t], sp.type_shapes[t].row_bytes);
+    rows[t].resize(sc.loop_rows[t]);
+    for (int64_t i = 0; i < sc.rows[0][t]; ++i) rows[t][i] = SourceRow(sp, sc, in, t, i);
   }
+  std::vector<std::vector<Tensor>> held(sc.num_depths + 1);  // per depth, the tensors holding its rows
+  std::vector<std::vector<int32_t>> release_after(sc.num_depths + 1);  // the depths last read by depth d
+  for (int32_t d = 1; d <= sc.num_depths; ++d) release_after[sc.last_read[d]].push_back(d);
   auto copy_outputs = [&](int32_t d) {
     for (const auto& [t, row, out] : outputs_at[d]) {
       const size_t rb = sp.type_shapes[t].row_bytes;
@@ -243,31 +247,28 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
     record->layers.resize(sc.num_depths);
   }
   for (int32_t d = 1; d <= sc.num_depths; ++d) {
-    std::vector<std::vector<const char*>> next(T);
-    for (int t = 0; t < T; ++t) next[t].resize(sc.rows[d][t]);
-    std::vector<Tensor> next_held;
     const auto& layer = sc.layers[d - 1];
     if (record) record->layers[d - 1].resize(layer.size());
     for (size_t e = 0; e < layer.size(); ++e) {
       const LayerOp& lo = layer[e];
       const OpSpec& op = sp.ops[lo.op];
+      if (op.pass_through) continue;  // its readers read the rows it lifts
       LayerRecord* lr = record ? &record->layers[d - 1][e] : nullptr;
       const std::vector<Chunk> chunks = SplitCalls(sp, lo);
-      std::vector<std::vector<Tensor>> outs = ForwardLayerOp(rt, lo, d, chunks, rows, in.captures, lr);
+      std::vector<std::vector<Tensor>> outs = ForwardLayerOp(rt, lo, d, chunks, rows, in.captures, lr, Layout::kLoop);
       for (size_t i = 0; i < outs.size(); ++i) {
         for (size_t j = 0; j < op.outputs.size(); ++j) {
           const int t = op.outputs[j];
           const size_t rb = sp.type_shapes[t].row_bytes;
           const char* p = static_cast<const char*>(outs[i][j].raw_data());
-          const int64_t first = lo.output_rows[j] + chunks[i].first;
-          for (int64_t c = 0; c < chunks[i].count; ++c) next[t][first + c] = p + c * rb;
-          next_held.push_back(std::move(outs[i][j]));
+          const int64_t first = lo.loop_output_rows[j] + chunks[i].first;
+          for (int64_t c = 0; c < chunks[i].count; ++c) rows[t][first + c] = p + c * rb;
+          held[d].push_back(std::move(outs[i][j]));
         }
       }
     }
-    rows = std::move(next);
-    held = std::move(next_held);
     copy_outputs(d);
+    for (int32_t below : release_after[d]) held[below].clear();
   }
   return outputs;
 }
@@ -276,18 +277,42 @@ std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<T
   const LoomRuntime& rt = *record.runtime;
   const Schedule& sc = *record.schedule;
   const LoomSpec& sp = *rt.spec();
-  // grads[d][t]: the gradient of the state at depth d (undefined: zero).
-  std::vector<std::vector<Tensor>> grads = OutputGrads(sp, sc, sc.num_depths, output_grads);
+  // The gradient of every row of every depth, per type shape (undefined: zero).
+  std::vector<Tensor> grads = LoopOutputGrads(sp, sc, output_grads);
+  // reached[d][t]: has a gradient reached a row of type shape t computed at
+  // depth d? A layer op none reaches is skipped, as if its gradient were
+  // undefined (zero), instead of running its backward function on zeros.
+  const int T = sp.num_type_shapes();
+  std::vector<std::vector<char>> reached(sc.num_depths + 1, std::vector<char>(T, 0));
+  for (int t = 0; t < T; ++t) {
+    if (!grads[t].defined()) continue;
+    for (const auto& [d, row] : sc.loop_outputs[t]) reached[d][t] = 1;
+  }
   CaptureGrads capture_grads(rt.num_captures());
+  std::vector<Tensor> grads_at(T);  // the gradient as the ops of one depth see it
   for (int32_t d = sc.num_depths; d >= 1; --d) {
+    for (int t = 0; t < T; ++t) grads_at[t] = reached[d][t] ? grads[t] : Tensor();
     const auto& layer = sc.layers[d - 1];
     for (size_t e = 0; e < layer.size(); ++e) {
-      BackwardLayerOp(rt, layer[e], d, record.layers[d - 1][e], record.inputs.captures, grads[d], sc.rows[d - 1],
-                      &grads[d - 1], &capture_grads);
+      const LayerOp& lo = layer[e];
+      const OpSpec& op = sp.ops[lo.op];
+      if (op.pass_through) continue;
+      if (std::none_of(op.outputs.begin(), op.outputs.end(), [&](int t) { return reached[d][t] != 0; })) continue;
+      BackwardLayerOp(rt, lo, d, record.layers[d - 1][e], record.inputs.captures, grads_at, sc.loop_rows, &grads,
+                      &capture_grads, Layout::kLoop);
+      for (size_t a = 0; a < op.inputs.size(); ++a) {
+        if (!IsFloating(sp.type_shapes[op.inputs[a]].dtype)) continue;
+        for (int32_t below : lo.source_depths[a]) reached[below][op.inputs[a]] = 1;
+      }
     }
-    grads[d].clear();  // this depth's gradients are spent
   }
-  std::vector<Tensor> result = SourceGrads(sp, sc, record.inputs, grads[0], /*sparse_batch=*/true);
+  // Depth 0's rows come first.
+  std::vector<Tensor> grads0(grads.size());
+  for (size_t t = 0; t < grads.size(); ++t) {
+    if (grads[t].defined()) grads0[t] = RowView(grads[t], 0, sc.rows[0][t], sp.type_shapes[t]);
+  }
+  grads.clear();
+  std::vector<Tensor> result = SourceGrads(sp, sc, record.inputs, grads0, /*sparse_batch=*/true);
   for (Tensor& g : SumCaptureGrads(capture_grads, record.inputs.captures)) result.push_back(std::move(g));
   return result;
 }

@@ -27,6 +27,14 @@ struct LayerOp {
   std::vector<std::vector<int64_t>> splits;  // per argument; empty unless ragged
   // Per output: the first row of its calls in this depth's state of its type shape.
   std::vector<int64_t> output_rows;
+
+  // The loop mode's layout (see Schedule::loop_rows); empty for a pass-through.
+  // Per argument, like args: the rows read, resolved through pass-throughs.
+  std::vector<std::vector<int32_t>> sources;
+  // Per argument: the depths its sources were computed at, ascending, each once.
+  std::vector<std::vector<int32_t>> source_depths;
+  // Per output: the loop-mode row of its first call.
+  std::vector<int64_t> loop_output_rows;
 };
 
 struct Schedule : public HandleBase {
@@ -46,6 +54,19 @@ struct Schedule : public HandleBase {
   std::vector<std::vector<std::pair<int32_t, int32_t>>> outputs;
 
   int64_t num_results = 0;
+
+  // ---- The loop mode's layout (RunForward, RunBackward). Per type shape, the
+  // rows of all depths are numbered together: depth 0's first (the
+  // depth-0 rows, read where they are, in the named tensors, batch inputs and
+  // constants), then each depth's calls, op by op. Pass-through calls have no
+  // rows: whoever reads one reads the row it lifts, so a batch-input row is
+  // read where it lies by a call many depths up, instead of being copied up
+  // depth by depth. ED-Batch (arXiv 2302.03851) plans memory the same way.
+  std::vector<int64_t> loop_rows;  // per type shape: rows in that numbering
+  // Outputs per type shape, in the order added: (depth computed, loop-mode row).
+  std::vector<std::vector<std::pair<int32_t, int32_t>>> loop_outputs;
+  // Per depth: the deepest depth whose calls read a row computed at it (0 if none).
+  std::vector<int32_t> last_read;
 };
 
 // Builds the schedule of a validated WeaverState.

@@ -26,7 +26,7 @@ std::vector<Tensor> RunLayer(const LoomRuntime& rt, const Schedule& sc, int32_t 
   for (int t = 0; t < T; ++t) rows[t] = RowsOf(below[t], RowsAt(sc, d - 1, t), sp.type_shapes[t].row_bytes);
   for (const LayerOp& lo : sc.layers[d - 1]) {
     const std::vector<Chunk> chunks = SplitCalls(sp, lo);
-    std::vector<std::vector<Tensor>> outs = ForwardLayerOp(rt, lo, d, chunks, rows, captures, nullptr);
+    std::vector<std::vector<Tensor>> outs = ForwardLayerOp(rt, lo, d, chunks, rows, captures, nullptr, Layout::kBelow);
     for (size_t i = 0; i < outs.size(); ++i) {
       for (size_t j = 0; j < outs[i].size(); ++j) {
         const int t = sp.ops[lo.op].outputs[j];
@@ -93,8 +93,9 @@ std::vector<Tensor> RunLayerGrad(const LoomRuntime& rt, const Schedule& sc, int3
     for (const LayerOp& lo : sc.layers[d - 1]) {
       // The unrolled mode keeps nothing between its steps: rerun the layer for training.
       LayerRecord record;
-      ForwardLayerOp(rt, lo, d, SplitCalls(sp, lo), rows, captures, &record);
-      BackwardLayerOp(rt, lo, d, record, captures, grads, sc.rows[d - 1], &below_grads, &capture_grads);
+      ForwardLayerOp(rt, lo, d, SplitCalls(sp, lo), rows, captures, &record, Layout::kBelow);
+      BackwardLayerOp(rt, lo, d, record, captures, grads, sc.rows[d - 1], &below_grads, &capture_grads,
+                      Layout::kBelow);
     }
   }
   std::vector<Tensor> result;
