@@ -133,10 +133,8 @@ class GraphBackward:
         bwd.inputs = dys + needed_phs + capture_phs
         bwd.structured_outputs = list(results)
         bwd.outputs = list(results)
-        from treadle.function.concrete_function import ConcreteFunction
-        self.function = ConcreteFunction(bwd, bwd.name, ((), {}), list(results))
-        self.function.function_def()
-        bwd.finalized = True
+        from treadle.function.concrete_function import finish_function
+        self.function = finish_function(bwd, bwd.name, results)
         input_index = {id(t): i for i, t in enumerate(graph.inputs)}
         # For each needed forward tensor: ("input", i) or ("intermediate", tensor).
         self.needed_kinds = [("input", input_index[id(t)]) if id(t) in input_index else ("intermediate", t)
@@ -410,10 +408,8 @@ def backward_function(concrete_fn):
     graph.inputs = xs + [dy_phs[i] for i in out_idx] + [ph for _, ph in graph.captures.values()]
     graph.structured_outputs = list(results)
     graph.outputs = list(results)
-    from treadle.function.concrete_function import ConcreteFunction
-    fn = ConcreteFunction(graph, graph.name, ((), {}), list(results))
-    fn.function_def()
-    graph.finalized = True
+    from treadle.function.concrete_function import finish_function
+    fn = finish_function(graph, graph.name, results)
     fn.input_gradient_indices = input_idx
     fn.output_gradient_indices = out_idx
     concrete_fn._backward_function = fn

@@ -1,14 +1,16 @@
 """FuncGraph: the graph a Python function is traced into.
 
 While a FuncGraph is the current graph (framework/context.py), every op call
-adds an Operation instead of running: shapes and dtypes come from the C++
-registry's inference, eager tensors from outside become captured inputs, and
-constants made during tracing become Const nodes."""
+adds a node to the graph's C++ builder (_core.GraphBuilder), which infers its
+dtypes and shapes once, from the registry, and keeps its canonical attributes;
+the Operation and SymbolicTensors Python sees are handles on that node. Eager
+tensors from outside become captured inputs, and constants made during
+tracing become Const nodes."""
 
 import itertools
 
 from treadle import _core, errors
-from treadle.framework import context, dtypes
+from treadle.framework import context, dtypes, graph_serialization
 from treadle.framework.graph_tensor import Operation, SymbolicTensor
 from treadle.framework.ops import op_handle
 from treadle.framework.op_def_library import SIGNATURES
@@ -34,25 +36,11 @@ class FuncGraph:
         self.stateful_ops = []
         self.functions = {}         # name -> object with .function_def() and .library_functions()
         self.finalized = False
-        self._names = {}
+        self._builder = _core.GraphBuilder()  # the nodes, in C++; names are made unique there
+        self._rewritten_ops = []  # ops changed in place since their node was last typed
         self._const_cache = {}
         self.variables = []
         self._control_dependencies = []  # lists of ops, one per open td.control_dependencies block
-
-    # -------------------------------------------------------------- naming
-    def unique_name(self, base):
-        base = base.replace("/", "_") or "node"
-        n = self._names.get(base)
-        if n is None:
-            self._names[base] = 1
-            return base
-        while True:
-            candidate = f"{base}_{n}"
-            n += 1
-            if candidate not in self._names:
-                self._names[base] = n
-                self._names[candidate] = 1
-                return candidate
 
     # -------------------------------------------------------------- scoping
     def __enter__(self):
@@ -84,12 +72,20 @@ class FuncGraph:
         return False
 
     # -------------------------------------------------------------- nodes
+    def _add_node(self, name, op_type, inputs, attrs, control=()):
+        """Adds a node to the builder (inferred there) and its Operation here."""
+        if self._rewritten_ops:
+            self._retype_rewritten()
+        index, name, out_dtypes, out_shapes = self._builder.add_node(
+            name, op_handle(op_type), inputs, attrs, [c._node for c in control])
+        op = Operation(self, index, name, op_type, inputs, control)
+        op.outputs = [SymbolicTensor(op, i, d, s) for i, (d, s) in enumerate(zip(out_dtypes, out_shapes))]
+        self.operations.append(op)
+        return op
+
     def add_placeholder(self, dtype, shape, name="arg"):
         dtype = dtypes.as_dtype(dtype)
-        op = Operation(self, self.unique_name(name), "Placeholder", [], {"dtype": dtype, "shape": TensorShape(shape).dims})
-        t = SymbolicTensor(op, 0, dtype, shape)
-        op.outputs = [t]
-        self.operations.append(op)
+        t = self._add_node(name, "Placeholder", [], {"dtype": dtype, "shape": TensorShape(shape).dims}).outputs[0]
         self.inputs.append(t)
         return t
 
@@ -100,11 +96,9 @@ class FuncGraph:
         cached = self._const_cache.get(key)
         if cached is not None and (type(key) is tuple or cached[0] is value):
             return cached[1]
-        op = Operation(self, self.unique_name("Const"), "Const", [], {"value": value, "dtype": value.dtype})
+        op = self._add_node("Const", "Const", [], {"value": value, "dtype": value.dtype})
         op.value = value
-        t = SymbolicTensor(op, 0, value.dtype, value._shape_tuple())
-        op.outputs = [t]
-        self.operations.append(op)
+        t = op.outputs[0]
         self._const_cache[key] = (value, t)
         return t
 
@@ -149,21 +143,14 @@ class FuncGraph:
         if self.finalized:
             raise RuntimeError(f"graph {self.name} is finished; no ops can be added to it")
         inputs = [self._graph_input(t) for t in inputs]
-        values = [t.op.value if t.op.type == "Const" else None for t in inputs]
-        out_dtypes, out_shapes, canonical = _core.infer(
-            op_handle(op_type), [t.dtype for t in inputs], [t.shape.as_tuple() for t in inputs], values,
-            attrs or {})
-        sig = SIGNATURES[op_type]
+        stateful = SIGNATURES[op_type].stateful
         control = []
-        if sig.stateful:
-            if self.stateful_ops:
-                control.append(self.stateful_ops[-1])
+        if stateful and self.stateful_ops:
+            control.append(self.stateful_ops[-1])
         for ops in self._control_dependencies:
             control.extend(op for op in ops if op not in control)
-        op = Operation(self, self.unique_name(name or op_type), op_type, inputs, canonical, control)
-        op.outputs = [SymbolicTensor(op, i, d, s) for i, (d, s) in enumerate(zip(out_dtypes, out_shapes))]
-        self.operations.append(op)
-        if sig.stateful:
+        op = self._add_node(name or op_type, op_type, inputs, attrs, control)
+        if stateful:
             self.stateful_ops.append(op)
         return op.outputs
 
@@ -173,13 +160,32 @@ class FuncGraph:
         control = []
         for ops in self._control_dependencies:
             control.extend(op for op in ops if op not in control)
-        op = Operation(self, self.unique_name(name), "NoOp", [], {}, control)
-        self.operations.append(op)
-        return op
+        return self._add_node(name, "NoOp", [], None, control)
+
+    def _rewritten(self, op):
+        """Notes that `op` is being rewritten in place (Operation.attrs was set)."""
+        if op not in self._rewritten_ops:
+            self._rewritten_ops.append(op)
+
+    def _retype_rewritten(self):
+        """Re-types in the builder the nodes of ops rewritten in place, from
+        their new inputs and attrs, and checks their Python outputs agree."""
+        ops, self._rewritten_ops = self._rewritten_ops, []
+        for op in ops:
+            _, _, out_dtypes, _ = self._builder.replace_node(op._node, op.inputs, op.attrs,
+                                                             [c._node for c in op.control_inputs])
+            if [t.dtype for t in op.outputs] != list(out_dtypes):
+                raise TypeError(f"rewriting {op!r} gave it outputs {[t.dtype.name for t in op.outputs]}, but its "
+                                f"inputs and attrs give {[d.name for d in out_dtypes]}")
+
+    def _refine_shape(self, tensor):
+        """Tells the builder a tensor's shape was narrowed (Tensor.set_shape)."""
+        if self._rewritten_ops:
+            self._retype_rewritten()
+        self._builder.refine_shape(tensor.op._node, tensor.value_index, tensor.shape.dims)
 
     def as_graph_def(self):
         """The graph as a GraphDef protobuf message (placeholders as nodes, with its function library)."""
-        from treadle.framework import graph_serialization
         return graph_serialization.graph_def(self)
 
     def get_operations(self):

@@ -12,6 +12,7 @@ from treadle import loom_pb2
 from treadle.autodiff import _ops
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
+from treadle.framework.graph_serialization import library_graph_def, merge_function_library
 from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.ops import execute
 
@@ -49,11 +50,7 @@ def attach_backward_functions(loom, library):
         op_def.backward_saved.extend(v if kind == "input" else n_forward + level.position[id(v)]
                                      for kind, v in bwd.needed_kinds)
         op_def.backward_input_gradients.extend(i for i, g in enumerate(bwd.grad_index) if g is not None)
-        for f in (level.forward, bwd.function):
-            for fdef in f.library_graph_def().library.function:
-                if fdef.signature.name not in seen:
-                    seen.add(fdef.signature.name)
-                    library.library.function.append(fdef)
+        merge_function_library(library.library, library_graph_def(level.forward, bwd.function).library, seen)
 
 
 def _shape_dims(t):

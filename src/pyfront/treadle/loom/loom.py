@@ -12,6 +12,7 @@ import numpy as np
 from treadle import _core, graph_pb2, loom_pb2
 from treadle.framework import context, dtypes
 from treadle.framework import ops
+from treadle.framework.graph_serialization import merge_function_library
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded
@@ -206,10 +207,7 @@ class Loom:
             self._captures.extend(traced.captures)
             lib = traced.library
             library.versions.CopyFrom(lib.versions)
-            for fdef in lib.library.function:
-                if fdef.signature.name not in seen:
-                    seen.add(fdef.signature.name)
-                    library.library.function.append(fdef)
+            merge_function_library(library.library, lib.library, seen)
         self._attach_gradients(library)
         self._set_loom_def(loom_pb2.LoomDef(metadata=self._metadata, library=library))
 

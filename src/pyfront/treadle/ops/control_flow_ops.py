@@ -19,12 +19,9 @@ def _in_graph(*values):
 
 
 def _body_function(graph, name, outputs):
-    from treadle.function.concrete_function import ConcreteFunction
+    from treadle.function.concrete_function import finish_function
     graph.structured_outputs = list(outputs)
-    fn = ConcreteFunction(graph, unique_function_name(name), ((), {}), list(outputs))
-    fn.function_def()
-    graph.finalized = True
-    return fn
+    return finish_function(graph, unique_function_name(name), outputs)
 
 
 def _trace_graph(name, fn, arg_specs, arg_names=None):
