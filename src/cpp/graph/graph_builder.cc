@@ -106,6 +106,7 @@ void GraphBuilder::RefineShape(int index, int output, const PartialShape& shape)
                          ", which is not compatible with ", shape.ToString());
   }
   current = std::move(*merged);
+  nodes_[index].shape_set = true;
 }
 
 std::shared_ptr<const LibraryFunction> GraphBuilder::MakeFunction(const std::string& name,

@@ -72,12 +72,12 @@ class FuncGraph:
         return False
 
     # -------------------------------------------------------------- nodes
-    def _add_node(self, name, op_type, inputs, attrs, control=()):
+    def _add_node(self, name, op_type, inputs, attrs, control):
         """Adds a node to the builder (inferred there) and its Operation here."""
         if self._rewritten_ops:
             self._retype_rewritten()
         index, name, out_dtypes, out_shapes = self._builder.add_node(
-            name, op_handle(op_type), inputs, attrs, [c._node for c in control])
+            name, op_handle(op_type), inputs, attrs, [c._node for c in control] if control else ())
         op = Operation(self, index, name, op_type, inputs, control)
         op.outputs = [SymbolicTensor(op, i, d, s) for i, (d, s) in enumerate(zip(out_dtypes, out_shapes))]
         self.operations.append(op)
@@ -85,7 +85,7 @@ class FuncGraph:
 
     def add_placeholder(self, dtype, shape, name="arg"):
         dtype = dtypes.as_dtype(dtype)
-        t = self._add_node(name, "Placeholder", [], {"dtype": dtype, "shape": TensorShape(shape).dims}).outputs[0]
+        t = self._add_node(name, "Placeholder", [], {"dtype": dtype, "shape": TensorShape(shape).dims}, []).outputs[0]
         self.inputs.append(t)
         return t
 
@@ -96,7 +96,7 @@ class FuncGraph:
         cached = self._const_cache.get(key)
         if cached is not None and (type(key) is tuple or cached[0] is value):
             return cached[1]
-        op = self._add_node("Const", "Const", [], {"value": value, "dtype": value.dtype})
+        op = self._add_node("Const", "Const", [], {"value": value, "dtype": value.dtype}, [])
         op.value = value
         t = op.outputs[0]
         self._const_cache[key] = (value, t)
@@ -142,7 +142,8 @@ class FuncGraph:
         """Adds an op and returns its output tensors (dtypes and shapes from the registry)."""
         if self.finalized:
             raise RuntimeError(f"graph {self.name} is finished; no ops can be added to it")
-        inputs = [self._graph_input(t) for t in inputs]
+        # Tensors of this graph (the usual case) go straight in; others are captured.
+        inputs = [t if type(t) is SymbolicTensor and t.op.graph is self else self._graph_input(t) for t in inputs]
         stateful = SIGNATURES[op_type].stateful
         control = []
         if stateful and self.stateful_ops:

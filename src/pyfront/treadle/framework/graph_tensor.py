@@ -14,15 +14,16 @@ class Operation:
     __slots__ = ("graph", "_node", "name", "type", "inputs", "_attrs", "outputs", "control_inputs", "value",
                  "__weakref__")
 
-    def __init__(self, graph, node, name, op_type, inputs, control_inputs=()):
+    def __init__(self, graph, node, name, op_type, inputs, control_inputs):
+        """`inputs` and `control_inputs` are lists the Operation takes over."""
         self.graph = graph
         self._node = node
         self.name = name
         self.type = op_type
-        self.inputs = list(inputs)
+        self.inputs = inputs
         self._attrs = None  # read from the builder when first asked for
         self.outputs = []
-        self.control_inputs = list(control_inputs)
+        self.control_inputs = control_inputs
         self.value = None  # the EagerTensor of a Const node
 
     @property
