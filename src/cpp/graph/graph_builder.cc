@@ -10,6 +10,23 @@ namespace {
 
 bool IsPlaceholder(const Node& node) { return node.op->name == "Placeholder"; }
 
+// Constants up to this many elements are shared by value.
+constexpr int64_t kSmallConstant = 16;
+
+// dtype, shape and bytes of a small numeric or bool tensor; false for others.
+bool ConstantKey(const Tensor& t, std::string* key) {
+  const DType d = t.dtype();
+  const bool numeric = d == DType::kFloat32 || d == DType::kFloat64 || d == DType::kInt32 || d == DType::kInt64 ||
+                       d == DType::kBool;
+  if (!t.defined() || !numeric || t.num_elements() > kSmallConstant) return false;
+  key->clear();
+  key->push_back(static_cast<char>(d));
+  key->push_back(static_cast<char>(t.shape().size()));
+  key->append(reinterpret_cast<const char*>(t.shape().data()), t.shape().size() * sizeof(int64_t));
+  key->append(static_cast<const char*>(t.raw_data()), t.nbytes());
+  return true;
+}
+
 }  // namespace
 
 const Node& GraphBuilder::node(int index) const {
@@ -78,6 +95,20 @@ int GraphBuilder::AddNode(const std::string& base, const OpDef& op, std::vector<
   added.name = UniqueName(base);
   nodes_.push_back(std::move(added));
   return size() - 1;
+}
+
+void GraphBuilder::ShareConstant(int index) {
+  const Node& n = node(index);
+  if (n.op->name != "Const") ThrowInvalidArgument("node '", n.name, "' is a ", n.op->name, " node, not a Const");
+  std::string key;
+  if (ConstantKey(n.attrs.GetTensor("value"), &key)) small_constants_.emplace(std::move(key), index);
+}
+
+int GraphBuilder::FindConstant(const Tensor& value) const {
+  std::string key;
+  if (!ConstantKey(value, &key)) return -1;
+  auto it = small_constants_.find(key);
+  return it == small_constants_.end() ? -1 : it->second;
 }
 
 void GraphBuilder::ReplaceNode(int index, std::vector<TensorRef> inputs, const AttrMap& given,

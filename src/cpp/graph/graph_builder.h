@@ -32,6 +32,14 @@ class GraphBuilder {
   // InvalidArgument when they are incompatible.
   void RefineShape(int index, int output, const PartialShape& shape);
 
+  // The Const node already holding a small numeric value equal to `value`
+  // (same dtype, shape and bytes), or -1: tracing makes one node of `x * 0.5`
+  // written a hundred times.
+  int FindConstant(const Tensor& value) const;
+  // Makes Const node `index` the one FindConstant gives for its value, if
+  // small and no node holds that value yet.
+  void ShareConstant(int index);
+
   int size() const { return static_cast<int>(nodes_.size()); }
   const Node& node(int index) const;  // InvalidArgument when out of range
 
@@ -53,6 +61,8 @@ class GraphBuilder {
   std::vector<Node> nodes_;
   // Per name base, the next suffix to try; every name taken is a key too.
   std::unordered_map<std::string, int> names_;
+  // Small numeric Const nodes shared by value (ConstantKey), the first of each.
+  std::unordered_map<std::string, int> small_constants_;
 };
 
 }  // namespace treadle::graph

@@ -104,6 +104,10 @@ void RegisterGraphBuilder(py::module_& m) {
              return out;
            },
            py::arg("index"), "The node's canonical attrs, as a dict.")
+      .def("find_constant", &GraphBuilder::FindConstant, py::arg("value"),
+           "The index of the Const node holding a small numeric value equal to `value`, or -1.")
+      .def("share_constant", &GraphBuilder::ShareConstant, py::arg("index"),
+           "Makes Const node `index` the one find_constant gives for its value (when small).")
       .def("__len__", &GraphBuilder::size)
       .def("make_function",
            [](const GraphBuilder& b, const std::string& name, const std::vector<int>& order,

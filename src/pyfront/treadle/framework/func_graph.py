@@ -38,7 +38,8 @@ class FuncGraph:
         self.finalized = False
         self._builder = _core.GraphBuilder()  # the nodes, in C++; names are made unique there
         self._rewritten_ops = []  # ops changed in place since their node was last typed
-        self._const_cache = {}
+        self._constants = {}  # node index -> tensor, of the small constants (shared by value)
+        self._const_cache = {}  # id(value) -> (value, tensor), of the other constants
         self.variables = []
         self._control_dependencies = []  # lists of ops, one per open td.control_dependencies block
 
@@ -92,14 +93,18 @@ class FuncGraph:
     def constant(self, value):
         """A Const node holding the EagerTensor `value`. Small numeric
         constants are shared by value (`x * 0.5` a hundred times makes one node)."""
-        key = _constant_key(value)
-        cached = self._const_cache.get(key)
-        if cached is not None and (type(key) is tuple or cached[0] is value):
+        index = self._builder.find_constant(value)
+        if index >= 0:
+            return self._constants[index]
+        cached = self._const_cache.get(id(value))
+        if cached is not None and cached[0] is value:
             return cached[1]
         op = self._add_node("Const", "Const", [], {"value": value, "dtype": value.dtype}, [])
         op.value = value
         t = op.outputs[0]
-        self._const_cache[key] = (value, t)
+        self._constants[op._node] = t
+        self._builder.share_constant(op._node)
+        self._const_cache[id(value)] = (value, t)
         return t
 
     capture_constant = constant
@@ -198,17 +203,6 @@ class FuncGraph:
 
     def __repr__(self):
         return f"<FuncGraph {self.name}: {len(self.operations)} ops>"
-
-
-_SMALL_CONSTANT = 16
-
-
-def _constant_key(value):
-    """Value key for small numeric tensors, identity otherwise."""
-    dtype = value.dtype
-    if (dtype.is_numeric or dtype == dtypes.bool) and value._num_elements() <= _SMALL_CONSTANT:
-        return (dtype.as_datatype_enum, value._shape_tuple(), value._numpy_view().tobytes())
-    return id(value)
 
 
 _counter = itertools.count()
