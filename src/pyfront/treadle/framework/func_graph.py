@@ -80,7 +80,10 @@ class FuncGraph:
         index, name, out_dtypes, out_shapes = self._builder.add_node(
             name, op_handle(op_type), inputs, attrs, [c._node for c in control] if control else ())
         op = Operation(self, index, name, op_type, inputs, control)
-        op.outputs = [SymbolicTensor(op, i, d, s) for i, (d, s) in enumerate(zip(out_dtypes, out_shapes))]
+        if len(out_dtypes) == 1:  # most ops
+            op.outputs = [SymbolicTensor(op, 0, out_dtypes[0], out_shapes[0])]
+        else:
+            op.outputs = [SymbolicTensor(op, i, d, s) for i, (d, s) in enumerate(zip(out_dtypes, out_shapes))]
         self.operations.append(op)
         return op
 
