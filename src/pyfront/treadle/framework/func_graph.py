@@ -34,7 +34,7 @@ class FuncGraph:
         self.structured_outputs = None
         self.captures = {}          # id(external) -> (external tensor, internal placeholder)
         self.stateful_ops = []
-        self.functions = {}         # name -> object with .function_def() and .library_functions()
+        self.functions = {}         # name -> ConcreteFunction (.library_function(), .graph) it calls
         self.finalized = False
         self._builder = _core.GraphBuilder()  # the nodes, in C++; names are made unique there
         self._rewritten_ops = []  # ops changed in place since their node was last typed
