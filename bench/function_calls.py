@@ -7,7 +7,9 @@ they are installed.
 Rows: a td.function `add(a, b)` call on 2x2 float32 (also with a nested dict
 argument and with a Python literal argument); a call of a 300-op function
 (100 x `tanh(a) * 0.5 + 0.1`); the first call of that function (trace + run);
-a retrace for a new Python literal. Writes function_calls.json / .md.
+a retrace for a new Python literal; the construction of the TreeLSTM's Loom
+(bench/treelstm/treadle_impl.py: tracing its two ops and their gradients).
+Writes function_calls.json / .md.
 """
 
 import argparse
@@ -17,11 +19,12 @@ import sys
 import time
 import warnings
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 TARGETS = {"add": 3.0, "add_dict": None, "add_literal": None, "chain300": 40.0, "first_call": 15000.0,
-           "retrace": 300.0}
+           "retrace": 300.0, "loom_construction": None}
 LAYERS = 100
 
 
@@ -66,6 +69,14 @@ def treadle_fns():
         return add_literal(a, float(next(counter)) + 0.5)
 
     return fns, first_call, retrace
+
+
+def treadle_loom_construction():
+    """A function building the TreeLSTM's Loom again (the model, its weights
+    and variables made once beforehand)."""
+    from bench.treelstm.model import initial_weights
+    from bench.treelstm.treadle_impl import TreeLSTM
+    return TreeLSTM(initial_weights()).build_loom
 
 
 def tf_fns(tf):
@@ -178,6 +189,9 @@ def main():
         for lib, lib_fns in libraries.items():
             lib_fns[index]()  # warm imports and caches
             results[row][lib] = statistics.median(one_shot_times(lib_fns[index], one_shots))
+    build_loom = treadle_loom_construction()
+    build_loom()  # warm imports and caches
+    results["loom_construction"] = {"treadle": statistics.median(one_shot_times(build_loom, one_shots))}
     for lib in ("tensorflow", "jax", "torch"):
         mod = {"tensorflow": tf, "jax": jax, "torch": torch}[lib]
         peers[lib] = mod.__version__ if mod is not None else None
@@ -196,7 +210,8 @@ def markdown(results, peers):
     labels = {"add": "`add(a, b)` call, 2x2", "add_dict": "`add(d)` with a nested dict argument",
               "add_literal": "`add(x, 2.0)` with a Python literal argument",
               "chain300": "call of a 300-op function", "first_call": "first call of the 300-op function (trace + run)",
-              "retrace": "retrace for a new Python literal"}
+              "retrace": "retrace for a new Python literal",
+              "loom_construction": "construction of the TreeLSTM's Loom (2 ops, with gradients)"}
     lines = ["td.function overhead, µs (median; lower is better). Peers measured in the same process "
              f"(TensorFlow {peers.get('tensorflow') or 'not installed'}, JAX {peers.get('jax') or 'not installed'}, "
              f"PyTorch {peers.get('torch') or 'not installed'}).", "",

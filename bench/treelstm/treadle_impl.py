@@ -32,31 +32,8 @@ class TreeLSTM:
         v = self.vars
         self.embed_ts = td.loom.TypeShape(td.float32, (EMBED,), "embedding")
         self.state_ts = td.loom.TypeShape(td.float32, (HIDDEN,), "state")
-        state_ts, embed_ts = self.state_ts, self.embed_ts
-
-        class Leaf(td.loom.LoomOp):
-            def __init__(self):
-                super().__init__([embed_ts], [state_ts, state_ts])
-
-            def instantiate_batch(self, inputs):
-                iou = td.matmul(inputs[0], v["W_leaf"]) + v["b_leaf"]
-                i, o, u = td.split(iou, 3, axis=1)
-                c = td.sigmoid(i) * td.tanh(u)
-                return [c, td.sigmoid(o) * td.tanh(c)]
-
-        class Node(td.loom.LoomOp):
-            def __init__(self):
-                super().__init__([state_ts, state_ts, state_ts, state_ts], [state_ts, state_ts])
-
-            def instantiate_batch(self, inputs):
-                c_l, h_l, c_r, h_r = inputs
-                z = td.matmul(td.concat([h_l, h_r], axis=1), v["W_node"]) + v["b_node"]
-                i, f_l, f_r, o, u = td.split(z, 5, axis=1)
-                c = td.sigmoid(i) * td.tanh(u) + td.sigmoid(f_l) * c_l + td.sigmoid(f_r) * c_r
-                return [c, td.sigmoid(o) * td.tanh(c)]
-
-        self.loom = td.loom.Loom(max_depth=max_depth, named_ops={"leaf": Leaf(), "node": Node()},
-                                 batch_inputs={embed_ts: v["embedding"]})
+        state_ts = self.state_ts
+        self.loom = self.build_loom(max_depth)
         self.trainable = [v[k] for k in ("embedding", "W_leaf", "b_leaf", "W_node", "b_node", "W_out", "b_out")]
         if optimizer == "adam":
             self.optimizer = td.optimizers.Adam(learning_rate)
@@ -81,6 +58,34 @@ class TreeLSTM:
 
         self.logits_of = logits_of
         self.train_step = train_step
+
+    def build_loom(self, max_depth=None):
+        """A new Loom of the leaf and node ops (bench/function_calls.py times this)."""
+        v, state_ts, embed_ts = self.vars, self.state_ts, self.embed_ts
+
+        class Leaf(td.loom.LoomOp):
+            def __init__(self):
+                super().__init__([embed_ts], [state_ts, state_ts])
+
+            def instantiate_batch(self, inputs):
+                iou = td.matmul(inputs[0], v["W_leaf"]) + v["b_leaf"]
+                i, o, u = td.split(iou, 3, axis=1)
+                c = td.sigmoid(i) * td.tanh(u)
+                return [c, td.sigmoid(o) * td.tanh(c)]
+
+        class Node(td.loom.LoomOp):
+            def __init__(self):
+                super().__init__([state_ts, state_ts, state_ts, state_ts], [state_ts, state_ts])
+
+            def instantiate_batch(self, inputs):
+                c_l, h_l, c_r, h_r = inputs
+                z = td.matmul(td.concat([h_l, h_r], axis=1), v["W_node"]) + v["b_node"]
+                i, f_l, f_r, o, u = td.split(z, 5, axis=1)
+                c = td.sigmoid(i) * td.tanh(u) + td.sigmoid(f_l) * c_l + td.sigmoid(f_r) * c_r
+                return [c, td.sigmoid(o) * td.tanh(c)]
+
+        return td.loom.Loom(max_depth=max_depth, named_ops={"leaf": Leaf(), "node": Node()},
+                            batch_inputs={embed_ts: v["embedding"]})
 
     # ---------------------------------------------------------------- schedules
     def weave(self, trees):

@@ -38,6 +38,42 @@ std::string ListKind(const AttrValue_ListValue& l) {
 
 }  // namespace
 
+void AttrToProto(const AttrValue& value, proto::AttrValue* out) {
+  out->Clear();
+  std::visit(
+      [out](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          out->set_i(x);
+        } else if constexpr (std::is_same_v<T, double>) {
+          out->set_f(static_cast<float>(x));  // the wire holds float, as TensorFlow's AttrValue
+        } else if constexpr (std::is_same_v<T, bool>) {
+          out->set_b(x);
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          out->set_s(x);
+        } else if constexpr (std::is_same_v<T, DType>) {
+          out->set_type(static_cast<proto::DataType>(static_cast<int>(x)));
+        } else if constexpr (std::is_same_v<T, PartialShape>) {
+          PartialShapeToProto(x, out->mutable_shape());
+        } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
+          auto* l = out->mutable_list();
+          for (int64_t v : x) l->add_i(v);
+        } else if constexpr (std::is_same_v<T, std::vector<DType>>) {
+          auto* l = out->mutable_list();
+          for (DType t : x) l->add_type(static_cast<proto::DataType>(static_cast<int>(t)));
+        } else if constexpr (std::is_same_v<T, Tensor>) {
+          TensorToProto(x, out->mutable_tensor());
+        } else if constexpr (std::is_same_v<T, FuncRef>) {
+          out->mutable_func()->set_name(x.name);
+        } else {
+          static_assert(std::is_same_v<T, std::vector<PartialShape>>);
+          auto* l = out->mutable_list();
+          for (const PartialShape& s : x) PartialShapeToProto(s, l->add_shape());
+        }
+      },
+      value);
+}
+
 std::string ProtoAttrKind(const proto::AttrValue& value) {
   switch (value.value_case()) {
     case proto::AttrValue::kI: return "int";

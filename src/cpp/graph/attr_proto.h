@@ -13,6 +13,9 @@ namespace treadle::graph {
 // when the value is missing, of another type, or malformed.
 AttrValue AttrFromProto(const proto::AttrValue& value, AttrType type, const std::string& where);
 
+// Writes a canonical attribute value to the wire (the inverse of AttrFromProto).
+void AttrToProto(const AttrValue& value, proto::AttrValue* out);
+
 // Describes which kind of value a wire attr holds ("int", "list(type)", ...).
 std::string ProtoAttrKind(const proto::AttrValue& value);
 

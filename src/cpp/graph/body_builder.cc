@@ -97,6 +97,8 @@ void ResolveInputs(const NodeDefs& defs, Body* body) {
                        " (each node takes an input from the next)");
 }
 
+}  // namespace
+
 // Depth-first post-order over inputs: producers come before consumers, and a
 // graph already in topological order keeps its order. Iterative, so a long
 // chain of nodes cannot exhaust the native stack.
@@ -133,6 +135,8 @@ void SortTopologically(Body* body) {
     }
   }
 }
+
+namespace {
 
 // The attrs a NodeDef gives, typed by the op's AttrDefs. Attrs the op does not
 // define are an error, except internal ones ("_...") and type attrs of inputs

@@ -19,6 +19,10 @@ class FunctionLibrary;
 void BuildNodes(const google::protobuf::RepeatedPtrField<proto::NodeDef>& node_defs, const FunctionLibrary& library,
                 Body* body);
 
+// Fills body->topo_order (producers before consumers; a graph already in
+// order keeps it). Throws InvalidArgument naming a cycle's nodes.
+void SortTopologically(Body* body);
+
 // A library function's body: its signature's args, nodes, results (each
 // output_arg's ret, checked against the declared dtype and shape) and
 // control rets. Effects are resolved later, when the whole library is known.

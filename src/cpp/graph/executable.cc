@@ -231,12 +231,17 @@ void Executable::CheckOutputs(const Step& step, const std::vector<Tensor>& outpu
                                         " outputs where ", dtypes.size(), " were inferred"));
   }
   for (size_t k = 0; k < outputs.size(); ++k) {
-    if (outputs[k].dtype() != dtypes[k] || !shapes[k].IsCompatibleWith(outputs[k].shape())) {
-      throw Error(Code::kInternal,
-                  StrCat("node '", node.name, "' (", node.op->name, ") produced output ", k, " as ",
-                         DTypeName(outputs[k].dtype()), " ", DimsToString(outputs[k].shape()), " where ",
-                         DTypeName(dtypes[k]), " ", shapes[k].ToString(), " was inferred"));
+    const bool dtype_ok = outputs[k].dtype() == dtypes[k];
+    if (dtype_ok && shapes[k].IsCompatibleWith(outputs[k].shape())) continue;
+    if (dtype_ok && node.shape_set) {
+      ThrowInvalidArgument("node '", node.name, "' (", node.op->name, ") produced output ", k, " of shape ",
+                           DimsToString(outputs[k].shape()), " but its shape was set to ", shapes[k].ToString(),
+                           " (Tensor.set_shape)");
     }
+    throw Error(Code::kInternal,
+                StrCat("node '", node.name, "' (", node.op->name, ") produced output ", k, " as ",
+                       DTypeName(outputs[k].dtype()), " ", DimsToString(outputs[k].shape()), " where ",
+                       DTypeName(dtypes[k]), " ", shapes[k].ToString(), " was inferred"));
   }
 }
 

@@ -42,6 +42,7 @@ struct Node {
   std::vector<int> callees;         // library function indices its func attrs name
   bool effectful = false;           // must run even when no output is used (set by the library)
   bool fed = false;                 // a Placeholder whose value the caller supplies
+  bool shape_set = false;           // an output shape was narrowed by the user (Tensor.set_shape)
 };
 
 // A graph or function body. Nodes keep their GraphDef order; `topo_order`

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "graph/body_builder.h"
+#include "graph/call_checks.h"
 #include "graph/executable.h"
 #include "graph/input_ref.h"
 #include "tensor/tensor_proto.h"
@@ -34,27 +35,57 @@ std::vector<TensorSpec> ParseArgSpecs(const google::protobuf::RepeatedPtrField<p
 
 FunctionLibrary::~FunctionLibrary() = default;
 
+void FunctionLibrary::AddSignature(FunctionSignature signature) {
+  if (!IsValidName(signature.name)) {
+    ThrowInvalidArgument("library function ", entries_.size(), " has an invalid name '", signature.name, "'");
+  }
+  if (!index_.emplace(signature.name, static_cast<int>(entries_.size())).second) {
+    ThrowInvalidArgument("the library defines function '", signature.name, "' twice");
+  }
+  auto entry = std::make_unique<Entry>();
+  entry->signature = std::move(signature);
+  entries_.push_back(std::move(entry));
+}
+
 std::shared_ptr<FunctionLibrary> FunctionLibrary::Build(const proto::FunctionDefLibrary& lib) {
   std::shared_ptr<FunctionLibrary> out(new FunctionLibrary());
   // Signatures first: bodies may call any function of the library.
   for (const proto::FunctionDef& fdef : lib.function()) {
     const proto::OpSignature& sig = fdef.signature();
-    if (!IsValidName(sig.name())) {
-      ThrowInvalidArgument("library function ", out->entries_.size(), " has an invalid name '", sig.name(), "'");
-    }
-    if (!out->index_.emplace(sig.name(), static_cast<int>(out->entries_.size())).second) {
-      ThrowInvalidArgument("the library defines function '", sig.name(), "' twice");
-    }
-    auto entry = std::make_unique<Entry>();
-    entry->signature.name = sig.name();
+    FunctionSignature signature;
+    signature.name = sig.name();
+    signature.is_stateful = sig.is_stateful();
+    out->AddSignature(std::move(signature));
+    FunctionSignature& added = out->entries_.back()->signature;
     const std::string fn = StrCat("function '", sig.name(), "'");
-    entry->signature.inputs = ParseArgSpecs(sig.input_arg(), fn + " input");
-    entry->signature.outputs = ParseArgSpecs(sig.output_arg(), fn + " output");
-    entry->signature.is_stateful = sig.is_stateful();
-    out->entries_.push_back(std::move(entry));
+    added.inputs = ParseArgSpecs(sig.input_arg(), fn + " input");
+    added.outputs = ParseArgSpecs(sig.output_arg(), fn + " output");
   }
   for (int i = 0; i < lib.function_size(); ++i) {
     out->entries_[i]->body = BuildFunctionBody(lib.function(i), *out);
+  }
+  out->CheckCallGraph();
+  return out;
+}
+
+std::shared_ptr<FunctionLibrary> FunctionLibrary::Build(
+    const std::vector<std::shared_ptr<const LibraryFunction>>& functions) {
+  std::shared_ptr<FunctionLibrary> out(new FunctionLibrary());
+  for (const auto& f : functions) out->AddSignature(f->signature);
+  for (size_t i = 0; i < functions.size(); ++i) {
+    // Each library gets its own copy: callees are indices into this library,
+    // and effects depend on which functions it holds.
+    auto body = std::make_shared<Body>(*functions[i]->body);
+    for (Node& node : body->nodes) {
+      node.callees.clear();
+      const auto& items = node.attrs.items();
+      if (std::none_of(items.begin(), items.end(), [](const auto& kv) { return std::holds_alternative<FuncRef>(kv.second); })) continue;
+      std::vector<PartialShape> shapes;
+      shapes.reserve(node.inputs.size());
+      for (TensorRef r : node.inputs) shapes.push_back(body->StaticShape(r));
+      CheckFunctionCalls(*body, &node, shapes, *out);
+    }
+    out->entries_[i]->body = std::move(body);
   }
   out->CheckCallGraph();
   return out;

@@ -29,12 +29,23 @@ struct FunctionSignature {
   bool is_stateful = false;
 };
 
+// A function traced in this process (graph_builder.h), ready to join the
+// libraries of the functions that call it: its body is validated and typed,
+// but which library functions its nodes call is resolved per library.
+struct LibraryFunction {
+  FunctionSignature signature;
+  std::shared_ptr<const Body> body;
+};
+
 class FunctionLibrary {
  public:
   // Validates every function of `lib` (signatures, bodies, calls between
   // functions: no recursion, nesting at most kMaxCallDepth). Throws
   // InvalidArgument / NotFound naming the function and node.
   static std::shared_ptr<FunctionLibrary> Build(const proto::FunctionDefLibrary& lib);
+  // The same checks for functions already in memory: no parsing and no
+  // second inference, only the calls between them are resolved and checked.
+  static std::shared_ptr<FunctionLibrary> Build(const std::vector<std::shared_ptr<const LibraryFunction>>& functions);
   ~FunctionLibrary();
 
   int Find(std::string_view name) const;  // -1 when there is no such function
@@ -62,6 +73,7 @@ class FunctionLibrary {
     mutable std::unique_ptr<Executable> executable;
   };
   FunctionLibrary() = default;
+  void AddSignature(FunctionSignature signature);  // checks the name is valid and new
   void CheckCallGraph();
   void Visit(int i, std::vector<int>* path, std::vector<int>* state);
 

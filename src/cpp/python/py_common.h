@@ -16,6 +16,7 @@ namespace py = pybind11;
 
 namespace treadle::graph {
 class Executable;
+struct LibraryFunction;
 }
 
 namespace treadle::python {
@@ -23,6 +24,17 @@ namespace treadle::python {
 // _core.Executable: a planned graph (py_graph.cc); td.data's map stages run it too.
 struct PyExecutable {
   std::shared_ptr<const graph::Executable> executable;
+};
+
+// _core.LibraryFunction: a finished traced function (py_graph_builder.cc).
+struct PyLibraryFunction {
+  std::shared_ptr<const graph::LibraryFunction> function;
+};
+std::vector<std::shared_ptr<const graph::LibraryFunction>> LibraryFromPy(const std::vector<PyLibraryFunction>& fns);
+
+// _core.OpHandle: an op of the registry, looked up once by name (py_ops.cc).
+struct OpHandle {
+  const OpDef* op;
 };
 
 // The Python DType objects (treadle.dtypes.float32, ...), registered by the
@@ -61,6 +73,7 @@ void RegisterTensor(py::module_& m);
 void RegisterOps(py::module_& m);
 void RegisterProto(py::module_& m);
 void RegisterGraph(py::module_& m);
+void RegisterGraphBuilder(py::module_& m);  // called by RegisterGraph, before the Executable class
 void RegisterDispatch(py::module_& m);
 void RegisterFunctionAttrs(py::module_& m);
 void RegisterDLPack(py::module_& m);  // after RegisterTensor: adds EagerTensor methods

@@ -1,7 +1,9 @@
-// Graph execution as Python sees it: _core.Executable, built from a
-// serialized GraphDef and run on EagerTensors with the GIL released.
+// Graph execution as Python sees it: _core.Executable, built from traced
+// functions or from a serialized GraphDef, and run on EagerTensors with the
+// GIL released.
 #include "graph/elementwise_fusion.h"
 #include "graph/graph_version.h"
+#include "graph/library.h"
 #include "graph/loader.h"
 #include "py_common.h"
 #include "util/cancel.h"
@@ -60,6 +62,7 @@ py::list SignatureToPy(const std::vector<graph::TensorSpec>& specs) {
 
 void RegisterGraph(py::module_& m) {
   m.attr("GRAPH_VERSION") = graph::kGraphVersion;
+  RegisterGraphBuilder(m);
   py::class_<PyExecutable>(m, "Executable", "A validated, planned graph that runs on EagerTensors.")
       .def(py::init([](const py::bytes& graph_def, const std::vector<std::string>& inputs,
                        const std::vector<std::string>& outputs) {
@@ -75,6 +78,19 @@ void RegisterGraph(py::module_& m) {
            },
            py::arg("graph_def"), py::arg("function_name"),
            "Runs library function `function_name` of a serialized GraphDef, taking its signature's arguments.")
+      .def_static("from_library",
+                  [](const std::vector<PyLibraryFunction>& functions, const std::string& function_name) {
+                    std::shared_ptr<const graph::FunctionLibrary> library =
+                        graph::FunctionLibrary::Build(LibraryFromPy(functions));
+                    int f = library->Find(function_name);
+                    if (f < 0) {
+                      throw Error(Code::kNotFound, StrCat("the library has no function '", function_name, "'"));
+                    }
+                    // Shares ownership of the library, which owns the function's Executable.
+                    return PyExecutable{std::shared_ptr<const graph::Executable>(library, &library->Compiled(f))};
+                  },
+                  py::arg("functions"), py::arg("function_name"),
+                  "Runs `function_name` of a library of traced functions (LibraryFunctions), with no serialization.")
       .def("run", &Run, py::arg("args"), "Runs the graph on a list of EagerTensors; returns a list.")
       .def("__call__", &Run, py::arg("args"))
       .def_property_readonly("num_nodes", [](const PyExecutable& e) { return e.executable->num_planned_nodes(); },

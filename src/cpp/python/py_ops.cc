@@ -13,10 +13,6 @@ namespace treadle::python {
 
 namespace {
 
-struct OpHandle {
-  const OpDef* op;
-};
-
 py::dict DescribeOp(const OpDef& op) {
   py::dict d;
   d["name"] = op.name;

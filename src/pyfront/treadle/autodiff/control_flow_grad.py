@@ -30,7 +30,7 @@ from treadle.framework import context, dtypes
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.graph_tensor import SymbolicTensor
 from treadle.framework.tensor_shape import TensorShape
-from treadle.function.concrete_function import ConcreteFunction
+from treadle.function.concrete_function import finish_function
 from treadle.ops.control_flow_ops import _body_function, cond, while_loop
 
 
@@ -61,9 +61,7 @@ class _LazyValues:
 
 
 def _concrete(graph, name, outputs):
-    fn = ConcreteFunction(graph, unique_function_name(name), ((), {}), list(outputs))
-    fn.function_def()
-    return fn
+    return finish_function(graph, unique_function_name(name), outputs, finalize=False)
 
 
 def _placeholder_value(graph, like):

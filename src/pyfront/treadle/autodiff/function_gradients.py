@@ -34,7 +34,7 @@ from treadle.framework import context, dtypes, indexed_slices
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.graph_tensor import SymbolicTensor
 from treadle.framework.op_def_library import function_attrs
-from treadle.function.concrete_function import ConcreteFunction
+from treadle.function.concrete_function import finish_function
 
 _lock = threading.RLock()
 
@@ -144,9 +144,7 @@ class GraphBackward:
         bwd.inputs = dys + needed_phs + capture_phs
         bwd.structured_outputs = list(results)
         bwd.outputs = list(results)
-        self.function = ConcreteFunction(bwd, bwd.name, ((), {}), list(results))
-        self.function.function_def()
-        bwd.finalized = True
+        self.function = finish_function(bwd, bwd.name, results)
         input_index = {id(t): i for i, t in enumerate(graph.inputs)}
         # For each needed forward tensor: ("input", i) or ("intermediate", tensor).
         self.needed_kinds = [("input", input_index[id(t)]) if id(t) in input_index else ("intermediate", t)
@@ -255,9 +253,8 @@ class FunctionGradient:
             if id(t) not in known:
                 known.add(id(t))
                 outputs.append(t)
-        forward = ConcreteFunction(self.graph, unique_function_name(f"{self.name}_forward{len(self.levels)}"),
-                                   ((), {}), outputs)
-        forward.function_def()
+        forward = finish_function(self.graph, unique_function_name(f"{self.name}_forward{len(self.levels)}"),
+                                  outputs, finalize=False)
         forward._gradient_info = self
         self.levels.append(_Level(differentiated, bwd, forward, outputs))
 
@@ -419,9 +416,7 @@ def backward_function(concrete_fn):
     graph.inputs = xs + [dy_phs[i] for i in out_idx] + [ph for _, ph in graph.captures.values()]
     graph.structured_outputs = list(results)
     graph.outputs = list(results)
-    fn = ConcreteFunction(graph, graph.name, ((), {}), list(results))
-    fn.function_def()
-    graph.finalized = True
+    fn = finish_function(graph, graph.name, results)
     fn.input_gradient_indices = input_idx
     fn.output_gradient_indices = out_idx
     concrete_fn._backward_function = fn

@@ -1,14 +1,16 @@
 """FuncGraph: the graph a Python function is traced into.
 
 While a FuncGraph is the current graph (framework/context.py), every op call
-adds an Operation instead of running: shapes and dtypes come from the C++
-registry's inference, eager tensors from outside become captured inputs, and
-constants made during tracing become Const nodes."""
+adds a node to the graph's C++ builder (_core.GraphBuilder), which infers its
+dtypes and shapes once, from the registry, and keeps its canonical attributes;
+the Operation and SymbolicTensors Python sees are handles on that node. Eager
+tensors from outside become captured inputs, and constants made during
+tracing become Const nodes."""
 
 import itertools
 
 from treadle import _core, errors
-from treadle.framework import context, dtypes
+from treadle.framework import context, dtypes, graph_serialization
 from treadle.framework.graph_tensor import Operation, SymbolicTensor
 from treadle.framework.op_execution import op_handle
 from treadle.framework.op_def_library import SIGNATURES
@@ -32,27 +34,14 @@ class FuncGraph:
         self.structured_outputs = None
         self.captures = {}          # id(external) -> (external tensor, internal placeholder)
         self.stateful_ops = []
-        self.functions = {}         # name -> object with .function_def() and .library_functions()
+        self.functions = {}         # name -> ConcreteFunction (.library_function(), .graph) it calls
         self.finalized = False
-        self._names = {}
-        self._const_cache = {}
+        self._builder = _core.GraphBuilder()  # the nodes, in C++; names are made unique there
+        self._rewritten_ops = []  # ops changed in place since their node was last typed
+        self._constants = {}  # node index -> tensor, of the small constants (shared by value)
+        self._const_cache = {}  # id(value) -> (value, tensor), of the other constants
         self.variables = []
         self._control_dependencies = []  # lists of ops, one per open td.control_dependencies block
-
-    # -------------------------------------------------------------- naming
-    def unique_name(self, base):
-        base = base.replace("/", "_") or "node"
-        n = self._names.get(base)
-        if n is None:
-            self._names[base] = 1
-            return base
-        while True:
-            candidate = f"{base}_{n}"
-            n += 1
-            if candidate not in self._names:
-                self._names[base] = n
-                self._names[candidate] = 1
-                return candidate
 
     # -------------------------------------------------------------- scoping
     def __enter__(self):
@@ -84,28 +73,41 @@ class FuncGraph:
         return False
 
     # -------------------------------------------------------------- nodes
+    def _add_node(self, name, op_type, inputs, attrs, control):
+        """Adds a node to the builder (inferred there) and its Operation here."""
+        if self._rewritten_ops:
+            self._retype_rewritten()
+        index, name, out_dtypes, out_shapes = self._builder.add_node(
+            name, op_handle(op_type), inputs, attrs, [c._node for c in control] if control else ())
+        op = Operation(self, index, name, op_type, inputs, control)
+        if len(out_dtypes) == 1:  # most ops
+            op.outputs = [SymbolicTensor(op, 0, out_dtypes[0], out_shapes[0])]
+        else:
+            op.outputs = [SymbolicTensor(op, i, d, s) for i, (d, s) in enumerate(zip(out_dtypes, out_shapes))]
+        self.operations.append(op)
+        return op
+
     def add_placeholder(self, dtype, shape, name="arg"):
         dtype = dtypes.as_dtype(dtype)
-        op = Operation(self, self.unique_name(name), "Placeholder", [], {"dtype": dtype, "shape": TensorShape(shape).dims})
-        t = SymbolicTensor(op, 0, dtype, shape)
-        op.outputs = [t]
-        self.operations.append(op)
+        t = self._add_node(name, "Placeholder", [], {"dtype": dtype, "shape": TensorShape(shape).dims}, []).outputs[0]
         self.inputs.append(t)
         return t
 
     def constant(self, value):
         """A Const node holding the EagerTensor `value`. Small numeric
         constants are shared by value (`x * 0.5` a hundred times makes one node)."""
-        key = _constant_key(value)
-        cached = self._const_cache.get(key)
-        if cached is not None and (type(key) is tuple or cached[0] is value):
+        index = self._builder.find_constant(value)
+        if index >= 0:
+            return self._constants[index]
+        cached = self._const_cache.get(id(value))
+        if cached is not None and cached[0] is value:
             return cached[1]
-        op = Operation(self, self.unique_name("Const"), "Const", [], {"value": value, "dtype": value.dtype})
+        op = self._add_node("Const", "Const", [], {"value": value, "dtype": value.dtype}, [])
         op.value = value
-        t = SymbolicTensor(op, 0, value.dtype, value._shape_tuple())
-        op.outputs = [t]
-        self.operations.append(op)
-        self._const_cache[key] = (value, t)
+        t = op.outputs[0]
+        self._constants[op._node] = t
+        self._builder.share_constant(op._node)
+        self._const_cache[id(value)] = (value, t)
         return t
 
     capture_constant = constant
@@ -148,22 +150,16 @@ class FuncGraph:
         """Adds an op and returns its output tensors (dtypes and shapes from the registry)."""
         if self.finalized:
             raise RuntimeError(f"graph {self.name} is finished; no ops can be added to it")
-        inputs = [self._graph_input(t) for t in inputs]
-        values = [t.op.value if t.op.type == "Const" else None for t in inputs]
-        out_dtypes, out_shapes, canonical = _core.infer(
-            op_handle(op_type), [t.dtype for t in inputs], [t.shape.as_tuple() for t in inputs], values,
-            attrs or {})
-        sig = SIGNATURES[op_type]
+        # Tensors of this graph (the usual case) go straight in; others are captured.
+        inputs = [t if type(t) is SymbolicTensor and t.op.graph is self else self._graph_input(t) for t in inputs]
+        stateful = SIGNATURES[op_type].stateful
         control = []
-        if sig.stateful:
-            if self.stateful_ops:
-                control.append(self.stateful_ops[-1])
+        if stateful and self.stateful_ops:
+            control.append(self.stateful_ops[-1])
         for ops in self._control_dependencies:
             control.extend(op for op in ops if op not in control)
-        op = Operation(self, self.unique_name(name or op_type), op_type, inputs, canonical, control)
-        op.outputs = [SymbolicTensor(op, i, d, s) for i, (d, s) in enumerate(zip(out_dtypes, out_shapes))]
-        self.operations.append(op)
-        if sig.stateful:
+        op = self._add_node(name or op_type, op_type, inputs, attrs, control)
+        if stateful:
             self.stateful_ops.append(op)
         return op.outputs
 
@@ -173,13 +169,32 @@ class FuncGraph:
         control = []
         for ops in self._control_dependencies:
             control.extend(op for op in ops if op not in control)
-        op = Operation(self, self.unique_name(name), "NoOp", [], {}, control)
-        self.operations.append(op)
-        return op
+        return self._add_node(name, "NoOp", [], None, control)
+
+    def _rewritten(self, op):
+        """Notes that `op` is being rewritten in place (Operation.attrs was set)."""
+        if op not in self._rewritten_ops:
+            self._rewritten_ops.append(op)
+
+    def _retype_rewritten(self):
+        """Re-types in the builder the nodes of ops rewritten in place, from
+        their new inputs and attrs, and checks their Python outputs agree."""
+        ops, self._rewritten_ops = self._rewritten_ops, []
+        for op in ops:
+            _, _, out_dtypes, _ = self._builder.replace_node(op._node, op.inputs, op.attrs,
+                                                             [c._node for c in op.control_inputs])
+            if [t.dtype for t in op.outputs] != list(out_dtypes):
+                raise TypeError(f"rewriting {op!r} gave it outputs {[t.dtype.name for t in op.outputs]}, but its "
+                                f"inputs and attrs give {[d.name for d in out_dtypes]}")
+
+    def _refine_shape(self, tensor):
+        """Tells the builder a tensor's shape was narrowed (Tensor.set_shape)."""
+        if self._rewritten_ops:
+            self._retype_rewritten()
+        self._builder.refine_shape(tensor.op._node, tensor.value_index, tensor.shape.dims)
 
     def as_graph_def(self):
         """The graph as a GraphDef protobuf message (placeholders as nodes, with its function library)."""
-        from treadle.framework import graph_serialization
         return graph_serialization.graph_def(self)
 
     def get_operations(self):
@@ -191,17 +206,6 @@ class FuncGraph:
 
     def __repr__(self):
         return f"<FuncGraph {self.name}: {len(self.operations)} ops>"
-
-
-_SMALL_CONSTANT = 16
-
-
-def _constant_key(value):
-    """Value key for small numeric tensors, identity otherwise."""
-    dtype = value.dtype
-    if (dtype.is_numeric or dtype == dtypes.bool) and value._num_elements() <= _SMALL_CONSTANT:
-        return (dtype.as_datatype_enum, value._shape_tuple(), value._numpy_view().tobytes())
-    return id(value)
 
 
 _counter = itertools.count()

@@ -8,19 +8,38 @@ from treadle.framework.tensor_shape import TensorShape
 
 
 class Operation:
-    """One node of a FuncGraph: an op type, its inputs, attributes and outputs."""
+    """One node of a FuncGraph, a handle on its node in the graph's C++
+    builder (`_node`): its op type, inputs, attributes and outputs."""
 
-    __slots__ = ("graph", "name", "type", "inputs", "attrs", "outputs", "control_inputs", "value", "__weakref__")
+    __slots__ = ("graph", "_node", "name", "type", "inputs", "_attrs", "outputs", "control_inputs", "value",
+                 "__weakref__")
 
-    def __init__(self, graph, name, op_type, inputs, attrs, control_inputs=()):
+    def __init__(self, graph, node, name, op_type, inputs, control_inputs):
+        """`inputs` and `control_inputs` are lists the Operation takes over."""
         self.graph = graph
+        self._node = node
         self.name = name
         self.type = op_type
-        self.inputs = list(inputs)
-        self.attrs = attrs
+        self.inputs = inputs
+        self._attrs = None  # read from the builder when first asked for
         self.outputs = []
-        self.control_inputs = list(control_inputs)
+        self.control_inputs = control_inputs
         self.value = None  # the EagerTensor of a Const node
+
+    @property
+    def attrs(self):
+        """The canonical attributes (defaults filled in), as a dict."""
+        if self._attrs is None:
+            self._attrs = self.graph._builder.attrs(self._node)
+        return self._attrs
+
+    @attrs.setter
+    def attrs(self, attrs):
+        # A rewrite in place (gradients of control flow) gives the op new attrs
+        # and then new inputs or outputs: the graph re-types its node once the
+        # rewrite is over, before the node is next read.
+        self._attrs = attrs
+        self.graph._rewritten(self)
 
     def __repr__(self):
         return f"<td.Operation '{self.name}' type={self.type}>"
@@ -54,6 +73,7 @@ class SymbolicTensor(Tensor):
 
     def set_shape(self, shape):
         self._shape = self._shape.merge_with(shape)
+        self.op.graph._refine_shape(self)
 
     @property
     def ndim(self):

@@ -3,7 +3,7 @@
 import inspect
 import threading
 
-from treadle import _core
+from treadle import _core, graph_pb2
 from treadle.framework import context, graph_serialization, indexed_slices
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
@@ -36,6 +36,7 @@ class ConcreteFunction:
         self._capture_values = None
         self._pack = None
         self._lock = threading.Lock()
+        self._library_function = None  # the graph's snapshot in C++, taken when the function is finished
         self._function_def = None
         self.function_type = None  # set by the polymorphic function that traced it
         self._signature = None     # inspect.Signature of the Python function
@@ -61,9 +62,16 @@ class ConcreteFunction:
     def variables(self):
         return list(self.graph.variables)
 
+    def library_function(self):
+        """The function as a _core.LibraryFunction: a snapshot of its graph,
+        taken the first time it is asked for (finish_function does so)."""
+        if self._library_function is None:
+            self._library_function = graph_serialization.library_function(self.graph, self.name, self._flat_outputs)
+        return self._library_function
+
     def function_def(self):
         if self._function_def is None:
-            self._function_def = graph_serialization.function_def(self.graph, self.name, self._flat_outputs)
+            self._function_def = graph_pb2.FunctionDef.FromString(self.library_function().function_def())
         return self._function_def
 
     def library_graph_def(self):
@@ -74,8 +82,8 @@ class ConcreteFunction:
         if self._executable is None:
             with self._lock:
                 if self._executable is None:
-                    data = self.library_graph_def().SerializeToString()
-                    self._executable = _core.Executable.from_function(data, self.name)
+                    library = graph_serialization.library_functions([self])
+                    self._executable = _core.Executable.from_library(library, self.name)
         return self._executable
 
     def __call__(self, *args, **kwargs):
@@ -204,6 +212,17 @@ class ConcreteFunction:
 
     def __str__(self):
         return "ConcreteFunction " + self.pretty_printed_signature()
+
+
+def finish_function(graph, name, outputs, arg_structure=((), {}), python_function=None, finalize=True):
+    """The ConcreteFunction of a traced `graph` returning `outputs`, its graph
+    taken as it is now (ops added later, e.g. by gradients, are not part of
+    it); with `finalize`, no op can be added to the graph any more."""
+    fn = ConcreteFunction(graph, name, arg_structure, list(outputs), python_function)
+    fn.library_function()
+    if finalize:
+        graph.finalized = True
+    return fn
 
 
 def is_extension_value(value):

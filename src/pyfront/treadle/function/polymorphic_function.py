@@ -17,7 +17,7 @@ from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.function import trace_type
-from treadle.function.concrete_function import ConcreteFunction, is_extension_value
+from treadle.function.concrete_function import finish_function, is_extension_value
 from treadle.function.function_type import FunctionCache, FunctionType, Parameter, is_specific
 from treadle.function.retracing import RetracingDetector
 from treadle.util import nest
@@ -309,12 +309,10 @@ class Function:
             variables._creation_hooks.remove(hook)
         arg_specs = {p.name: _spec_structure(p.type, p.name) for p in ftype.parameters}
         structured_args = (tuple(arg_specs[n] for n in arg_specs), {})
-        concrete = ConcreteFunction(graph, unique_function_name(self._name), structured_args, flat_out,
-                                    self._python_function)
+        concrete = finish_function(graph, unique_function_name(self._name), flat_out, structured_args,
+                                   self._python_function)
         concrete.function_type = ftype.with_output(_output_type(graph.structured_outputs))
         concrete._signature = self._signature
-        concrete.function_def()
-        graph.finalized = True
         return concrete
 
     def _variable_creation_hook(self, graph, allowed, created):

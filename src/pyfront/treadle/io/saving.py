@@ -110,10 +110,8 @@ def save(obj, path, signatures=None, options=None):
     seen_functions = set()
     writer = SavedValueWriter(saved.variables)
     for attribute, signature_key, fn in _saved_entries(obj, signatures):
-        for fdef in fn.library_graph_def().library.function:
-            if fdef.signature.name not in seen_functions:
-                seen_functions.add(fdef.signature.name)
-                saved.graph.library.function.append(fdef)
+        graph_serialization.merge_function_library(saved.graph.library, fn.library_graph_def().library,
+                                                   seen_functions)
         sf = saved.functions.add(function_name=fn.name, attribute=attribute, signature_key=signature_key)
         for external, _ in fn.graph.captures.values():
             var = variable_for_handle(external)

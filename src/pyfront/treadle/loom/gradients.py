@@ -10,9 +10,9 @@ from treadle.autodiff import helpers as _ops
 from treadle.autodiff.function_gradients import GRADIENT_ERRORS, GraphBackward, function_gradient
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
+from treadle.framework.graph_serialization import merge_function_library
 from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.op_execution import execute
-from treadle.loom.tracing import merge_library
 
 
 def attach_backward_functions(traced_ops, library):
@@ -36,7 +36,7 @@ def attach_backward_functions(traced_ops, library):
                                      for kind, v in bwd.needed_kinds)
         op_def.backward_input_gradients.extend(i for i, g in enumerate(bwd.grad_index) if g is not None)
         for f in (level.forward, bwd.function):
-            merge_library(library, f.library_graph_def())
+            merge_function_library(library.library, f.library_graph_def().library)
 
 
 def _backward_of(fn):

@@ -12,13 +12,14 @@ import numpy as np
 
 from treadle import _core, graph_pb2, loom_pb2
 from treadle.framework import context, dtypes
+from treadle.framework.graph_serialization import merge_function_library
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded
 from treadle.loom import foreign_schedules, gradients
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
-from treadle.loom.tracing import merge_library, trace_op
+from treadle.loom.tracing import trace_op
 from treadle.loom.schedule import Schedule
 from treadle.loom.type_shape import TypeShape, type_shape_of
 from treadle.loom.weaver import Weaver
@@ -173,7 +174,7 @@ class Loom:
             op_def.num_captures = len(traced.captures)
             self._captures.extend(traced.captures)
             library.versions.CopyFrom(traced.library.versions)
-            merge_library(library, traced.library)
+            merge_function_library(library.library, traced.library.library)
             traced_defs.append((op_def, traced.function))
         gradients.attach_backward_functions(traced_defs, library)
         self._set_loom_def(loom_pb2.LoomDef(metadata=self._metadata, library=library))

@@ -8,7 +8,7 @@ from treadle.framework import dtypes
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.variables import variable_for_handle
-from treadle.function.concrete_function import ConcreteFunction
+from treadle.function.concrete_function import finish_function
 from treadle.ragged.ragged_tensor import RaggedTensor
 
 _VARIABLE_WRITES = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
@@ -37,17 +37,6 @@ class _LoomOpGraph(FuncGraph):
             placeholder = self.add_placeholder(var.dtype, var.shape.dims, name="variable")
             entry = self.variable_captures[id(var)] = (var, placeholder)
         return entry[1]
-
-
-def merge_library(into, graph_def):
-    """Adds the library functions of `graph_def` that `into` (a GraphDef) lacks:
-    the one place a loom merges function libraries (its ops' functions and
-    their gradient functions share helpers)."""
-    have = {f.signature.name for f in into.library.function}
-    for fdef in graph_def.library.function:
-        if fdef.signature.name not in have:
-            have.add(fdef.signature.name)
-            into.library.function.append(fdef)
 
 
 class TracedOp:
@@ -107,7 +96,5 @@ def trace_op(op_name, op):
     for var, placeholder in graph.variable_captures.values():
         by_placeholder[id(placeholder)] = var
     captures = [by_placeholder[id(p)] for p in graph.inputs[len(arguments):]]
-    function = ConcreteFunction(graph, unique_function_name(f"loom_{op_name}"), None, outputs)
-    function.function_def()
-    graph.finalized = True
+    function = finish_function(graph, unique_function_name(f"loom_{op_name}"), outputs, arg_structure=None)
     return TracedOp(function, captures)

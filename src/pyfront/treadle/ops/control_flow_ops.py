@@ -7,7 +7,7 @@ from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
-from treadle.function.concrete_function import ConcreteFunction
+from treadle.function.concrete_function import finish_function
 from treadle.ops import math_ops
 from treadle.util import nest
 
@@ -22,10 +22,7 @@ def _in_graph(*values):
 
 def _body_function(graph, name, outputs):
     graph.structured_outputs = list(outputs)
-    fn = ConcreteFunction(graph, unique_function_name(name), ((), {}), list(outputs))
-    fn.function_def()
-    graph.finalized = True
-    return fn
+    return finish_function(graph, unique_function_name(name), outputs)
 
 
 def _trace_graph(name, fn, arg_specs, arg_names=None):
