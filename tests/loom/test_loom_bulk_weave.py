@@ -125,6 +125,12 @@ def test_constants_and_batch_inputs_in_bulk():
     (dict(node_op=[0, 0, 0]), TypeError, "node 1 gives 3 arguments for input 0"),
     (dict(outputs=[3]), ValueError, "output 0 is node 3"),
     (dict(arg_splits=[0, 2, 1, 6]), ValueError, "decreases"),
+    # Beyond int32 (2**32 + 3 wrapped around to source 3, a node), and not integers at all.
+    (dict(arg_source=[3, 3, 0, 0, 2 ** 32 + 3, 0]), ValueError, r"arg_source\[4\] = 4294967299 does not fit"),
+    (dict(arg_output=[0, 0, 0, 0, 0, -2 ** 40]), ValueError, r"arg_output\[5\] = .* does not fit"),
+    (dict(arg_input=[0, 1, 0, 0, 0, 2 ** 31]), ValueError, r"arg_input\[5\] = 2147483648 does not fit"),
+    (dict(arg_value=[0, 0, 0, 0, 0, 1.5]), ValueError, "arg_value must hold integers, got float64 with a fraction"),
+    (dict(arg_value=[0, 0, 0, 0, 0, "1"]), ValueError, "arg_value must hold integers, got <U"),
 ])
 def test_weave_checks_everything_before_weaving(change, error, match):
     loom = ragged_sum_loom()
@@ -138,6 +144,15 @@ def test_weave_checks_everything_before_weaving(change, error, match):
     with pytest.raises(error, match=match):
         fresh.weave(["add", "total"], **args)
     assert fresh.num_results == 0
+
+
+def test_weave_refuses_an_output_index_beyond_int32():
+    loom = ragged_sum_loom()
+    w = loom.make_weaver()
+    with pytest.raises(ValueError, match=r"output_index\[0\] = 4294967296 does not fit"):
+        w.weave(["add", "total"], node_op=[0, 1, 1], arg_splits=[0, 2, 5, 6], arg_input=[0, 1, 0, 0, 0, 0],
+                arg_source=[3, 3, 0, 0, 3, 0], arg_value=[0, 0, 0, 0, 0, 1], outputs=[2], output_index=[2 ** 32])
+    assert w.num_results == 0
 
 
 def test_weave_respects_max_depth():

@@ -112,15 +112,18 @@ class Weaver(_core.LoomWeaver):
         output, in order. Everything is checked before anything is woven.
         Returns an int32 array with each node's first result."""
         indices = np.array([self._loom._op_index(op) for op in ops], dtype=np.int32)
-        node_op = np.asarray(node_op, dtype=np.int64)
+        node_op = _int_array(node_op, "node_op", np.int64)
         if node_op.size and (node_op.min() < 0 or node_op.max() >= len(indices)):
             raise ValueError(f"Weaver.weave: node_op must index `ops` (of {len(indices)} ops)")
-        arg_input = np.asarray(arg_input, dtype=np.int32)
-        outputs = np.asarray(outputs, dtype=np.int64).reshape(-1)
+        arg_input = _int_array(arg_input, "arg_input", np.int32)
+        outputs = _int_array(outputs, "outputs", np.int64).reshape(-1)
+        arg_output = np.zeros(len(arg_input), np.int32) if arg_output is None else arg_output
+        output_index = np.zeros(len(outputs), np.int32) if output_index is None else output_index
         return self._weave_graph(
-            indices[node_op], arg_splits, arg_input, arg_source, arg_value,
-            np.zeros(len(arg_input), np.int32) if arg_output is None else arg_output, outputs,
-            np.zeros(len(outputs), np.int32) if output_index is None else output_index)
+            indices[node_op], _int_array(arg_splits, "arg_splits", np.int64), arg_input,
+            _int_array(arg_source, "arg_source", np.int32), _int_array(arg_value, "arg_value", np.int64),
+            _int_array(arg_output, "arg_output", np.int32), outputs,
+            _int_array(output_index, "output_index", np.int32))
 
     def weave_trees(self, left, right, leaf_values, roots, leaf_op, node_op, leaf_input, root_outputs=None,
                     leaf_input_kind="batch_input"):
@@ -158,3 +161,29 @@ class Weaver(_core.LoomWeaver):
 
 def _weaver_from_message(loom, message):
     return loom.deserialize_weaver(message)
+
+
+def _int_array(values, name, dtype):
+    """`values` as an array of `dtype` for Weaver.weave, refused (ValueError,
+    naming the array and the entry) when an entry is not an integer or does
+    not fit: NumPy's casts, and the core's, would truncate floats and wrap
+    wide integers around into another, valid-looking schedule."""
+    array = np.asarray(values)
+    if array.size == 0:
+        return array.astype(dtype)
+    if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
+        array = array.astype(np.float64)  # whole numbers as floats (np.ones) are fine; range checked below
+    elif array.dtype.kind not in "iu":
+        raise ValueError(f"Weaver.weave: {name} must hold integers, got {array.dtype}"
+                         + (" with a fraction, an inf or a NaN" if array.dtype.kind == "f" else ""))
+    info = np.iinfo(dtype)
+    if array.dtype.kind == "f":  # float(info.max) + 1 is exact (a power of two); info.max may not be
+        out_of_range = (array >= float(info.max) + 1) | (array < info.min)
+    else:
+        out_of_range = array > info.max
+        if array.dtype.kind == "i":
+            out_of_range |= array < info.min
+    bad = np.flatnonzero(out_of_range)
+    if bad.size:
+        raise ValueError(f"Weaver.weave: {name}[{bad[0]}] = {array.reshape(-1)[bad[0]]} does not fit in {info.dtype}")
+    return array.astype(dtype)
