@@ -324,3 +324,14 @@ def test_unbatch_of_ragged_first_dimensions_fails_at_that_element():
         next(it)
     with pytest.raises(ValueError, match="scalar"):
         Dataset.range(3).unbatch()
+
+
+def test_many_maps_do_not_warn_of_functions_made_in_a_loop():
+    """td.data makes one td.function per map/filter by design: five datasets
+    are not "a td.function created again and again" (issue 16's note)."""
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in range(7):
+            ds = td.data.Dataset.range(3).map(lambda x: x * 2).filter(lambda x: x >= 0)
+            assert [int(v) for v in ds] == [0, 2, 4]

@@ -5,6 +5,7 @@ THRESHOLD td.functions were made of one Python function and each traced
 caused the last trace."""
 
 import collections
+import os
 import warnings
 
 from treadle.function import trace_type
@@ -17,6 +18,10 @@ _GENERIC = ("Tracing is expensive and the excessive number of tracings could be 
             "of tensors. For (1), please define your @td.function outside of the loop. For (2), @td.function has "
             "reduce_retracing=True option that can avoid unnecessary retracing. For (3), please refer to the "
             "tf.function guide's 'Controlling retracing' section.")
+
+# treadle's own wrappers (td.data's map/filter functions, one td.function per
+# dataset by design) are not "a td.function created in a loop".
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 # Per Python code object: how many td.functions made of it have traced.
 _functions_traced = collections.Counter()
@@ -51,7 +56,7 @@ class RetracingDetector:
 
 def _first_trace(fn):
     code = getattr(fn, "__code__", None)
-    if code is None:
+    if code is None or code.co_filename.startswith(_PACKAGE_DIR):
         return
     _functions_traced[code] += 1
     if _functions_traced[code] >= THRESHOLD and code not in _warned_codes:
