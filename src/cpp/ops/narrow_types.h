@@ -43,4 +43,18 @@ void AddHalfInto(DType half, const uint16_t* src, uint16_t* dst, int64_t n);
 // in the wide dtype as described above.
 OpDef WithNarrowTypes(OpDef op, const std::vector<DType>& extra, Narrowing mode = Narrowing::kWrap);
 
+// Whether a call has a narrow input or output dtype (RunKernel's choice of
+// OpDef::narrow_kernel).
+// Inline: RunKernel asks it on every call of an op that has a narrow kernel.
+inline bool IsNarrowDType(DType t) { return IsHalfFloat(t) || IsByteInt(t); }
+inline bool IsNarrowCall(const KernelContext& ctx) {
+  for (DType t : ctx.out_dtypes) {
+    if (IsNarrowDType(t)) return true;
+  }
+  for (const Tensor& t : ctx.inputs) {
+    if (IsNarrowDType(t.dtype())) return true;
+  }
+  return false;
+}
+
 }  // namespace treadle

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "ops/narrow_types.h"
 #include "util/errors.h"
 
 namespace treadle {
@@ -225,7 +226,11 @@ void RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap
                OutputAllocator* allocator) {
   KernelContext ctx(op, inputs, attrs, inferred.dtypes, inferred.shapes, functions, std::move(*outputs), allocator);
   try {
-    op.kernel(ctx);
+    if (op.narrow_kernel && IsNarrowCall(ctx)) {
+      op.narrow_kernel(ctx);
+    } else {
+      op.kernel(ctx);
+    }
   } catch (const StaticError& e) {
     throw Error(Code::kInvalidArgument, WithOpTag(e.what(), op.name));
   } catch (const Error& e) {

@@ -139,6 +139,11 @@ struct OpDef {
   DTypeFn dtype_fn;
   ShapeFn shape_fn;
   KernelFn kernel;
+  // Set by WithNarrowTypes (ops/narrow_types.h): runs `kernel` in the wide
+  // dtypes for a call with a narrow (16-bit float, 8-bit integer) input or
+  // output. RunKernel picks it only for such calls, so wide calls pay no
+  // second indirect call (a shared one mispredicted on every op).
+  KernelFn narrow_kernel;
   bool stateful = false;         // never constant-folded or deduplicated (random ops, print)
   bool long_running = false;     // runs long however small its inputs (a loom): eager calls release the GIL
   // Public Python names generated straight from this def ("add", "math.add");
