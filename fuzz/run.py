@@ -165,22 +165,26 @@ def main(argv=None):
         return 0
     from fuzz.targets import KINDS  # noqa: F401 - only the names; the worker imports treadle itself
     kinds = list(KINDS) if args.kinds == "all" else args.kinds.split(",")
-    worker = Worker()
     table, bad = [], 0
-    try:
-        for kind in kinds:
-            counts = collections.Counter()
+    for kind in kinds:
+        # A fresh worker per kind: what one kind's inputs leave in the worker
+        # (allocator fragmentation under the memory cap, caches) must not turn
+        # the next kind's inputs into "oom" (a 60 s run of all kinds in one
+        # worker ended with every weave_csr input oom; alone it had none).
+        worker = Worker()
+        counts = collections.Counter()
+        try:
             if args.corpus:
                 for path in corpus_files(kind):
                     with open(path, "rb") as f:
                         record(worker, kind, f.read(), args, counts)
             else:
                 fuzz_kind(worker, kind, args, counts)
-            table.append((kind, [counts[o] for o in OUTCOMES]))
-            bad += counts["crashed"] + counts["hung"] + counts["wrong"]
-            print(f"{kind:15s} " + " ".join(f"{o}={counts[o]}" for o in OUTCOMES), flush=True)
-    finally:
-        worker.stop()
+        finally:
+            worker.stop()
+        table.append((kind, [counts[o] for o in OUTCOMES]))
+        bad += counts["crashed"] + counts["hung"] + counts["wrong"]
+        print(f"{kind:15s} " + " ".join(f"{o}={counts[o]}" for o in OUTCOMES), flush=True)
     print("\n| kind | " + " | ".join(OUTCOMES) + " |\n|" + " --- |" * (len(OUTCOMES) + 1))
     for kind, row in table:
         print(f"| {kind} | " + " | ".join(str(v) for v in row) + " |")
