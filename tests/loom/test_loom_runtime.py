@@ -244,6 +244,11 @@ def test_weave_trees_checks_its_description():
     deep = tree_utils.tree_arrays([(((1, 2), 3), 4)])
     with pytest.raises(ValueError, match="depth 4, beyond the loom's max_depth of 3"):
         weaver.weave_trees(*deep, "leaf", "node", w.embed_ts)
+    # Values that NumPy's int64 cast would truncate or wrap around are refused.
+    with pytest.raises(ValueError, match=r"weave_trees: leaf_values must hold integers, got float64 with a fraction"):
+        weaver.weave_trees(left, right, values + 0.5, roots, "leaf", "node", w.embed_ts)
+    with pytest.raises(ValueError, match=r"weave_trees: left\[0\] = 18446744073709551615 does not fit in int64"):
+        weaver.weave_trees(left.astype(np.uint64), right, values, roots, "leaf", "node", w.embed_ts)
     assert weaver.num_results == 0  # nothing was woven
 
 

@@ -145,8 +145,11 @@ class Weaver(_core.LoomWeaver):
         leaf_index = self._loom._op_index(leaf_op)
         if root_outputs is None:
             root_outputs = range(len(self._loom._op_output_type_shapes(leaf_index)))
-        return self._weave_trees(left, right, leaf_values, np.atleast_1d(np.asarray(roots, dtype=np.int64)),
-                                 leaf_index, self._loom._op_index(node_op), ts_index,
+        def ids(values, name):
+            return _int_array(values, name, np.int64, "Weaver.weave_trees")
+        return self._weave_trees(ids(left, "left"), ids(right, "right"), ids(leaf_values, "leaf_values"),
+                                 np.atleast_1d(ids(roots, "roots")), leaf_index, self._loom._op_index(node_op),
+                                 ts_index,
                                  leaf_input_kind == "batch_input", [int(j) for j in root_outputs])
 
     def __reduce__(self):
@@ -163,8 +166,8 @@ def _weaver_from_message(loom, message):
     return loom.deserialize_weaver(message)
 
 
-def _int_array(values, name, dtype):
-    """`values` as an array of `dtype` for Weaver.weave, refused (ValueError,
+def _int_array(values, name, dtype, where="Weaver.weave"):
+    """`values` as an array of `dtype` for a bulk weave, refused (ValueError,
     naming the array and the entry) when an entry is not an integer or does
     not fit: NumPy's casts, and the core's, would truncate floats and wrap
     wide integers around into another, valid-looking schedule."""
@@ -174,7 +177,7 @@ def _int_array(values, name, dtype):
     if array.dtype.kind == "f" and np.all(np.isfinite(array)) and np.all(array == np.round(array)):
         array = array.astype(np.float64)  # whole numbers as floats (np.ones) are fine; range checked below
     elif array.dtype.kind not in "iu":
-        raise ValueError(f"Weaver.weave: {name} must hold integers, got {array.dtype}"
+        raise ValueError(f"{where}: {name} must hold integers, got {array.dtype}"
                          + (" with a fraction, an inf or a NaN" if array.dtype.kind == "f" else ""))
     info = np.iinfo(dtype)
     if array.dtype.kind == "f":  # float(info.max) + 1 is exact (a power of two); info.max may not be
@@ -185,5 +188,5 @@ def _int_array(values, name, dtype):
             out_of_range |= array < info.min
     bad = np.flatnonzero(out_of_range)
     if bad.size:
-        raise ValueError(f"Weaver.weave: {name}[{bad[0]}] = {array.reshape(-1)[bad[0]]} does not fit in {info.dtype}")
+        raise ValueError(f"{where}: {name}[{bad[0]}] = {array.reshape(-1)[bad[0]]} does not fit in {info.dtype}")
     return array.astype(dtype)
