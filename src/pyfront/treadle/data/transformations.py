@@ -182,8 +182,9 @@ class CacheDataset(Dataset):
     def _cpp_stage(self):
         if not self._filename:
             return None
-        flat_dtypes = [s.dtype for s in structure.flat_specs(self._spec)]
-        return _core.data_cache_file(self._input._input_stage(), self._filename, flat_dtypes)
+        specs = structure.flat_specs(self._spec)
+        shapes = [s.shape.as_list() if s.shape.rank is not None else None for s in specs]
+        return _core.data_cache_file(self._input._input_stage(), self._filename, [s.dtype for s in specs], shapes)
 
     def _py_iter(self):
         with self._lock:
