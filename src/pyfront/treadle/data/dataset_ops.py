@@ -89,12 +89,13 @@ def install_methods(methods):
     """Installs the attributes `methods` (a class) defines on Dataset: the
     methods that make datasets of Dataset's subclasses, which live in modules
     above this one. Each name is defined once: installing over an attribute
-    Dataset already has is an error."""
-    for name, value in vars(methods).items():
-        if name in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__"):
-            continue
-        if name in vars(Dataset):
-            raise AttributeError(f"Dataset.{name} is defined twice ({methods.__qualname__} and Dataset)")
+    Dataset already has is an error (and installs nothing)."""
+    found = {name: value for name, value in vars(methods).items()
+             if name not in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__")}
+    twice = sorted(set(found) & set(vars(Dataset)))
+    if twice:
+        raise AttributeError(f"Dataset.{', Dataset.'.join(twice)} defined twice ({methods.__qualname__} and Dataset)")
+    for name, value in found.items():
         function = value.__func__ if isinstance(value, staticmethod) else value
         if hasattr(function, "__qualname__"):
             function.__qualname__ = f"Dataset.{name}"  # as help() and reprs should name it
