@@ -63,7 +63,7 @@ def saved_loom_findings():
 
 
 def schedule_file_findings():
-    records = targets._frame([b"12345678"])
+    records = targets.frame_records([b"12345678"])
     head = struct.pack("<Q", 1 << 31)
     crc = targets._core.crc32c(head)
     crc = (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF

@@ -21,23 +21,10 @@ from treadle import _core, graph_pb2, loom_pb2, saved_pb2, tensor_pb2
 from treadle.io.container import MAGIC
 from treadle.loom import saving as loom_saving
 
+# fuzz.targets' names for the supervisor, the worker and the tests, defined in fuzz.base
+from fuzz.base import DEADLINE_S, REJECTIONS, Kind, KnownFinding, Wrong, frame_records, split_records  # noqa: F401
+from fuzz.cache_file import CacheFileKind
 from fuzz.mutate import Mutator, mutate_message_bytes
-
-
-class Wrong(AssertionError):
-    """An accepted input gave a result that contradicts the input."""
-
-
-class KnownFinding(Exception):
-    """An oracle failure already reported to the code's owners, with a
-    reproducer in fuzz/known/<kind>/ (see fuzz/known/README.md). Counted on
-    its own ("known") so that the fuzz run in CI stays green until it is
-    fixed; tests/test_fuzz_corpus.py checks that each reproducer still shows
-    it, and tells whoever fixes it to move the input to fuzz/regressions/."""
-
-
-REJECTIONS = (td.errors.OpError, ValueError, TypeError)
-DEADLINE_S = 2.0  # every consumer runs under td.experimental.deadline
 
 VEC = td.loom.TypeShape("float64", (3,))
 
@@ -214,20 +201,6 @@ def _parse(proto_cls, data, what=None):
 
 # ---------------------------------------------------------------- kinds
 
-class Kind:
-    name = None
-    proto = None
-
-    def seeds(self):
-        raise NotImplementedError
-
-    def mutate(self, rng, data):
-        return mutate_message_bytes(rng, self.proto, data)
-
-    def consume(self, data):
-        raise NotImplementedError
-
-
 class TensorProtoKind(Kind):
     name, proto = "tensor_proto", tensor_pb2.TensorProto
 
@@ -261,41 +234,15 @@ class WeaverMessageKind(Kind):
         _check_loom_outputs(unrolled, unrolled(data))
 
 
-def _records(data):
-    """The records of TFRecord bytes (None when the framing is broken)."""
-    out, i = [], 0
-    while i + 12 <= len(data):
-        n = struct.unpack("<Q", data[i:i + 8])[0]
-        if i + 16 + n > len(data):
-            return None
-        out.append(data[i + 12:i + 12 + n])
-        i += 16 + n
-    return out if i == len(data) else None
-
-
-def _frame(records, rng=None):
-    def masked(b):
-        c = _core.crc32c(b)
-        return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
-    out = bytearray()
-    for r in records:
-        head = struct.pack("<Q", len(r))
-        out += head + struct.pack("<I", masked(head)) + r + struct.pack("<I", masked(r))
-    if rng is not None and records and rng.random() < 0.3:  # a length that lies, with a valid checksum
-        head = struct.pack("<Q", rng.choice([2 ** 31, 2 ** 31 - 1, 2 ** 20, len(records[-1]) + 5]))
-        out += head + struct.pack("<I", masked(head)) + records[-1][:8]
-    return bytes(out)
-
-
 class ScheduleFileKind(Kind):
     name = "schedule_file"
 
     def seeds(self):
         msgs = [w.serialize() for w in _weavers(_loom())]
-        return [_frame(msgs[:1]), _frame(msgs), _frame([])]
+        return [frame_records(msgs[:1]), frame_records(msgs), frame_records([])]
 
     def mutate(self, rng, data):
-        records = _records(data)
+        records = split_records(data)
         if records is None or rng.random() < 0.1:
             return Mutator(rng).damage(data)
         records = list(records)
@@ -307,7 +254,7 @@ class ScheduleFileKind(Kind):
             del records[rng.randrange(len(records))]
         elif records:
             records.append(records[rng.randrange(len(records))])
-        return _frame(records, rng)
+        return frame_records(records, rng)
 
     def consume(self, data):
         loom = _loom()
@@ -457,7 +404,7 @@ _WBITS = {"GZIP": 31, "ZLIB": 15}
 
 
 def _compress(records, compression):
-    framed = _frame(records)
+    framed = frame_records(records)
     if compression == "GZIP":
         import gzip
         return gzip.compress(framed, mtime=0)
@@ -504,11 +451,12 @@ class CompressedRecordFileKind(Kind):
         if r < 0.45:
             return data[:1] + Mutator(rng).damage(body)  # the compressed bytes damaged or cut
         plain = _decompressed(body, compression)
-        records = _records(plain[0]) if plain is not None and plain[1] else None
+        records = split_records(plain[0]) if plain is not None and plain[1] else None
         if records is None:
             return data[:1] + Mutator(rng).damage(body)
-        mutated = _records(ScheduleFileKind().mutate(rng, _frame(records)))  # records changed, lengths that lie
-        framed = ScheduleFileKind().mutate(rng, _frame(records)) if mutated is None else _frame(mutated)
+        # records changed, lengths that lie
+        mutated = split_records(ScheduleFileKind().mutate(rng, frame_records(records)))
+        framed = ScheduleFileKind().mutate(rng, frame_records(records)) if mutated is None else frame_records(mutated)
         if compression == "GZIP":
             import gzip
             body = gzip.compress(framed, mtime=0)
@@ -538,7 +486,7 @@ class CompressedRecordFileKind(Kind):
         plain = _decompressed(body, compression)
         if plain is None or not plain[1]:
             raise Wrong(f"treadle read {len(got)} records from a {compression} stream zlib refuses or finds cut short")
-        if _records(plain[0]) != got:
+        if split_records(plain[0]) != got:
             raise Wrong("the records read differ from the decompressed file's framing")
 
 
@@ -680,7 +628,7 @@ def _weave_per_node(loom, a):
 
 KINDS = {k.name: k for k in (TensorProtoKind(), WeaverMessageKind(), ScheduleFileKind(), SavedFunctionKind(),
                              SavedLoomKind(), GraphDefKind(), LoomDefKind(), CompressedRecordFileKind(),
-                             WeaveCsrKind())}
+                             WeaveCsrKind(), CacheFileKind())}
 
 
 def consume(kind, data):

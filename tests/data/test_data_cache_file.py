@@ -129,6 +129,23 @@ def test_cache_of_another_structure_is_refused(tmp_path):
         values(Dataset.range(3).cache(prefix))
 
 
+def test_cache_of_other_shapes_is_refused(tmp_path):
+    """Same dtypes, other shapes: refused as TensorFlow's iterator refuses an
+    element whose shape contradicts its output shapes (found by fuzzing)."""
+    prefix, _ = _write_cache(tmp_path)  # (int64 scalar, float32 [3])
+    other = Dataset.range(2).map(lambda x: (x, td.fill([2], td.cast(x, td.float32))))
+    with pytest.raises(td.errors.InvalidArgumentError,
+                       match=r"element 0 .* component 1 of shape \[3\], but this dataset's elements have shape \(2,\)"):
+        values(other.cache(prefix))
+    vectors = Dataset.range(2).map(lambda x: (td.fill([2], x), td.fill([3], td.cast(x, td.float32))))
+    with pytest.raises(td.errors.InvalidArgumentError, match=r"component 0 of shape \[\]"):
+        values(vectors.cache(prefix))
+    # A dataset whose spec leaves the dimension unknown reads it.
+    unknown = Dataset.from_generator(lambda: iter([]), output_signature=(td.TensorSpec([], td.int64),
+                                                                         td.TensorSpec([None], td.float32)))
+    assert values(unknown.cache(prefix)) == [(i, [float(i)] * 3) for i in range(6)]
+
+
 def test_nul_in_the_filename_is_refused(tmp_path):
     with pytest.raises(ValueError, match="null byte"):
         values(Dataset.range(3).cache(str(tmp_path / "a\0b")))

@@ -14,7 +14,11 @@
 // A cache is complete only with its index, so an iteration that stops early
 // (or fails) leaves nothing that reads as a cache: its unfinished data file
 // and its lockfile are removed. Reading checks the index against the dataset
-// and against the data (a truncated or corrupt file is DataLoss).
+// and against the data (a truncated or corrupt file is DataLoss), and each
+// element it reads against the dataset's element_spec: a cache written by a
+// dataset whose elements have the same dtypes but other shapes is refused
+// (InvalidArgument, as TensorFlow's iterator refuses an element whose shape
+// contradicts its output shapes), never handed out.
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -121,11 +125,19 @@ bool Exists(const std::string& path) { return access(CheckedPath(path).c_str(), 
 
 class CacheFileDef;
 
+// The dataset's element_spec, flattened: what every element read must be.
+struct ComponentSpecs {
+  std::vector<DType> dtypes;
+  std::vector<PartialShape> shapes;
+};
+
 // Reads a complete cache.
 class CacheReadIt : public Stage {
  public:
-  CacheReadIt(const std::string& prefix, const std::vector<DType>& expected)
-      : data_path_(prefix + ".data"), index_(ReadIndex(prefix + ".index")), reader_(data_path_, Compression::kNone) {
+  CacheReadIt(const std::string& prefix, const ComponentSpecs& spec)
+      : prefix_(prefix), data_path_(prefix + ".data"), index_(ReadIndex(prefix + ".index")),
+        reader_(data_path_, Compression::kNone), spec_(spec) {
+    const std::vector<DType>& expected = spec.dtypes;
     if (index_.dtypes != expected) {
       ThrowInvalidArgument("cache: the cache at '", prefix, "' holds elements of dtypes ", DTypesString(index_.dtypes),
                            " but this dataset's elements are ", DTypesString(expected),
@@ -153,14 +165,22 @@ class CacheReadIt : public Stage {
                                             " is ", DTypeName((*out)[c].dtype()), ", not ",
                                             DTypeName(index_.dtypes[c])));
       }
+      if (!spec_.shapes[c].IsCompatibleWith((*out)[c].shape())) {
+        ThrowInvalidArgument("cache: element ", reader_.records_read() - 1, " of the cache at '", prefix_,
+                             "' has a component ", c, " of shape ", DimsToString((*out)[c].shape()),
+                             ", but this dataset's elements have shape ", spec_.shapes[c].ToString(),
+                             "; use another filename, or delete the cache's files");
+      }
     }
     return true;
   }
 
  private:
+  std::string prefix_;
   std::string data_path_;
   Index index_;
   RecordFileReader reader_;
+  const ComponentSpecs& spec_;  // owned by the CacheFileDef, which the iteration keeps alive
 };
 
 // Passes its input's elements on, writing them; the cache is finished (index
@@ -244,47 +264,53 @@ class CacheWriteIt : public Stage {
 class CacheIt : public Stage {
  public:
   CacheIt(std::shared_ptr<const StageDef> def, StageDefPtr input, const std::string* prefix,
-          const std::vector<DType>* dtypes)
-      : def_(std::move(def)), input_(std::move(input)), prefix_(prefix), dtypes_(dtypes) {}
+          const ComponentSpecs* spec)
+      : def_(std::move(def)), input_(std::move(input)), prefix_(prefix), spec_(spec) {}
   bool Next(Element* out) override {
     if (!inner_) {
       if (Exists(*prefix_ + ".index")) {
-        inner_ = std::make_unique<CacheReadIt>(*prefix_, *dtypes_);
+        inner_ = std::make_unique<CacheReadIt>(*prefix_, *spec_);
       } else {
-        inner_ = std::make_unique<CacheWriteIt>(input_->MakeIterator(), *prefix_, *dtypes_);
+        inner_ = std::make_unique<CacheWriteIt>(input_->MakeIterator(), *prefix_, spec_->dtypes);
       }
     }
     return inner_->Next(out);
   }
 
  private:
-  std::shared_ptr<const StageDef> def_;  // owns *prefix_ and *dtypes_
+  std::shared_ptr<const StageDef> def_;  // owns *prefix_ and *spec_
   StageDefPtr input_;
   const std::string* prefix_;
-  const std::vector<DType>* dtypes_;
+  const ComponentSpecs* spec_;
   std::unique_ptr<Stage> inner_;
 };
 
 class CacheFileDef : public StageDef {
  public:
-  CacheFileDef(StageDefPtr input, std::string prefix, std::vector<DType> dtypes)
-      : input_(std::move(input)), prefix_(std::move(prefix)), dtypes_(std::move(dtypes)) {
+  CacheFileDef(StageDefPtr input, std::string prefix, ComponentSpecs spec)
+      : input_(std::move(input)), prefix_(std::move(prefix)), spec_(std::move(spec)) {
     CheckedPath(prefix_);
+    if (spec_.shapes.size() != spec_.dtypes.size()) {
+      ThrowInvalidArgument("cache: ", spec_.dtypes.size(), " component dtypes but ", spec_.shapes.size(),
+                           " component shapes");
+    }
   }
   std::unique_ptr<Stage> MakeIterator() const override {
-    return std::make_unique<CacheIt>(shared_from_this(), input_, &prefix_, &dtypes_);
+    return std::make_unique<CacheIt>(shared_from_this(), input_, &prefix_, &spec_);
   }
 
  private:
   StageDefPtr input_;
   std::string prefix_;
-  std::vector<DType> dtypes_;
+  ComponentSpecs spec_;
 };
 
 }  // namespace
 
-StageDefPtr CacheFile(StageDefPtr input, std::string filename, std::vector<DType> dtypes) {
-  return std::make_shared<CacheFileDef>(std::move(input), std::move(filename), std::move(dtypes));
+StageDefPtr CacheFile(StageDefPtr input, std::string filename, std::vector<DType> dtypes,
+                      std::vector<PartialShape> shapes) {
+  return std::make_shared<CacheFileDef>(std::move(input), std::move(filename),
+                                        ComponentSpecs{std::move(dtypes), std::move(shapes)});
 }
 
 }  // namespace treadle::data

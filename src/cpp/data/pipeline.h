@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "data/record_file.h"
+#include "tensor/shape.h"
 #include "tensor/tensor.h"
 
 namespace treadle::graph {
@@ -100,8 +101,10 @@ StageDefPtr Interleave(StageDefPtr input, DatasetFactory make, int64_t cycle_len
 
 // cache(filename) (cache_file.cc): the input's elements, written to files
 // named from `filename` on the first complete iteration and read from them
-// after; `dtypes` are the element's components', checked against the files.
-StageDefPtr CacheFile(StageDefPtr input, std::string filename, std::vector<DType> dtypes);
+// after; `dtypes` and `shapes` are the element's components' (the dataset's
+// element_spec), checked against the files.
+StageDefPtr CacheFile(StageDefPtr input, std::string filename, std::vector<DType> dtypes,
+                      std::vector<PartialShape> shapes);
 
 // Stacks same-shaped tensors on a new first dimension (InvalidArgument
 // naming the component and element otherwise).

@@ -157,11 +157,15 @@ void RegisterData(py::module_& m) {
     };
     return PyStage{data::Interleave(in.def, std::move(factory), cycle, block, threads, deterministic)};
   }, "interleave: make_stage(list of EagerTensors) -> DataStage of an input element's dataset (called with the GIL).");
-  m.def("data_cache_file", [](const PyStage& in, const std::string& filename, const py::list& dtypes) {
+  m.def("data_cache_file", [](const PyStage& in, const std::string& filename, const py::list& dtypes,
+                              const py::list& shapes) {
     std::vector<DType> ds;
     for (py::handle d : dtypes) ds.push_back(DTypeFromPy(d));
-    return PyStage{data::CacheFile(in.def, filename, std::move(ds))};
-  });
+    std::vector<PartialShape> ss;
+    for (py::handle s : shapes) ss.push_back(PartialShapeFromPy(s));
+    return PyStage{data::CacheFile(in.def, filename, std::move(ds), std::move(ss))};
+  }, "cache(filename): data_cache_file(input, filename, component dtypes, component shapes (None or dims, "
+     "None for an unknown dimension)).");
 
   py::class_<PyRecordFileReader>(m, "RecordFileReader",
                                  "Reads a TFRecord file (optionally GZIP or ZLIB compressed), checking every record.")

@@ -1,5 +1,6 @@
 """td.data: input pipelines with tf.data's names and semantics."""
 
+from treadle.data import dataset_methods  # noqa: F401 - installs Dataset's methods
 from treadle.data import experimental  # noqa: F401
 from treadle.data.dataset_ops import (  # noqa: F401
     AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset)

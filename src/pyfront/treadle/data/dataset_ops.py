@@ -3,11 +3,18 @@
 A dataset is a description; iterating it makes a fresh pipeline of stage
 iterators, each yielding elements as flat lists of eager tensors (packed into
 the element_spec's structure only when handed to the user). The stages live
-in sources.py, transformations.py and readers.py."""
+in sources.py, transformations.py, batching.py, interleave.py, readers.py and
+iterator_ops.py, which subclass Dataset; the Dataset methods that make them
+(from_tensor_slices, map, batch, iteration, ...) are written in
+dataset_methods.py, a module above them, and installed here through
+install_methods, so that this module imports none of its subclasses."""
 
 import os
 
 import numpy as np
+
+from treadle import _core
+from treadle.framework.tensor import constant
 
 AUTOTUNE = -1
 INFINITE_CARDINALITY = -1
@@ -21,7 +28,10 @@ class Dataset:
     and, where the stage runs in C++, `_cpp_stage()` (a _core.DataStage).
     `_flat_iter()` runs the C++ pipeline when there is one: its elements then
     flow between stages without Python, and prefetch threads run it ahead
-    with the GIL released."""
+    with the GIL released.
+
+    The sources, transformations and iteration are installed by
+    dataset_methods.py (see install_methods)."""
 
     _spec = None
 
@@ -40,7 +50,6 @@ class Dataset:
     def _input_stage(self):
         """This dataset as the input of a C++ stage: its own C++ stage, or its
         Python iteration behind a bridge that takes the GIL per element."""
-        from treadle import _core
         stage = self._stage()
         return stage if stage is not None else _core.data_python(self._py_iter)
 
@@ -50,7 +59,6 @@ class Dataset:
         return self._spec
 
     def cardinality(self):
-        from treadle.framework.tensor import constant
         return constant(np.int64(self._cardinality()))
 
     def _cardinality(self):
@@ -70,140 +78,28 @@ class Dataset:
     def __repr__(self):
         return f"<{type(self).__name__} element_spec={self._spec}>"
 
-    # ------------------------------------------------------------ iteration
-    def __iter__(self):
-        from treadle.framework import context
-        if context.current_graph() is not None:  # iter(dataset) inside a td.function
-            from treadle.data import graph_iteration
-            return graph_iteration.GraphIterator(self, self.element_spec)
-        from treadle.data.iterator_ops import OwnedIterator
-        return OwnedIterator(self)
-
-    def _ag_staged_iteration(self):
-        """`for x in dataset` inside a td.function (autograph/operators/dataset_loops.py)."""
-        from treadle.data import graph_iteration
-        return graph_iteration.StagedIteration(self, self.element_spec)
-
-    def __tf_tracing_type__(self, context):
-        """A dataset argument of a td.function: traced once per element_spec."""
-        from treadle.data import graph_iteration
-        return graph_iteration.DatasetType(self.element_spec)
-
-    def as_numpy_iterator(self):
-        from treadle.data.iterator_ops import NumpyIterator
-        return NumpyIterator(self)
-
-    # ------------------------------------------------------------ sources
-    @staticmethod
-    def from_tensors(tensors, name=None):
-        from treadle.data.sources import TensorDataset
-        return TensorDataset(tensors)
-
-    @staticmethod
-    def from_tensor_slices(tensors, name=None):
-        from treadle.data.sources import TensorSliceDataset
-        return TensorSliceDataset(tensors)
-
-    @staticmethod
-    def range(*args, output_type=None, name=None):
-        from treadle.data.sources import RangeDataset
-        return RangeDataset(*args, output_type=output_type)
-
-    @staticmethod
-    def from_generator(generator, output_types=None, output_shapes=None, args=None, output_signature=None,
-                       name=None):
-        from treadle.data.sources import GeneratorDataset
-        return GeneratorDataset(generator, output_types, output_shapes, args, output_signature)
-
-    @staticmethod
-    def zip(*args, datasets=None, name=None):
-        from treadle.data.sources import ZipDataset
-        if datasets is not None and args:
-            raise TypeError("Dataset.zip takes datasets either as positional arguments or as `datasets`, not both")
-        if datasets is None:
-            datasets = args[0] if len(args) == 1 else tuple(args)
-        return ZipDataset(datasets)
-
-    @staticmethod
-    def list_files(file_pattern, shuffle=None, seed=None, name=None):
-        from treadle.data.readers import list_files
-        return list_files(file_pattern, shuffle, seed)
-
-    def concatenate(self, dataset, name=None):
-        from treadle.data.sources import ConcatenateDataset
-        return ConcatenateDataset(self, dataset)
-
-    # ------------------------------------------------------------ transformations
-    def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
-        from treadle.data.transformations import MapDataset
-        return MapDataset(self, map_func, num_parallel_calls, deterministic)
-
-    def filter(self, predicate, name=None):
-        from treadle.data.transformations import FilterDataset
-        return FilterDataset(self, predicate)
-
-    def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None, deterministic=None, name=None):
-        from treadle.data.batching import BatchDataset
-        return BatchDataset(self, batch_size, drop_remainder, num_parallel_calls, deterministic)
-
-    def padded_batch(self, batch_size, padded_shapes=None, padding_values=None, drop_remainder=False, name=None):
-        from treadle.data.batching import PaddedBatchDataset
-        return PaddedBatchDataset(self, batch_size, padded_shapes, padding_values, drop_remainder)
-
-    def unbatch(self, name=None):
-        from treadle.data.batching import UnbatchDataset
-        return UnbatchDataset(self)
-
-    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True, name=None):
-        from treadle.data.transformations import ShuffleDataset
-        return ShuffleDataset(self, buffer_size, seed, reshuffle_each_iteration)
-
-    def repeat(self, count=None, name=None):
-        from treadle.data.transformations import RepeatDataset
-        return RepeatDataset(self, count)
-
-    def take(self, count, name=None):
-        from treadle.data.transformations import TakeDataset
-        return TakeDataset(self, count)
-
-    def skip(self, count, name=None):
-        from treadle.data.transformations import SkipDataset
-        return SkipDataset(self, count)
-
-    def prefetch(self, buffer_size, name=None):
-        from treadle.data.iterator_ops import PrefetchDataset
-        return PrefetchDataset(self, buffer_size)
-
-    def cache(self, filename="", name=None):
-        from treadle.data.transformations import CacheDataset
-        return CacheDataset(self, filename)
-
-    def interleave(self, map_func, cycle_length=None, block_length=None, num_parallel_calls=None,
-                   deterministic=None, name=None):
-        from treadle.data.interleave import InterleaveDataset
-        return InterleaveDataset(self, map_func, cycle_length, block_length, num_parallel_calls, deterministic)
-
-    def enumerate(self, start=0, name=None):
-        from treadle.data.sources import RangeDataset, ZipDataset
-        return ZipDataset((RangeDataset(start, np.iinfo(np.int64).max), self))
-
-    def take_while(self, predicate, name=None):
-        from treadle.data.transformations import TakeWhileDataset
-        return TakeWhileDataset(self, predicate)
-
-    def scan(self, initial_state, scan_func, name=None):
-        from treadle.data.transformations import ScanDataset
-        return ScanDataset(self, initial_state, scan_func)
-
-    def reduce(self, initial_state, reduce_func, name=None):
-        from treadle.data.transformations import reduce_dataset
-        return reduce_dataset(self, initial_state, reduce_func)
-
     def apply(self, transformation_func):
         result = transformation_func(self)
         if not isinstance(result, Dataset):
             raise TypeError(f"Dataset.apply: `transformation_func` must return a Dataset, got {type(result).__name__}")
         return result
+
+
+def install_methods(methods):
+    """Installs the attributes `methods` (a class) defines on Dataset: the
+    methods that make datasets of Dataset's subclasses, which live in modules
+    above this one. Each name is defined once: installing over an attribute
+    Dataset already has is an error (and installs nothing)."""
+    found = {name: value for name, value in vars(methods).items()
+             if name not in ("__module__", "__qualname__", "__doc__", "__dict__", "__weakref__")}
+    twice = sorted(set(found) & set(vars(Dataset)))
+    if twice:
+        raise AttributeError(f"Dataset.{', Dataset.'.join(twice)} defined twice ({methods.__qualname__} and Dataset)")
+    for name, value in found.items():
+        function = value.__func__ if isinstance(value, staticmethod) else value
+        if hasattr(function, "__qualname__"):
+            function.__qualname__ = f"Dataset.{name}"  # as help() and reprs should name it
+        setattr(Dataset, name, value)
 
 
 def _stage_elements(iterator):

@@ -3,8 +3,10 @@ graph as TensorFlow does: the function sees symbolic tensors shaped like the
 element_spec, and each element then runs the graph in the C++ executor with
 the GIL released. Python code inside goes through td.py_function."""
 
+from treadle.autograph import converter
 from treadle.data import structure
 from treadle.framework.tensor_spec import TensorSpec
+from treadle.function.polymorphic_function import function
 from treadle.util import nest
 
 
@@ -14,8 +16,6 @@ class StructuredFunction:
     into positional arguments, as tf.data does)."""
 
     def __init__(self, fn, arg_specs, what, unpack_tuples=True):
-        from treadle.autograph import converter
-        from treadle.function.polymorphic_function import function
         fn = converter.convert(fn)  # AutoGraph, as td.function would: `if x > 0` on tensors becomes an If
         self._what = what
         self._arg_specs = arg_specs

@@ -20,9 +20,12 @@ import numpy as np
 
 from treadle import errors
 from treadle.data import structure
+from treadle.data.dataset_ops import Dataset
+from treadle.data.transformations import reduce_in_graph
 from treadle.framework import dtypes
 from treadle.framework.tensor import Tensor, constant
 from treadle.function import trace_type
+from treadle.ops.script_ops import py_function
 
 _tokens = itertools.count(1)
 _datasets = weakref.WeakValueDictionary()  # token -> Dataset
@@ -98,7 +101,6 @@ class StagedIteration:
         self._handle = handle
 
     def start(self):
-        from treadle.ops.script_ops import py_function
         if self._handle is not None:
             return self._handle
         if isinstance(self._source, Tensor):
@@ -107,7 +109,6 @@ class StagedIteration:
         return py_function(functools.partial(_make_iterator_of, self._source), [], Tout=dtypes.int64)
 
     def get_next(self, handle):
-        from treadle.ops.script_ops import py_function
         out = py_function(_get_next, [handle], Tout=[dtypes.bool] + [s.dtype for s in self._specs])
         has_value, flat = out[0], list(out[1:])
         has_value.set_shape([])
@@ -119,7 +120,6 @@ class StagedIteration:
         return structure.pack(self.element_spec, flat)
 
     def finish(self, handle, after):
-        from treadle.ops.script_ops import py_function
         if self._owns:
             py_function(_release, [handle] + [a for a in after if isinstance(a, Tensor)], Tout=dtypes.bool)
 
@@ -138,7 +138,6 @@ class GraphIterator:
         return self
 
     def __next__(self):
-        from treadle.ops.script_ops import py_function
         has_value, flat = self._iteration.get_next(self._handle)
         py_function(_check_has_value, [has_value], Tout=None)
         return self._iteration.pack(flat)
@@ -170,11 +169,9 @@ class SymbolicDataset:
         return StagedIteration(self._token, self.element_spec)
 
     def reduce(self, initial_state, reduce_func, name=None):
-        from treadle.data.transformations import _reduce_in_graph
-        return _reduce_in_graph(self, initial_state, reduce_func)
+        return reduce_in_graph(self, initial_state, reduce_func)
 
     def __getattr__(self, name):
-        from treadle.data.dataset_ops import Dataset
         if hasattr(Dataset, name):
             raise NotImplementedError(f"td.data: Dataset.{name} on a dataset passed to a td.function is not "
                                       "supported inside the function; transform the dataset before passing it, "
@@ -204,7 +201,6 @@ class DatasetType(trace_type.TraceType):
         return [constant(np.int64(token_of(value)))]
 
     def cast(self, value, casting_context=None):
-        from treadle.data.dataset_ops import Dataset
         if not isinstance(value, Dataset) or repr(value.element_spec) != self._key:
             raise ValueError(f"{value!r} is not a dataset with element_spec {self.element_spec}")
         return value

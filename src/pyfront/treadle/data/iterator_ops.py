@@ -3,6 +3,7 @@
 from treadle import _core, errors
 from treadle.data import structure
 from treadle.data.dataset_ops import AUTOTUNE, Dataset, as_count
+from treadle.util import nest
 
 
 class OwnedIterator:
@@ -36,7 +37,6 @@ class NumpyIterator(OwnedIterator):
     """as_numpy_iterator: NumPy arrays, and bytes for string scalars."""
 
     def __next__(self):
-        from treadle.util import nest
         return nest.map_structure(lambda t: t.numpy(), super().__next__())
 
     next = __next__

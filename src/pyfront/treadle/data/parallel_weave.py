@@ -12,9 +12,11 @@ import numpy as np
 from treadle import _core
 from treadle.data import structure, weaving
 from treadle.data.dataset_ops import UNKNOWN_CARDINALITY, Dataset
+from treadle.data.ray_weaving import RayExecutor
 from treadle.framework import dtypes
 from treadle.framework.tensor import constant, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
+from treadle.loom.loom import Loom
 
 
 def parallel_weave(examples, weave_fn, loom, processes=None, ordered=True, examples_per_schedule=1,
@@ -50,7 +52,6 @@ def parallel_weave(examples, weave_fn, loom, processes=None, ordered=True, examp
 class WovenDataset(Dataset):
     def __init__(self, examples, weave_fn, loom, processes, ordered, examples_per_schedule, chunk_size,
                  extra_signature, start_method, ray_address, use_ray):
-        from treadle.loom.loom import Loom
         if not isinstance(loom, Loom):
             raise TypeError(f"parallel_weave: `loom` must be a td.loom.Loom, got {type(loom).__name__}")
         if not callable(weave_fn):
@@ -95,7 +96,6 @@ class WovenDataset(Dataset):
     def _executor(self):
         if self._use_ray:
             if self._pool is None:
-                from treadle.data.ray_weaving import RayExecutor
                 self._pool = RayExecutor(self._weaving_loom, self._weave_fn, self._ray_address, self._processes)
             return self._pool
         if self._pool is None:

@@ -8,6 +8,7 @@ import numpy as np
 
 from treadle import _core, errors
 from treadle.data.dataset_ops import Dataset, as_count
+from treadle.data.interleave import InterleaveDataset
 from treadle.framework import dtypes
 from treadle.framework.tensor import Tensor
 from treadle.framework.tensor_spec import TensorSpec
@@ -87,7 +88,6 @@ class TFRecordDataset(Dataset):
             cycle = max(1, os.cpu_count() or 1)
         if cycle < 1:
             raise ValueError(f"num_parallel_reads must be positive or td.data.AUTOTUNE, got {cycle}")
-        from treadle.data.interleave import InterleaveDataset
         # Several files at once are read ahead on C++ threads, one per file of the cycle.
         self._records = InterleaveDataset(files, read, cycle, 1, num_parallel_calls=cycle if cycle > 1 else None,
                                           element_spec=self._spec)

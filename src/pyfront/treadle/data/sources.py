@@ -3,7 +3,7 @@ combinations zip and concatenate."""
 
 from treadle import _core, errors
 from treadle.data import structure
-from treadle.data.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, check_dataset
+from treadle.data.dataset_ops import INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, as_count, check_dataset
 from treadle.framework import dtypes
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
@@ -60,7 +60,6 @@ class RangeDataset(Dataset):
     def __init__(self, *args, output_type=None):
         if not 1 <= len(args) <= 3:
             raise TypeError(f"Dataset.range takes 1 to 3 positional arguments (start, stop, step), got {len(args)}")
-        from treadle.data.dataset_ops import as_count
         values = [as_count(a, "Dataset.range's arguments") for a in args]
         if len(values) == 1:
             values = [0] + values

@@ -2,6 +2,7 @@
 and the conversions between an element's structure and the flat list of
 eager tensors that flows between pipeline stages."""
 
+from treadle import errors
 from treadle.framework import dtypes
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
@@ -80,7 +81,6 @@ def unbatched_spec(spec):
 
 def check_conforms(flat, specs, where):
     """InvalidArgumentError unless each tensor has its spec's dtype and a compatible shape."""
-    from treadle import errors
     if len(flat) != len(specs):
         raise errors.InvalidArgumentError(None, None, f"{where}: expected {len(specs)} components, got {len(flat)}")
     for i, (t, s) in enumerate(zip(flat, specs)):

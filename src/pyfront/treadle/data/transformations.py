@@ -1,16 +1,20 @@
 """Element-wise and ordering transformations: map, filter, shuffle, repeat,
 take, skip, cache, take_while, scan and reduce."""
 
+import os
 import threading
 
 import numpy as np
 
 from treadle import _core, errors
+from treadle.autograph import converter
+from treadle.autograph.operators import dataset_loops
 from treadle.data import structure
 from treadle.data.dataset_ops import (INFINITE_CARDINALITY, UNKNOWN_CARDINALITY, Dataset, as_count,
                                       parallelism)
 from treadle.data.functions import StructuredFunction
-from treadle.framework import dtypes
+from treadle.framework import context, dtypes
+from treadle.ops import random_ops
 
 
 class MapDataset(Dataset):
@@ -78,7 +82,6 @@ class ShuffleDataset(Dataset):
     =False repeats one order."""
 
     def __init__(self, input_dataset, buffer_size, seed, reshuffle_each_iteration):
-        from treadle.ops import random_ops
         self._input = input_dataset
         self._spec = input_dataset.element_spec
         self._buffer_size = as_count(buffer_size, "shuffle's buffer_size")
@@ -179,8 +182,9 @@ class CacheDataset(Dataset):
     def _cpp_stage(self):
         if not self._filename:
             return None
-        flat_dtypes = [s.dtype for s in structure.flat_specs(self._spec)]
-        return _core.data_cache_file(self._input._input_stage(), self._filename, flat_dtypes)
+        specs = structure.flat_specs(self._spec)
+        shapes = [s.shape.as_list() if s.shape.rank is not None else None for s in specs]
+        return _core.data_cache_file(self._input._input_stage(), self._filename, [s.dtype for s in specs], shapes)
 
     def _py_iter(self):
         with self._lock:
@@ -201,7 +205,6 @@ class CacheDataset(Dataset):
 
 def _path_string(filename):
     """A file name given as str, bytes, os.PathLike or a string scalar tensor."""
-    import os
     if hasattr(filename, "numpy"):
         filename = filename.numpy()
     if isinstance(filename, np.ndarray) and filename.ndim == 0:
@@ -260,9 +263,8 @@ def reduce_dataset(dataset, initial_state, reduce_func):
     """Dataset.reduce: folds reduce_func(state, element) over the dataset; the final state."""
     if dataset._cardinality() == INFINITE_CARDINALITY:
         raise errors.InvalidArgumentError(None, None, "Dataset.reduce: the dataset is infinite")
-    from treadle.framework import context
     if context.current_graph() is not None:
-        return _reduce_in_graph(dataset, initial_state, reduce_func)
+        return reduce_in_graph(dataset, initial_state, reduce_func)
     initial = structure.to_tensors(initial_state, "reduce's initial state")
     fn, state_spec = _trace_with_state(reduce_func, initial, dataset.element_spec, "reduce",
                                        outputs_state_first=False)
@@ -272,11 +274,9 @@ def reduce_dataset(dataset, initial_state, reduce_func):
     return structure.pack(state_spec, state)
 
 
-def _reduce_in_graph(dataset, initial_state, reduce_func):
+def reduce_in_graph(dataset, initial_state, reduce_func):
     """Dataset.reduce inside a td.function: the same While over the dataset
     that AutoGraph makes of `for x in dataset`, with the state as its variable."""
-    from treadle.autograph import converter
-    from treadle.autograph.operators import dataset_loops
     fn = converter.convert(reduce_func)
     state = [structure.to_tensors(initial_state, "reduce's initial state")]
 

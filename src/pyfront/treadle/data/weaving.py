@@ -9,7 +9,7 @@ machinery, so other executors (Ray, ray_weaving.py) run the same code."""
 import signal
 import traceback
 
-from treadle import errors
+from treadle import errors, loom_pb2
 
 
 class WeaveError(RuntimeError):
@@ -68,7 +68,6 @@ def fingerprint_of(message):
     """The loom fingerprint a serialized WeaverMessage carries (field 1, fixed64)."""
     if len(message) >= 9 and message[0] == 0x09:  # written first by the C++ Weaver
         return int.from_bytes(message[1:9], "little")
-    from treadle import loom_pb2
     m = loom_pb2.WeaverMessage()
     m.ParseFromString(message)
     return m.loom_fingerprint

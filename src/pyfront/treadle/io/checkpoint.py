@@ -11,18 +11,18 @@ from treadle import _core, errors, saved_pb2
 from treadle.framework import graph_serialization
 from treadle.framework.variables import Variable
 from treadle.io.container import KIND_CHECKPOINT, file_kind, read_container, version_field, write_container
+from treadle.module.module import Module
+from treadle.ops.stateless_random_ops import Generator
+from treadle.optimizers import Optimizer
 
 _FORMAT_VERSION = 1
 
 
 def _is_optimizer(obj):
-    from treadle.optimizers import Optimizer
     return isinstance(obj, Optimizer)
 
 
 def _is_trackable(obj):
-    from treadle.module.module import Module
-    from treadle.ops.stateless_random_ops import Generator
     return isinstance(obj, (Module, Generator, Checkpoint))
 
 

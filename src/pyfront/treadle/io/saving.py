@@ -7,6 +7,9 @@ from treadle import _core, errors, saved_pb2
 from treadle.framework import graph_serialization
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
+from treadle.framework.variables import variable_for_handle
+from treadle.function.concrete_function import ConcreteFunction
+from treadle.function.polymorphic_function import Function
 from treadle.io import file_kinds, structure
 from treadle.io.container import KIND_FUNCTION, file_kind, read_container, version_field, write_container
 from treadle.io.saved_values import SavedValueWriter, read_value, restore_variables
@@ -17,8 +20,6 @@ _VERSION = version_field(KIND_FUNCTION, FORMAT_VERSION)
 
 
 def _concrete_functions(obj):
-    from treadle.function.concrete_function import ConcreteFunction
-    from treadle.function.polymorphic_function import Function
     if isinstance(obj, ConcreteFunction):
         return [obj]
     if isinstance(obj, Function):
@@ -33,15 +34,12 @@ def _concrete_functions(obj):
 
 
 def _is_function(obj):
-    from treadle.function.concrete_function import ConcreteFunction
-    from treadle.function.polymorphic_function import Function
     return isinstance(obj, (Function, ConcreteFunction))
 
 
 def _attribute_functions(obj):
     """(attribute name, td.function) for the public td.function attributes of
     an object (methods bound to it included), in name order."""
-    from treadle.function.polymorphic_function import Function
     names = set(n for n in dir(type(obj)) if isinstance(getattr(type(obj), n, None), Function))
     if hasattr(obj, "__dict__"):
         names.update(n for n, v in vars(obj).items() if isinstance(v, Function))
@@ -103,7 +101,6 @@ def save(obj, path, signatures=None, options=None):
         if signatures is not None:
             raise ValueError(f"td.save: {description} has no signatures")
         return save_other(obj, path)
-    from treadle.framework.variables import variable_for_handle
     saved = saved_pb2.SavedFile()
     saved.graph.versions.producer = graph_serialization.GRAPH_VERSION
     saved.graph.versions.min_consumer = graph_serialization.MIN_CONSUMER

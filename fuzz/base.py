@@ -1,0 +1,66 @@
+"""What every input kind of the fuzzer shares: the outcomes a consumer can
+have, the Kind interface, and TFRecord framing (record files, schedule files,
+cache files)."""
+
+import struct
+
+import treadle as td
+from treadle import _core
+
+from fuzz.mutate import mutate_message_bytes
+
+
+class Wrong(AssertionError):
+    """An accepted input gave a result that contradicts the input."""
+
+
+class KnownFinding(Exception):
+    """An oracle failure already reported to the code's owners, with a
+    reproducer in fuzz/known/<kind>/ (see fuzz/known/README.md). Counted on
+    its own ("known") so that the fuzz run in CI stays green until it is
+    fixed; tests/test_fuzz_corpus.py checks that each reproducer still shows
+    it, and tells whoever fixes it to move the input to fuzz/regressions/."""
+
+
+REJECTIONS = (td.errors.OpError, ValueError, TypeError)
+DEADLINE_S = 2.0  # every consumer runs under td.experimental.deadline
+
+
+class Kind:
+    name = None
+    proto = None
+
+    def seeds(self):
+        raise NotImplementedError
+
+    def mutate(self, rng, data):
+        return mutate_message_bytes(rng, self.proto, data)
+
+    def consume(self, data):
+        raise NotImplementedError
+
+
+def split_records(data):
+    """The records of TFRecord bytes (None when the framing is broken)."""
+    out, i = [], 0
+    while i + 12 <= len(data):
+        n = struct.unpack("<Q", data[i:i + 8])[0]
+        if i + 16 + n > len(data):
+            return None
+        out.append(data[i + 12:i + 12 + n])
+        i += 16 + n
+    return out if i == len(data) else None
+
+
+def frame_records(records, rng=None):
+    def masked(b):
+        c = _core.crc32c(b)
+        return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    out = bytearray()
+    for r in records:
+        head = struct.pack("<Q", len(r))
+        out += head + struct.pack("<I", masked(head)) + r + struct.pack("<I", masked(r))
+    if rng is not None and records and rng.random() < 0.3:  # a length that lies, with a valid checksum
+        head = struct.pack("<Q", rng.choice([2 ** 31, 2 ** 31 - 1, 2 ** 20, len(records[-1]) + 5]))
+        out += head + struct.pack("<I", masked(head)) + records[-1][:8]
+    return bytes(out)
