@@ -2,7 +2,6 @@
 // LoomRun runs a schedule (all depths, in a C++ loop) and returns one output
 // batch per type shape plus a record of the run; LoomRunGrad runs the
 // backward pass from that record.
-#include <array>
 #include <climits>
 #include <cstring>
 #include <list>
@@ -10,6 +9,8 @@
 #include <string_view>
 #include <unordered_map>
 
+#include "graph/graph_def_writer.h"
+#include "loom/loom_attrs.h"
 #include "loom/loom_registry.h"
 #include "ops/op_helpers.h"
 #include "util/errors.h"
@@ -18,44 +19,11 @@ namespace treadle::loom {
 
 namespace {
 
-// Standard base64 (RFC 4648) without line breaks; throws DataLoss on anything else.
-std::string DecodeBase64(const std::string& text) {
-  static const auto* table = [] {
-    auto* t = new std::array<int8_t, 256>();
-    t->fill(-1);
-    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (int i = 0; i < 64; ++i) (*t)[static_cast<unsigned char>(alphabet[i])] = static_cast<int8_t>(i);
-    return t;
-  }();
-  if (text.size() % 4 != 0) throw Error(Code::kDataLoss, "loom_def: not base64 text (length not a multiple of 4)");
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      const unsigned char c = static_cast<unsigned char>(text[i + k]);
-      if (c == '=' && i + 4 == text.size() && k >= 2) {
-        v[k] = 0;
-        ++pad;
-      } else if (pad || (*table)[c] < 0) {
-        throw Error(Code::kDataLoss, "loom_def: not base64 text");
-      } else {
-        v[k] = (*table)[c];
-      }
-    }
-    const uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
-    out.push_back(static_cast<char>(n >> 16));
-    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xff));
-    if (pad < 1) out.push_back(static_cast<char>(n & 0xff));
-  }
-  return out;
-}
-
-
-// The runtimes of the LoomDefs in use, most recently used first. Bounded: a
+// The runtimes of the looms in use, most recently used first. Bounded: a
 // process that builds loom after loom keeps only the latest kMaxRuntimes (a
-// graph naming an evicted LoomDef rebuilds its runtime on its next run).
+// graph whose runtime was evicted rebuilds it on its next run). A key is the
+// identity of a library and the serialized metadata of a loom over it; the
+// entry holds the library alive, so its address is not reused while cached.
 class RuntimeCache {
  public:
   std::shared_ptr<const LoomRuntime> Find(const std::string& key) {
@@ -88,18 +56,94 @@ class RuntimeCache {
   std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;
 };
 
+// The libraries Looms registered for eager runs, by the loom they serve
+// (its serialized metadata, function names and body fingerprints included:
+// two looms may name functions alike, from different files).
+class EagerLibraries {
+ public:
+  void Register(std::string key, const std::shared_ptr<const graph::FunctionLibrary>& library) {
+    std::lock_guard<std::mutex> lock(mu_);
+    by_loom_[std::move(key)] = library;
+    // Forget libraries nobody holds any more, so the map does not grow without bound.
+    for (auto it = by_loom_.begin(); it != by_loom_.end();) it = it->second.expired() ? by_loom_.erase(it) : ++it;
+  }
+
+  std::shared_ptr<const graph::FunctionLibrary> Find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = by_loom_.find(key);
+    return it == by_loom_.end() ? nullptr : it->second.lock();
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::weak_ptr<const graph::FunctionLibrary>> by_loom_;
+};
+
+EagerLibraries& Eager() {
+  static auto* libraries = new EagerLibraries();
+  return *libraries;
+}
+
+// The library whose functions a loom op runs (see RuntimeForAttrs); `loom`
+// is the loom's serialized metadata.
+std::shared_ptr<const graph::FunctionLibrary> LibraryFor(const std::string& loom, const FunctionCaller* functions) {
+  if (functions) return functions->library();
+  auto library = Eager().Find(loom);
+  if (!library) {
+    throw Error(Code::kNotFound, "no td.loom.Loom of this process holds the functions this eager loom op's attrs "
+                                 "name (an eager loom op finds them through the Loom that made them, which "
+                                 "must still exist; in a graph, the graph's library must hold them)");
+  }
+  return library;
+}
+
+// The functions the loom names and every function they call, written as
+// FunctionDefs: what the loom's body fingerprints are computed over.
+proto::FunctionDefLibrary WriteReachable(const graph::FunctionLibrary& library, const proto::LoomMetadata& m) {
+  std::vector<int> queue;
+  std::vector<char> seen(library.size(), 0);
+  auto visit = [&](int f) {
+    if (f >= 0 && !seen[f]) {
+      seen[f] = 1;
+      queue.push_back(f);
+    }
+  };
+  for (const auto& op : m.ops()) visit(library.Find(op.function_name()));  // missing: CheckFunctions says so
+  proto::FunctionDefLibrary out;
+  for (size_t q = 0; q < queue.size(); ++q) {
+    graph::WriteFunctionDef(*library.Function(queue[q]), out.add_function());
+    for (const graph::Node& node : library.body(queue[q]).nodes) {
+      for (int callee : node.callees) visit(callee);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
-std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def_base64) {
+std::shared_ptr<const LoomRuntime> BuildRuntime(const proto::LoomMetadata& metadata,
+                                                std::shared_ptr<const graph::FunctionLibrary> library) {
+  const proto::FunctionDefLibrary written = WriteReachable(*library, metadata);
+  return LoomRuntime::FromLibrary(metadata, std::move(library), written);
+}
+
+void RegisterEagerLibrary(const proto::LoomMetadata& metadata,
+                          const std::shared_ptr<const graph::FunctionLibrary>& library) {
+  AttrMap attrs;  // the key as RuntimeForAttrs computes it, from the attrs the ops carry
+  MetadataToAttrs(metadata, &attrs);
+  Eager().Register(MetadataFromAttrs(attrs).SerializeAsString(), library);
+}
+
+std::shared_ptr<const LoomRuntime> RuntimeForAttrs(const AttrMap& attrs, const FunctionCaller* functions) {
   static auto* cache = new RuntimeCache();
-  if (auto rt = cache->Find(loom_def_base64)) return rt;
-  const std::string loom_def = DecodeBase64(loom_def_base64);
-  proto::LoomDef def;
-  if (loom_def.size() > static_cast<size_t>(INT_MAX) ||
-      !def.ParseFromArray(loom_def.data(), static_cast<int>(loom_def.size()))) {
-    throw Error(Code::kDataLoss, "loom_def: the bytes are not a serialized LoomDef");
-  }
-  return cache->Insert(loom_def_base64, LoomRuntime::FromLoomDef(def));
+  const proto::LoomMetadata metadata = MetadataFromAttrs(attrs);
+  const std::string loom = metadata.SerializeAsString();
+  std::shared_ptr<const graph::FunctionLibrary> library = LibraryFor(loom, functions);
+  const auto* identity = library.get();
+  std::string key(reinterpret_cast<const char*>(&identity), sizeof(identity));
+  key += loom;
+  if (auto rt = cache->Find(key)) return rt;
+  return cache->Insert(key, BuildRuntime(metadata, std::move(library)));
 }
 
 std::shared_ptr<const Schedule> MergeMessages(const std::shared_ptr<const LoomSpec>& spec,
@@ -153,7 +197,7 @@ LoomInputs SplitInputs(const LoomRuntime& rt, const KernelContext& ctx) {
 }
 
 void LoomRunKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto schedule = ScheduleFromTensor(rt->spec(), ctx.input(0));
   LoomInputs in = SplitInputs(*rt, ctx);
   auto record = std::make_shared<ForwardRecord>();
@@ -167,10 +211,10 @@ OpDef LoomRunOp() {
   op.name = "LoomRun";
   op.inputs = {{"schedule", false, "", kScheduleTypes}, {"inputs", true, "", {}}};
   op.outputs = {"outputs", "record"};
-  op.attrs = {{"loom_def", AttrType::kString, std::nullopt},
-              {"Tinputs", AttrType::kTypeList, std::nullopt},
+  op.attrs = {{"Tinputs", AttrType::kTypeList, std::nullopt},
               {"output_types", AttrType::kTypeList, std::nullopt},
               {"output_shapes", AttrType::kShapeList, std::nullopt}};
+  for (AttrDef& a : LoomAttrDefs()) op.attrs.push_back(std::move(a));
   op.dtype_fn = [](const InferContext& c) {
     CheckInputTypesMatchAttr(c, "Tinputs", 1);
     std::vector<DType> out = c.attrs.GetTypeList("output_types");
@@ -321,7 +365,7 @@ int32_t DepthAttr(const KernelContext& ctx, const char* name, int64_t least) {
 }
 
 void InitialStateKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   LoomInputs in = SplitInputs(*rt, ctx);
   ctx.set_output(0, MakeHandleTensor(DType::kVariant, std::const_pointer_cast<Schedule>(sc)));
@@ -329,7 +373,7 @@ void InitialStateKernel(KernelContext& ctx) {
 }
 
 void LayerKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   const size_t T = rt->spec()->num_type_shapes();
   std::vector<Tensor> list = ListInput(ctx);
@@ -338,13 +382,13 @@ void LayerKernel(KernelContext& ctx) {
 }
 
 void GatherOutputsKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   SetOutputs(ctx, GatherOutputs(*rt->spec(), *sc, DepthAttr(ctx, "num_depths", 0), ListInput(ctx)));
 }
 
 void InitialStateGradKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   const LoomSpec& sp = *rt->spec();
   const size_t T = sp.num_type_shapes();
@@ -362,7 +406,7 @@ void InitialStateGradKernel(KernelContext& ctx) {
 }
 
 void LayerGradKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   const size_t T = rt->spec()->num_type_shapes(), C = rt->num_captures();
   std::vector<Tensor> list = ListInput(ctx);
@@ -374,7 +418,7 @@ void LayerGradKernel(KernelContext& ctx) {
 }
 
 void GatherOutputsGradKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   SetOutputs(ctx, GatherOutputsGrad(*rt->spec(), *sc, DepthAttr(ctx, "num_depths", 0), ListInput(ctx)));
 }
@@ -385,10 +429,10 @@ OpDef UnrolledOp(const char* name, KernelFn kernel, const char* int_attr, bool t
   op.inputs = {{"schedule", false, "", takes_message ? kScheduleTypes : std::vector<DType>{DType::kVariant}},
                {"inputs", true, "", {}}};
   op.outputs = {"outputs"};
-  op.attrs = {{"loom_def", AttrType::kString, std::nullopt},
-              {"Tinputs", AttrType::kTypeList, std::nullopt},
+  op.attrs = {{"Tinputs", AttrType::kTypeList, std::nullopt},
               {"Tout", AttrType::kTypeList, std::nullopt},
               {"output_shapes", AttrType::kShapeList, std::nullopt}};
+  for (AttrDef& a : LoomAttrDefs()) op.attrs.push_back(std::move(a));
   if (int_attr) op.attrs.push_back({int_attr, AttrType::kInt, std::nullopt});
   op.dtype_fn = [](const InferContext& c) {
     CheckInputTypesMatchAttr(c, "Tinputs", 1);

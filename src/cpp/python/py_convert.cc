@@ -295,6 +295,13 @@ AttrMap AttrsFromPy(const OpDef& op, py::handle dict) {
           attrs.Set(name, shapes);
           break;
         }
+        case AttrType::kStringList: attrs.Set(name, v.cast<std::vector<std::string>>()); break;
+        case AttrType::kFuncList: {
+          std::vector<FuncRef> functions;
+          for (auto x : v) functions.push_back(FuncRef{x.cast<std::string>()});
+          attrs.Set(name, functions);
+          break;
+        }
       }
     } catch (const py::cast_error&) {
       throw py::type_error(op.name + ": attribute '" + name + "' expects a value of type " +
@@ -319,6 +326,11 @@ py::object AttrToPy(const AttrValue& v) {
           for (const auto& s : x) l.append(PartialShapeToPy(s));
           return std::move(l);
         } else if constexpr (std::is_same_v<T, FuncRef>) return py::str(x.name);
+        else if constexpr (std::is_same_v<T, std::vector<FuncRef>>) {
+          py::list l;
+          for (const FuncRef& f : x) l.append(py::str(f.name));
+          return std::move(l);
+        }
         else if constexpr (std::is_same_v<T, std::string>) return py::str(x);
         else return py::cast(x);
       },
