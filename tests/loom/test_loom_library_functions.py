@@ -141,6 +141,9 @@ def test_attrs_that_disagree_in_length_are_rejected():
         bad = list(attrs["loom_op_functions"])
         bad[-1] = 99
         _run_with_attrs(loom, _weaver(loom)._schedule(), loom_op_functions=bad)
+    for count in (2**40, -1):  # a count past its list, or negative: refused before anything is allocated
+        with pytest.raises(td.errors.InvalidArgumentError, match="attr 'loom_op_backward' (counts|holds)"):
+            _run_with_attrs(loom, _weaver(loom)._schedule(), loom_op_backward=[count] + attrs["loom_op_backward"][1:])
 
 
 def test_the_graph_def_of_a_loom_round_trips_and_runs(tmp_path):

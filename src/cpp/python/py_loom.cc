@@ -4,6 +4,7 @@
 #include <climits>
 
 #include "data/record_file.h"
+#include "graph/graph_def_writer.h"
 #include "graph/loader.h"
 #include "loom/loom_attrs.h"
 #include "loom/loom_registry.h"
@@ -584,6 +585,13 @@ void RegisterLoomRuntime(py::module_& m) {
     return loom::FunctionBodyFingerprint(lib.library(), name);
   }, py::arg("library"), py::arg("name"),
         "The fingerprint of what function `name` of a serialized GraphDef's library computes (LoomOpDef.body_fingerprint).");
+  m.def("loom_function_fingerprint", [](const std::vector<PyLibraryFunction>& functions, const std::string& name) {
+    proto::GraphDef written;
+    graph::WriteLibraryGraphDef(LibraryFromPy(functions), &written);
+    return loom::FunctionBodyFingerprint(written.library(), name);
+  }, py::arg("functions"), py::arg("name"),
+        "The fingerprint of what function `name` of traced functions (LibraryFunctions, its callees included) "
+        "computes (LoomOpDef.body_fingerprint), with no serialization through Python.");
   m.def("loom_schedule_depth", [](const Tensor& schedule) {
     return GetHandle<loom::Schedule>(schedule, DType::kVariant, "Loom schedule")->num_depths;
   }, py::arg("schedule"), "The deepest layer of a finalised schedule (a variant tensor).");
