@@ -132,20 +132,26 @@ def test_a_loom_def_naming_a_function_its_library_lacks_is_rejected():
         check_loom_def(loom_def)
 
 
-def test_attrs_that_disagree_in_length_are_rejected():
+def test_attrs_that_disagree_are_rejected():
     loom, _, _ = vector_loom()
     attrs = loom._run_attrs
-    with pytest.raises(td.errors.InvalidArgumentError, match="loom_op_pass_through"):
-        _run_with_attrs(loom, _weaver(loom)._schedule(), loom_op_pass_through=attrs["loom_op_pass_through"][:-1])
-    with pytest.raises(td.errors.InvalidArgumentError, match="loom_op_inputs"):
+    message = td.constant(_weaver(loom).serialize())
+    bad_function = list(attrs["loom_op_functions"])
+    bad_function[-1] = 99
+    cases = [("loom_op_pass_through", attrs["loom_op_pass_through"][:-1], "loom_op_pass_through"),
+             ("loom_op_inputs", attrs["loom_op_inputs"][:-1], "loom_op_inputs"),
+             ("loom_op_functions", bad_function, "loom_op_functions"),
+             # a count past its list, or negative: refused before anything is allocated
+             ("loom_op_backward", [2**40] + attrs["loom_op_backward"][1:], "attr 'loom_op_backward' holds"),
+             ("loom_op_backward", [-1] + attrs["loom_op_backward"][1:], "attr 'loom_op_backward' counts"),
+             ("loom_type_tags", attrs["loom_type_tags"] * 2, "loom_type_tags")]
+    for attr, value, match in cases:
+        run = td.function(lambda schedule: _run_with_attrs(loom, schedule, **{attr: value}))
+        with pytest.raises(td.errors.InvalidArgumentError, match=match):
+            run(message)
+    # Eagerly, a loom op finds its functions through the Loom its attrs describe: changed ones describe none.
+    with pytest.raises(td.errors.NotFoundError, match="no td.loom.Loom of this process"):
         _run_with_attrs(loom, _weaver(loom)._schedule(), loom_op_inputs=attrs["loom_op_inputs"][:-1])
-    with pytest.raises(td.errors.InvalidArgumentError, match="loom_op_functions"):
-        bad = list(attrs["loom_op_functions"])
-        bad[-1] = 99
-        _run_with_attrs(loom, _weaver(loom)._schedule(), loom_op_functions=bad)
-    for count in (2**40, -1):  # a count past its list, or negative: refused before anything is allocated
-        with pytest.raises(td.errors.InvalidArgumentError, match="attr 'loom_op_backward' (counts|holds)"):
-            _run_with_attrs(loom, _weaver(loom)._schedule(), loom_op_backward=[count] + attrs["loom_op_backward"][1:])
 
 
 def test_the_graph_def_of_a_loom_round_trips_and_runs(tmp_path):

@@ -1,6 +1,8 @@
 #include "loom/loom_attrs.h"
 
 #include <climits>
+#include <type_traits>
+#include <variant>
 #include <unordered_map>
 
 #include "tensor/tensor_proto.h"
@@ -75,6 +77,101 @@ std::vector<AttrDef> LoomAttrDefs() {
           {"loom_batch_input_type_shapes", AttrType::kIntList, std::nullopt},
           {"loom_max_depth", AttrType::kInt, std::nullopt},
           {kFunctionsAttr, AttrType::kFuncList, std::nullopt}};
+}
+
+namespace {
+
+// FNV-1a over the values of an attr (of the types LoomAttrDefs uses).
+class AttrHasher {
+ public:
+  void Int(int64_t v) {
+    for (int i = 0; i < 8; ++i) Byte(static_cast<unsigned char>(static_cast<uint64_t>(v) >> (8 * i)));
+  }
+  void Str(const std::string& s) {
+    Int(static_cast<int64_t>(s.size()));
+    for (char c : s) Byte(static_cast<unsigned char>(c));
+  }
+  void Value(const AttrValue& value) {
+    Int(static_cast<int64_t>(value.index()));
+    std::visit([this](const auto& x) { Add(x); }, value);
+  }
+  uint64_t value() const { return h_; }
+
+ private:
+  void Byte(unsigned char b) {
+    h_ ^= b;
+    h_ *= 0x100000001b3ULL;
+  }
+  void Add(int64_t v) { Int(v); }
+  void Add(DType t) { Int(static_cast<int64_t>(t)); }
+  void Add(const PartialShape& s) {
+    Int(s.known_rank ? static_cast<int64_t>(s.dims.size()) : -1);
+    for (int64_t d : s.dims) Int(d);
+  }
+  void Add(const std::string& s) { Str(s); }
+  void Add(const FuncRef& f) { Str(f.name); }
+  template <typename T> void Add(const std::vector<T>& v) {
+    Int(static_cast<int64_t>(v.size()));
+    for (const T& x : v) Add(x);
+  }
+  template <typename T> void Add(const T&) {}  // types no loom attr has (the type index is hashed)
+  uint64_t h_ = 0xcbf29ce484222325ULL;
+};
+
+bool SameValue(const AttrValue& a, const AttrValue& b) {
+  if (a.index() != b.index()) return false;
+  return std::visit(
+      [&b](const auto& x) {
+        using T = std::decay_t<decltype(x)>;
+        if constexpr (std::is_same_v<T, Tensor> || std::is_same_v<T, double>) {
+          return false;  // no loom attr has these types
+        } else {
+          return x == std::get<T>(b);
+        }
+      },
+      a);
+}
+
+}  // namespace
+
+AttrMap LoomAttrsOf(const AttrMap& attrs) {
+  AttrMap out;
+  for (const AttrDef& def : LoomAttrDefs()) {
+    if (const AttrValue* v = attrs.Find(def.name)) out.Set(def.name, *v);
+  }
+  return out;
+}
+
+namespace {
+
+bool IsLoomAttr(const std::string& name) { return name.compare(0, 5, "loom_") == 0 || name == kFunctionsAttr; }
+
+}  // namespace
+
+// Both walk the attrs in their order, which is the OpDef's (canonical attrs,
+// LoomAttrsOf and the eager registry's copies all follow LoomAttrDefs), so a
+// run costs one pass and no lookups by name.
+uint64_t HashLoomAttrs(const AttrMap& attrs) {
+  AttrHasher h;
+  for (const auto& [name, value] : attrs.items()) {
+    if (!IsLoomAttr(name)) continue;
+    h.Str(name);
+    h.Value(value);
+  }
+  return h.value();
+}
+
+bool SameLoomAttrs(const AttrMap& a, const AttrMap& b) {
+  auto x = a.items().begin(), y = b.items().begin();
+  const auto x_end = a.items().end(), y_end = b.items().end();
+  while (true) {
+    while (x != x_end && !IsLoomAttr(x->first)) ++x;
+    while (y != y_end && !IsLoomAttr(y->first)) ++y;
+    if (x == x_end || y == y_end) return x == x_end && y == y_end;
+    if (x->first != y->first || !SameValue(x->second, y->second)) return false;
+    ++x;
+    ++y;
+  }
 }
 
 void MetadataToAttrs(const proto::LoomMetadata& m, AttrMap* attrs) {

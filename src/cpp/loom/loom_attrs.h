@@ -4,6 +4,7 @@
 // loom is an ordinary graph with an ordinary function library.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "ops/registry.h"
@@ -19,6 +20,13 @@ std::vector<AttrDef> LoomAttrDefs();
 
 // `metadata` (with its ops' function names) as the attrs LoomAttrDefs lists.
 void MetadataToAttrs(const proto::LoomMetadata& metadata, AttrMap* attrs);
+
+// The loom attrs of an op's attrs (the others, Tinputs and such, left out),
+// a hash of them, and whether two ops' loom attrs are equal: what the
+// kernels key their runtimes by, without rebuilding the metadata per run.
+AttrMap LoomAttrsOf(const AttrMap& attrs);
+uint64_t HashLoomAttrs(const AttrMap& attrs);
+bool SameLoomAttrs(const AttrMap& a, const AttrMap& b);
 
 // The LoomMetadata those attrs describe, function names included.
 // InvalidArgument when the lists disagree in length or a count runs past its

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <list>
 #include <mutex>
-#include <string_view>
+#include <iterator>
 #include <unordered_map>
 
 #include "graph/graph_def_writer.h"
@@ -21,62 +21,95 @@ namespace {
 
 // The runtimes of the looms in use, most recently used first. Bounded: a
 // process that builds loom after loom keeps only the latest kMaxRuntimes (a
-// graph whose runtime was evicted rebuilds it on its next run). A key is the
-// identity of a library and the serialized metadata of a loom over it; the
-// entry holds the library alive, so its address is not reused while cached.
+// graph whose runtime was evicted rebuilds it on its next run). An entry is
+// found by the library it runs and the loom's attrs (compared in full; the
+// hash only narrows the search), so a run rebuilds no metadata. The entry's
+// runtime holds the library alive, so its address is not reused while cached.
 class RuntimeCache {
  public:
-  std::shared_ptr<const LoomRuntime> Find(const std::string& key) {
+  std::shared_ptr<const LoomRuntime> Find(uint64_t hash, const graph::FunctionLibrary* library,
+                                          const AttrMap& attrs) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = index_.find(key);
-    if (it == index_.end()) return nullptr;
-    entries_.splice(entries_.begin(), entries_, it->second);  // now the most recent
-    return it->second->second;
+    auto [first, last] = index_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      const Entry& e = *it->second;
+      if (e.library == library && SameLoomAttrs(e.attrs, attrs)) {
+        entries_.splice(entries_.begin(), entries_, it->second);  // now the most recent
+        return e.runtime;
+      }
+    }
+    return nullptr;
   }
 
-  std::shared_ptr<const LoomRuntime> Insert(const std::string& key, std::shared_ptr<const LoomRuntime> rt) {
+  std::shared_ptr<const LoomRuntime> Insert(uint64_t hash, const graph::FunctionLibrary* library,
+                                            const AttrMap& attrs, std::shared_ptr<const LoomRuntime> rt) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = index_.find(key);
-    if (it != index_.end()) return it->second->second;  // another thread built it first
-    entries_.emplace_front(key, std::move(rt));
-    index_.emplace(entries_.front().first, entries_.begin());
+    entries_.push_front(Entry{hash, library, LoomAttrsOf(attrs), std::move(rt)});
+    index_.emplace(hash, entries_.begin());
     if (entries_.size() > kMaxRuntimes) {
-      index_.erase(entries_.back().first);
+      auto [first, last] = index_.equal_range(entries_.back().hash);
+      for (auto it = first; it != last; ++it) {
+        if (it->second == std::prev(entries_.end())) {
+          index_.erase(it);
+          break;
+        }
+      }
       entries_.pop_back();
     }
-    return entries_.front().second;
+    return entries_.front().runtime;
   }
 
  private:
   static constexpr size_t kMaxRuntimes = 64;
-  using Entry = std::pair<std::string, std::shared_ptr<const LoomRuntime>>;
+  struct Entry {
+    uint64_t hash;
+    const graph::FunctionLibrary* library;
+    AttrMap attrs;  // the loom attrs only
+    std::shared_ptr<const LoomRuntime> runtime;
+  };
   std::mutex mu_;
   std::list<Entry> entries_;
-  // Keys view the entries' strings, which a std::list never moves.
-  std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;
+  std::unordered_multimap<uint64_t, std::list<Entry>::iterator> index_;
 };
 
-// The libraries Looms registered for eager runs, by the loom they serve
-// (its serialized metadata, function names and body fingerprints included:
-// two looms may name functions alike, from different files).
+// The libraries Looms registered for eager runs, by the loom they serve (its
+// attrs: function names and body fingerprints included, as two files may
+// hold functions of one name that compute different things).
 class EagerLibraries {
  public:
-  void Register(std::string key, const std::shared_ptr<const graph::FunctionLibrary>& library) {
+  void Register(AttrMap attrs, const std::shared_ptr<const graph::FunctionLibrary>& library) {
     std::lock_guard<std::mutex> lock(mu_);
-    by_loom_[std::move(key)] = library;
     // Forget libraries nobody holds any more, so the map does not grow without bound.
-    for (auto it = by_loom_.begin(); it != by_loom_.end();) it = it->second.expired() ? by_loom_.erase(it) : ++it;
+    for (auto it = by_loom_.begin(); it != by_loom_.end();) {
+      it = it->second.library.expired() ? by_loom_.erase(it) : std::next(it);
+    }
+    const uint64_t hash = HashLoomAttrs(attrs);
+    auto [first, last] = by_loom_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      if (SameLoomAttrs(it->second.attrs, attrs)) {
+        it->second.library = library;
+        return;
+      }
+    }
+    by_loom_.emplace(hash, Entry{std::move(attrs), library});
   }
 
-  std::shared_ptr<const graph::FunctionLibrary> Find(const std::string& key) {
+  std::shared_ptr<const graph::FunctionLibrary> Find(uint64_t hash, const AttrMap& attrs) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = by_loom_.find(key);
-    return it == by_loom_.end() ? nullptr : it->second.lock();
+    auto [first, last] = by_loom_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      if (SameLoomAttrs(it->second.attrs, attrs)) return it->second.library.lock();
+    }
+    return nullptr;
   }
 
  private:
+  struct Entry {
+    AttrMap attrs;
+    std::weak_ptr<const graph::FunctionLibrary> library;
+  };
   std::mutex mu_;
-  std::unordered_map<std::string, std::weak_ptr<const graph::FunctionLibrary>> by_loom_;
+  std::unordered_multimap<uint64_t, Entry> by_loom_;
 };
 
 EagerLibraries& Eager() {
@@ -84,11 +117,11 @@ EagerLibraries& Eager() {
   return *libraries;
 }
 
-// The library whose functions a loom op runs (see RuntimeForAttrs); `loom`
-// is the loom's serialized metadata.
-std::shared_ptr<const graph::FunctionLibrary> LibraryFor(const std::string& loom, const FunctionCaller* functions) {
+// The library whose functions a loom op runs (see RuntimeForAttrs).
+std::shared_ptr<const graph::FunctionLibrary> LibraryFor(uint64_t hash, const AttrMap& attrs,
+                                                         const FunctionCaller* functions) {
   if (functions) return functions->library();
-  auto library = Eager().Find(loom);
+  auto library = Eager().Find(hash, attrs);
   if (!library) {
     throw Error(Code::kNotFound, "no td.loom.Loom of this process holds the functions this eager loom op's attrs "
                                  "name (an eager loom op finds them through the Loom that made them, which "
@@ -129,21 +162,18 @@ std::shared_ptr<const LoomRuntime> BuildRuntime(const proto::LoomMetadata& metad
 
 void RegisterEagerLibrary(const proto::LoomMetadata& metadata,
                           const std::shared_ptr<const graph::FunctionLibrary>& library) {
-  AttrMap attrs;  // the key as RuntimeForAttrs computes it, from the attrs the ops carry
+  AttrMap attrs;  // the attrs the loom's ops carry, in their OpDefs' order
   MetadataToAttrs(metadata, &attrs);
-  Eager().Register(MetadataFromAttrs(attrs).SerializeAsString(), library);
+  Eager().Register(LoomAttrsOf(attrs), library);
 }
 
 std::shared_ptr<const LoomRuntime> RuntimeForAttrs(const AttrMap& attrs, const FunctionCaller* functions) {
   static auto* cache = new RuntimeCache();
-  const proto::LoomMetadata metadata = MetadataFromAttrs(attrs);
-  const std::string loom = metadata.SerializeAsString();
-  std::shared_ptr<const graph::FunctionLibrary> library = LibraryFor(loom, functions);
-  const auto* identity = library.get();
-  std::string key(reinterpret_cast<const char*>(&identity), sizeof(identity));
-  key += loom;
-  if (auto rt = cache->Find(key)) return rt;
-  return cache->Insert(key, BuildRuntime(metadata, std::move(library)));
+  const uint64_t hash = HashLoomAttrs(attrs);
+  std::shared_ptr<const graph::FunctionLibrary> library = LibraryFor(hash, attrs, functions);
+  if (auto rt = cache->Find(hash, library.get(), attrs)) return rt;
+  const graph::FunctionLibrary* identity = library.get();
+  return cache->Insert(hash, identity, attrs, BuildRuntime(MetadataFromAttrs(attrs), std::move(library)));
 }
 
 std::shared_ptr<const Schedule> MergeMessages(const std::shared_ptr<const LoomSpec>& spec,

@@ -267,6 +267,11 @@ Tensor TensorFromPyObject(py::handle obj);  // defined in py_tensor.cc
 AttrMap AttrsFromPy(const OpDef& op, py::handle dict) {
   AttrMap attrs;
   if (dict.is_none()) return attrs;
+  if (py::isinstance<PyPreparedAttrs>(dict)) {
+    const auto& prepared = dict.cast<const PyPreparedAttrs&>();
+    if (prepared.op != &op) throw py::type_error(op.name + " got attrs prepared for " + prepared.op->name);
+    return prepared.attrs;
+  }
   for (auto item : py::reinterpret_borrow<py::dict>(dict)) {
     std::string name = item.first.cast<std::string>();
     const AttrDef* def = op.FindAttr(name);

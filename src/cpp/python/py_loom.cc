@@ -529,7 +529,6 @@ struct PyLoomLibrary {
   std::shared_ptr<const graph::FunctionLibrary> library;
 };
 
-
 // The runtime's checks and facts.
 void RegisterLoomRuntime(py::module_& m) {
   py::class_<PyLoomLibrary>(m, "LoomLibrary", "The library of a loom's ops' functions, for its eager runs.")
@@ -572,6 +571,26 @@ void RegisterLoomRuntime(py::module_& m) {
              return out;
            },
            "Every function of the library, to join the library of a graph that runs the loom's ops.");
+  py::class_<PyPreparedAttrs>(m, "PreparedAttrs", "An op's attrs, converted once (a mapping of their values).")
+      .def(py::init([](const OpHandle& h, py::handle attrs) { return PyPreparedAttrs{h.op, AttrsFromPy(*h.op, attrs)}; }),
+           py::arg("op"), py::arg("attrs"))
+      .def("__getitem__", [](const PyPreparedAttrs& p, const std::string& name) {
+             const AttrValue* v = p.attrs.Find(name);
+             if (!v) throw py::key_error(name);
+             return AttrToPy(*v);
+           })
+      .def("__contains__", [](const PyPreparedAttrs& p, const std::string& name) { return p.attrs.Find(name) != nullptr; })
+      .def("__len__", [](const PyPreparedAttrs& p) { return p.attrs.items().size(); })
+      .def("keys", [](const PyPreparedAttrs& p) {
+             py::list names;
+             for (const auto& item : p.attrs.items()) names.append(py::str(item.first));
+             return names;
+           })
+      .def("__iter__", [](const PyPreparedAttrs& p) {
+             py::list names;
+             for (const auto& item : p.attrs.items()) names.append(py::str(item.first));
+             return py::iter(names);
+           });
   m.def("loom_node_attrs", [](const py::bytes& metadata) {
     auto md = ParseProto<proto::LoomMetadata>(metadata, "LoomMetadata");
     AttrMap attrs;

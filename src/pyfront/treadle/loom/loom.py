@@ -12,12 +12,12 @@ import numpy as np
 from treadle import _core, loom_pb2
 from treadle.framework import context, dtypes
 from treadle.framework.graph_serialization import library_functions, library_graph_def
-from treadle.framework.op_execution import execute
+from treadle.framework.op_execution import execute, op_handle
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded
 from treadle.loom import foreign_schedules, gradients
-from treadle.loom.library import add_to_current_graph
+from treadle.loom.library import add_to_current_graph, add_to_graph
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
 from treadle.loom.tracing import trace_op
 from treadle.loom.schedule import Schedule
@@ -199,9 +199,12 @@ class Loom:
             raise ValueError(f"the loom's functions capture {len(capture_specs)} values but "
                              f"{len(self._captures)} were given")
         self._loom_attrs = _core.loom_node_attrs(metadata)
-        self._run_attrs = dict(self._loom_attrs, Tinputs=self._input_dtypes,
-                               output_types=[ts.dtype for ts in self._type_shapes],
-                               output_shapes=[[None] + list(ts.shape) for ts in self._type_shapes])
+        # In LoomRun's order of attrs, which the core then takes as they are.
+        self._run_attrs = dict(Tinputs=self._input_dtypes, output_types=[ts.dtype for ts in self._type_shapes],
+                               output_shapes=[[None] + list(ts.shape) for ts in self._type_shapes],
+                               **self._loom_attrs)
+        # Converted once: an eager run would otherwise convert the loom's many attrs each time.
+        self._eager_run_attrs = _core.PreparedAttrs(op_handle("LoomRun"), self._run_attrs)
 
     @classmethod
     def from_loom_def(cls, loom_def, named_ops, named_values, batch_values, captures, functions, library):
@@ -404,8 +407,10 @@ class Loom:
         inputs = [v.read_value() if isinstance(v, Variable) else v for v in self._input_sources]
         if self._unrolled:
             return self._run_unrolled(self._schedule_tensor(schedule), inputs)
-        add_to_current_graph(self._functions)  # the functions LoomRun names join the graph's library
-        outs = execute("LoomRun", [self._schedule_tensor(schedule)] + inputs, self._run_attrs)
+        graph = context.current_graph()
+        add_to_graph(graph, self._functions)  # the functions LoomRun names join the graph's library
+        outs = execute("LoomRun", [self._schedule_tensor(schedule)] + inputs,
+                       self._eager_run_attrs if graph is None else self._run_attrs)
         return outs[:-1]
 
     def _run_unrolled(self, schedule, inputs):
