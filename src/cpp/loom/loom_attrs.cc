@@ -1,6 +1,8 @@
 #include "loom/loom_attrs.h"
 
 #include <climits>
+#include <functional>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 #include <unordered_map>
@@ -81,16 +83,13 @@ std::vector<AttrDef> LoomAttrDefs() {
 
 namespace {
 
-// FNV-1a over the values of an attr (of the types LoomAttrDefs uses).
+// A hash of the values of an attr (of the types LoomAttrDefs uses), for an
+// in-memory table only: it hashes whole buffers at a time (std::hash of their
+// bytes), since every run of a Loom op computes it.
 class AttrHasher {
  public:
-  void Int(int64_t v) {
-    for (int i = 0; i < 8; ++i) Byte(static_cast<unsigned char>(static_cast<uint64_t>(v) >> (8 * i)));
-  }
-  void Str(const std::string& s) {
-    Int(static_cast<int64_t>(s.size()));
-    for (char c : s) Byte(static_cast<unsigned char>(c));
-  }
+  void Int(int64_t v) { Mix(static_cast<uint64_t>(v)); }
+  void Str(std::string_view s) { Mix(std::hash<std::string_view>()(s)); }
   void Value(const AttrValue& value) {
     Int(static_cast<int64_t>(value.index()));
     std::visit([this](const auto& x) { Add(x); }, value);
@@ -98,21 +97,29 @@ class AttrHasher {
   uint64_t value() const { return h_; }
 
  private:
-  void Byte(unsigned char b) {
-    h_ ^= b;
-    h_ *= 0x100000001b3ULL;
+  void Mix(uint64_t v) { h_ = (h_ ^ v) * 0x9e3779b97f4a7c15ULL + (h_ >> 29); }
+  template <typename T> void Bytes(const std::vector<T>& v) {
+    Int(static_cast<int64_t>(v.size()));
+    Str(std::string_view(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T)));
   }
   void Add(int64_t v) { Int(v); }
-  void Add(DType t) { Int(static_cast<int64_t>(t)); }
-  void Add(const PartialShape& s) {
-    Int(s.known_rank ? static_cast<int64_t>(s.dims.size()) : -1);
-    for (int64_t d : s.dims) Int(d);
-  }
   void Add(const std::string& s) { Str(s); }
-  void Add(const FuncRef& f) { Str(f.name); }
-  template <typename T> void Add(const std::vector<T>& v) {
+  void Add(const std::vector<int64_t>& v) { Bytes(v); }
+  void Add(const std::vector<DType>& v) { Bytes(v); }
+  void Add(const std::vector<PartialShape>& v) {
     Int(static_cast<int64_t>(v.size()));
-    for (const T& x : v) Add(x);
+    for (const PartialShape& s : v) {
+      Int(s.known_rank ? static_cast<int64_t>(s.dims.size()) : -1);
+      Bytes(s.dims);
+    }
+  }
+  void Add(const std::vector<std::string>& v) {
+    Int(static_cast<int64_t>(v.size()));
+    for (const std::string& s : v) Str(s);
+  }
+  void Add(const std::vector<FuncRef>& v) {
+    Int(static_cast<int64_t>(v.size()));
+    for (const FuncRef& f : v) Str(f.name);
   }
   template <typename T> void Add(const T&) {}  // types no loom attr has (the type index is hashed)
   uint64_t h_ = 0xcbf29ce484222325ULL;
