@@ -110,8 +110,8 @@ def _unrolled_grad(op, grad_op, grads, extra_inputs, extra_attrs):
     types = list(get_attr(op, "Tinputs"))
     tout = [t.dtype for t in extra_inputs] + [t.dtype for t in grads]
     results = execute(grad_op, [op.inputs[0]] + list(extra_inputs) + list(grads),
-                      dict(extra_attrs, **_loom_attrs(op), Tinputs=tout, Tout=types,
-                           output_shapes=[_shape_dims(t) for t in inputs]))
+                      dict(Tinputs=tout, Tout=types, output_shapes=[_shape_dims(t) for t in inputs],
+                           **_loom_attrs(op), **extra_attrs))
     return [None] + [g if dtypes.as_dtype(t).is_floating else None for g, t in zip(results, types)]
 
 
@@ -122,8 +122,8 @@ def _loom_initial_state_grad(op, *grads):
     inputs = op.inputs[1:]
     types = list(get_attr(op, "Tinputs"))
     results = execute("LoomInitialStateGrad", [op.outputs[0]] + state_grads + list(inputs),
-                      dict(_loom_attrs(op), Tinputs=[g.dtype for g in state_grads] + types, Tout=types,
-                           output_shapes=[_shape_dims(t) for t in inputs]))
+                      dict(Tinputs=[g.dtype for g in state_grads] + types, Tout=types,
+                           output_shapes=[_shape_dims(t) for t in inputs], **_loom_attrs(op)))
     return [None] + [g if dtypes.as_dtype(t).is_floating else None for g, t in zip(results, types)]
 
 

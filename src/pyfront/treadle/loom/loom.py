@@ -116,6 +116,7 @@ class Loom:
         self._traced = None
         self._captures = []
         self._functions = None
+        self._prepared_step_attrs = {}  # (unrolled step, depth) -> _core.PreparedAttrs
 
     def _set_metadata(self, metadata):
         self._metadata = metadata
@@ -421,10 +422,10 @@ class Loom:
         captures = inputs[len(inputs) - len(self._captures):]
         capture_types = [c.dtype for c in captures]
         add_to_current_graph(self._functions)
-        base = self._loom_attrs
-        outs = execute("LoomInitialState", [schedule] + inputs,
-                       dict(base, Tinputs=self._input_dtypes, Tout=[dtypes.variant] + types,
-                            output_shapes=[[]] + shapes))
+        base = self._loom_attrs  # each dict below lists the attrs in the op's order, as the core takes them best
+        outs = execute("LoomInitialState", [schedule] + inputs, self._step_attrs(
+            "LoomInitialState", None, lambda: dict(Tinputs=self._input_dtypes, Tout=[dtypes.variant] + types,
+                                                   output_shapes=[[]] + shapes, **base)))
         handle, state = outs[0], outs[1:]
         states = list(state)
         # Run eagerly, the layers stop at the schedule's own depth: max_depth
@@ -434,12 +435,24 @@ class Loom:
         if isinstance(handle, EagerTensor):
             num_depths = min(num_depths, _core.loom_schedule_depth(handle))
         for depth in range(1, num_depths + 1):
-            state = execute("LoomLayer", [handle] + state + captures,
-                            dict(base, Tinputs=types + capture_types, Tout=types, output_shapes=shapes, depth=depth))
+            state = execute("LoomLayer", [handle] + state + captures, self._step_attrs(
+                "LoomLayer", depth, lambda: dict(Tinputs=types + capture_types, Tout=types, output_shapes=shapes,
+                                                 **base, depth=depth)))
             states.extend(state)
-        return execute("LoomGatherOutputs", [handle] + states,
-                       dict(base, Tinputs=types * (num_depths + 1), Tout=types, output_shapes=shapes,
-                            num_depths=num_depths))
+        return execute("LoomGatherOutputs", [handle] + states, self._step_attrs(
+            "LoomGatherOutputs", num_depths, lambda: dict(Tinputs=types * (num_depths + 1), Tout=types,
+                                                          output_shapes=shapes, **base, num_depths=num_depths)))
+
+    def _step_attrs(self, op, depth, attrs):
+        """The attrs (made by `attrs()`) of unrolled step `op` at `depth`; for
+        an eager run, converted once per step and depth (as LoomRun's are),
+        since each run repeats them."""
+        if context.current_graph() is not None:
+            return attrs()
+        prepared = self._prepared_step_attrs.get((op, depth))
+        if prepared is None:
+            prepared = self._prepared_step_attrs[op, depth] = _core.PreparedAttrs(op_handle(op), attrs())
+        return prepared
 
     def _schedule_tensor(self, schedule):
         eager = context.executing_eagerly()
