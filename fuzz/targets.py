@@ -7,7 +7,6 @@ a Python exception saying what was wrong), or raises anything else, e.g.
 Wrong from an oracle (wrong). Crashes and hangs are seen by the supervisor
 (fuzz/run.py), which runs consumers in a worker process."""
 
-import base64
 import os
 import random
 import struct
@@ -373,24 +372,24 @@ class LoomDefKind(Kind):
     name, proto = "loom_def", loom_pb2.LoomDef
 
     def seeds(self):
-        return [_loom()._loom_def, _loom(6)._loom_def]
+        return [_loom().loom_def.SerializeToString(), _loom(6).loom_def.SerializeToString()]
 
     def consume(self, data):
-        capture_specs = _core.loom_check_def(base64.b64encode(data).decode("ascii"))
         loom_def = _parse(loom_pb2.LoomDef, data)
         if loom_def is None:
             return
+        capture_specs = loom_saving.check_loom_def(loom_def)
         md = loom_def.metadata
         from treadle.framework import dtypes
         try:
             ts = [td.loom.TypeShape(dtypes._ALL[t.dtype], tuple(t.shape), t.tag) for t in md.type_shapes]
         except (KeyError, IndexError):
-            raise Wrong("loom_check_def accepted a LoomDef with an invalid type shape") from None
+            raise Wrong("check_loom_def accepted a LoomDef with an invalid type shape") from None
         try:
             named = [td.zeros(ts[n.type_shape].shape, ts[n.type_shape].dtype) for n in md.named_tensors]
             batch = [td.zeros((4,) + ts[i].shape, ts[i].dtype) for i in md.batch_input_type_shapes]
         except IndexError:
-            raise Wrong("loom_check_def accepted a LoomDef with an invalid type shape index") from None
+            raise Wrong("check_loom_def accepted a LoomDef with an invalid type shape index") from None
         captures = [td.zeros([1 if d is None else d for d in (shape or [])], dtype)
                     for _, dtype, shape in capture_specs]
         loom = loom_saving.restore_loom(loom_def, named, batch, captures)

@@ -44,7 +44,7 @@ def unrolled():
     inputs = [v.read_value() for v in loom._input_sources]
     types = [ts.dtype for ts in loom.type_shapes]
     shapes = loom._run_attrs["output_shapes"]
-    base = {"loom_def": loom._loom_def_text}
+    base = loom._loom_attrs
     outs = execute("LoomInitialState", [w._schedule()] + inputs,
                    dict(base, Tinputs=loom._input_dtypes, Tout=[td.variant] + types, output_shapes=[[]] + shapes))
     return loom, outs[0], list(outs[1:]), base, types, shapes

@@ -6,6 +6,7 @@ where an op is not differentiable (ties, kinks, zeros of log)."""
 import numpy as np
 
 import treadle as td
+from treadle.loom.library import add_to_current_graph
 
 R = td.raw_ops
 _rng = np.random.default_rng(1234)
@@ -304,6 +305,7 @@ _UNROLLED_LOOM, _UNROLLED_MESSAGE = _gradcheck_loom(4)  # a layer beyond the sch
 
 
 def _loom_run(x, y):
+    add_to_current_graph(_LOOP_LOOM.functions)  # the functions LoomRun's attrs name, in a traced graph's library
     return td.raw_ops.LoomRun(schedule=td.constant(_LOOP_MESSAGE), inputs=[x, y],
                               **{k: v for k, v in _LOOP_LOOM._run_attrs.items()})[:-1]
 

@@ -74,8 +74,11 @@ def test_a_loaded_loom_describes_itself_as_the_saved_one(tmp_path):
 def test_the_core_gives_a_looms_input_counts():
     w = TreeLSTMWeights()
     loom = tree_lstm_loom(w)
-    assert _core.loom_input_counts(loom._run_attrs["loom_def"]) == (0, 1)
-    assert _core.loom_input_counts(vector_loom()[0]._run_attrs["loom_def"]) == (2, 0)
+    def counts(attrs):
+        return len(attrs["loom_named_tensors"]), len(attrs["loom_batch_input_type_shapes"])
+
+    assert counts(loom._run_attrs) == (0, 1)
+    assert counts(vector_loom()[0]._run_attrs) == (2, 0)
 
 
 def test_a_loom_op_whose_inputs_differ_from_tinputs_is_refused_naming_both():

@@ -7,6 +7,7 @@ import pytest
 import treadle as td
 from loom_testlib import VEC3, BinaryLoomOp, vector_loom
 from treadle import loom_pb2
+from treadle.loom.saving import check_loom_def
 
 
 class ConstantOp(td.loom.LoomOp):
@@ -113,8 +114,7 @@ def test_dry_run_loom_shares_the_fingerprint_of_the_loom_it_describes():
 
 def test_loom_def_with_a_wrong_body_fingerprint_is_rejected():
     loom = _loom_with(td.add)
-    loom_def = loom_pb2.LoomDef.FromString(loom._loom_def)
+    loom_def = loom.loom_def
     loom_def.metadata.ops[-1].body_fingerprint ^= 1
-    import base64
     with pytest.raises(td.errors.InvalidArgumentError, match="body fingerprint"):
-        td._core.loom_check_def(base64.b64encode(loom_def.SerializeToString()).decode("ascii"))
+        check_loom_def(loom_def)

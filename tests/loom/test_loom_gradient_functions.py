@@ -3,14 +3,12 @@ intermediates the backward function reads, so the backward pass reuses the
 forward run's values instead of recomputing them; and the LoomDef checks of
 those functions."""
 
-import base64
 
 import numpy as np
 import pytest
 
 import treadle as td
-from treadle import _core
-from treadle import loom_pb2
+from treadle.loom.saving import check_loom_def
 from loom_testlib import VEC3, TreeLSTMWeights, tree_lstm_loom, vector_loom
 
 
@@ -54,10 +52,7 @@ def test_backward_reads_the_forward_runs_values(traced):
 
 
 def loom_def_of(loom):
-    loom.make_weaver()  # builds the LoomDef
-    d = loom_pb2.LoomDef()
-    d.ParseFromString(loom._loom_def)
-    return d
+    return loom.loom_def
 
 
 def op_def(d, name):
@@ -65,7 +60,7 @@ def op_def(d, name):
 
 
 def check(d):
-    return _core.loom_check_def(base64.b64encode(d.SerializeToString()).decode("ascii"))
+    return check_loom_def(d)
 
 
 def test_ops_carry_training_and_backward_functions():

@@ -65,10 +65,16 @@ void AttrToProto(const AttrValue& value, proto::AttrValue* out) {
           TensorToProto(x, out->mutable_tensor());
         } else if constexpr (std::is_same_v<T, FuncRef>) {
           out->mutable_func()->set_name(x.name);
-        } else {
-          static_assert(std::is_same_v<T, std::vector<PartialShape>>);
+        } else if constexpr (std::is_same_v<T, std::vector<PartialShape>>) {
           auto* l = out->mutable_list();
           for (const PartialShape& s : x) PartialShapeToProto(s, l->add_shape());
+        } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+          auto* l = out->mutable_list();
+          for (const std::string& s : x) l->add_s(s);
+        } else {
+          static_assert(std::is_same_v<T, std::vector<FuncRef>>);
+          auto* l = out->mutable_list();
+          for (const FuncRef& f : x) l->add_func()->set_name(f.name);
         }
       },
       value);
@@ -147,6 +153,20 @@ AttrValue AttrFromProto(const proto::AttrValue& value, AttrType type, const std:
       std::vector<PartialShape> out;
       out.reserve(l.shape_size());
       for (const auto& s : l.shape()) out.push_back(PartialShapeFromProto(s, where));
+      return out;
+    }
+    case AttrType::kStringList: {
+      const auto& l = list_of(value.list().s_size());
+      return std::vector<std::string>(l.s().begin(), l.s().end());
+    }
+    case AttrType::kFuncList: {
+      const auto& l = list_of(value.list().func_size());
+      std::vector<FuncRef> out;
+      out.reserve(l.func_size());
+      for (const auto& f : l.func()) {
+        if (f.name().empty()) ThrowInvalidArgument(where, " names no function in one of its entries");
+        out.push_back(FuncRef{f.name()});
+      }
       return out;
     }
   }

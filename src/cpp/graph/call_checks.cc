@@ -86,15 +86,24 @@ void CheckFunctionCalls(const Body& body, Node* node, const std::vector<PartialS
                         const FunctionLibrary& library) {
   const std::string where = NodeWhere(body, *node);
   bool has_rule = false;
-  for (const auto& [attr, value] : node->attrs.items()) {
-    const FuncRef* ref = std::get_if<FuncRef>(&value);
-    if (!ref) continue;
-    const int f = library.Find(ref->name);
+  auto resolve = [&](const std::string& attr, const FuncRef& ref) {
+    const int f = library.Find(ref.name);
     if (f < 0) {
-      throw Error(Code::kNotFound, StrCat(where, " attr '", attr, "' names function '", ref->name,
+      throw Error(Code::kNotFound, StrCat(where, " attr '", attr, "' names function '", ref.name,
                                           "', which is not in the library"));
     }
     node->callees.push_back(f);
+    return f;
+  };
+  for (const auto& [attr, value] : node->attrs.items()) {
+    // A list of functions (the Loom ops') is only resolved here; its op checks the signatures it needs.
+    if (const auto* refs = std::get_if<std::vector<FuncRef>>(&value)) {
+      for (const FuncRef& ref : *refs) resolve(attr, ref);
+      continue;
+    }
+    const FuncRef* ref = std::get_if<FuncRef>(&value);
+    if (!ref) continue;
+    const int f = resolve(attr, *ref);
     if (const FunctionAttrDef* rule = node->op->FindFunctionAttr(attr)) {
       CheckCall(*node, where, *rule, library.signature(f), input_shapes);
       has_rule = true;

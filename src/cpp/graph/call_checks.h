@@ -18,4 +18,9 @@ class FunctionLibrary;
 void CheckFunctionCalls(const Body& body, Node* node, const std::vector<PartialShape>& input_shapes,
                         const FunctionLibrary& library);
 
+// Does this attr value name library functions (a func, or a list of them)?
+inline bool NamesFunctions(const AttrValue& value) {
+  return std::holds_alternative<FuncRef>(value) || std::holds_alternative<std::vector<FuncRef>>(value);
+}
+
 }  // namespace treadle::graph

@@ -25,6 +25,8 @@ class NodeFunctions final : public FunctionCaller {
     }
   }
 
+  std::shared_ptr<const FunctionLibrary> library() const override { return library_->shared_from_this(); }
+
   std::vector<Tensor> CallFunction(const std::string& name, const std::vector<Tensor>& args) const override {
     for (const auto& [fname, index] : functions_) {
       if (fname == name) return library_->Compiled(index).Run(args);

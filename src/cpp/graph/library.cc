@@ -79,7 +79,7 @@ std::shared_ptr<FunctionLibrary> FunctionLibrary::Build(
     for (Node& node : body->nodes) {
       node.callees.clear();
       const auto& items = node.attrs.items();
-      if (std::none_of(items.begin(), items.end(), [](const auto& kv) { return std::holds_alternative<FuncRef>(kv.second); })) continue;
+      if (std::none_of(items.begin(), items.end(), [](const auto& kv) { return NamesFunctions(kv.second); })) continue;
       std::vector<PartialShape> shapes;
       shapes.reserve(node.inputs.size());
       for (TensorRef r : node.inputs) shapes.push_back(body->StaticShape(r));
@@ -89,6 +89,13 @@ std::shared_ptr<FunctionLibrary> FunctionLibrary::Build(
   }
   out->CheckCallGraph();
   return out;
+}
+
+std::shared_ptr<const LibraryFunction> FunctionLibrary::Function(int i) const {
+  auto f = std::make_shared<LibraryFunction>();
+  f->signature = entries_[i]->signature;
+  f->body = entries_[i]->body;
+  return f;
 }
 
 int FunctionLibrary::Find(std::string_view name) const {

@@ -37,7 +37,9 @@ struct LibraryFunction {
   std::shared_ptr<const Body> body;
 };
 
-class FunctionLibrary {
+// Always held by a shared_ptr (Build makes it so): a kernel may keep the
+// library of the executable it runs in alive (FunctionCaller::library).
+class FunctionLibrary : public std::enable_shared_from_this<FunctionLibrary> {
  public:
   // Validates every function of `lib` (signatures, bodies, calls between
   // functions: no recursion, nesting at most kMaxCallDepth). Throws
@@ -52,6 +54,8 @@ class FunctionLibrary {
   int size() const { return static_cast<int>(entries_.size()); }
   const FunctionSignature& signature(int i) const { return entries_[i]->signature; }
   const Body& body(int i) const { return *entries_[i]->body; }
+  // Function i as a LibraryFunction, to join another library (a loaded loom's functions in a traced graph).
+  std::shared_ptr<const LibraryFunction> Function(int i) const;
   // True when running the function has effects beyond its results (prints,
   // Python calls, stateful ops), so a call must run even if unused.
   bool effectful(int i) const { return entries_[i]->effectful; }

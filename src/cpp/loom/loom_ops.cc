@@ -2,14 +2,15 @@
 // LoomRun runs a schedule (all depths, in a C++ loop) and returns one output
 // batch per type shape plus a record of the run; LoomRunGrad runs the
 // backward pass from that record.
-#include <array>
 #include <climits>
 #include <cstring>
 #include <list>
 #include <mutex>
-#include <string_view>
+#include <iterator>
 #include <unordered_map>
 
+#include "graph/graph_def_writer.h"
+#include "loom/loom_attrs.h"
 #include "loom/loom_registry.h"
 #include "ops/op_helpers.h"
 #include "util/errors.h"
@@ -18,88 +19,161 @@ namespace treadle::loom {
 
 namespace {
 
-// Standard base64 (RFC 4648) without line breaks; throws DataLoss on anything else.
-std::string DecodeBase64(const std::string& text) {
-  static const auto* table = [] {
-    auto* t = new std::array<int8_t, 256>();
-    t->fill(-1);
-    const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (int i = 0; i < 64; ++i) (*t)[static_cast<unsigned char>(alphabet[i])] = static_cast<int8_t>(i);
-    return t;
-  }();
-  if (text.size() % 4 != 0) throw Error(Code::kDataLoss, "loom_def: not base64 text (length not a multiple of 4)");
-  std::string out;
-  out.reserve(text.size() / 4 * 3);
-  for (size_t i = 0; i < text.size(); i += 4) {
-    int v[4];
-    int pad = 0;
-    for (int k = 0; k < 4; ++k) {
-      const unsigned char c = static_cast<unsigned char>(text[i + k]);
-      if (c == '=' && i + 4 == text.size() && k >= 2) {
-        v[k] = 0;
-        ++pad;
-      } else if (pad || (*table)[c] < 0) {
-        throw Error(Code::kDataLoss, "loom_def: not base64 text");
-      } else {
-        v[k] = (*table)[c];
-      }
-    }
-    const uint32_t n = (v[0] << 18) | (v[1] << 12) | (v[2] << 6) | v[3];
-    out.push_back(static_cast<char>(n >> 16));
-    if (pad < 2) out.push_back(static_cast<char>((n >> 8) & 0xff));
-    if (pad < 1) out.push_back(static_cast<char>(n & 0xff));
-  }
-  return out;
-}
-
-
-// The runtimes of the LoomDefs in use, most recently used first. Bounded: a
+// The runtimes of the looms in use, most recently used first. Bounded: a
 // process that builds loom after loom keeps only the latest kMaxRuntimes (a
-// graph naming an evicted LoomDef rebuilds its runtime on its next run).
+// graph whose runtime was evicted rebuilds it on its next run). An entry is
+// found by the library it runs and the loom's attrs (compared in full; the
+// hash only narrows the search), so a run rebuilds no metadata. The entry's
+// runtime holds the library alive, so its address is not reused while cached.
 class RuntimeCache {
  public:
-  std::shared_ptr<const LoomRuntime> Find(const std::string& key) {
+  std::shared_ptr<const LoomRuntime> Find(uint64_t hash, const graph::FunctionLibrary* library,
+                                          const AttrMap& attrs) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = index_.find(key);
-    if (it == index_.end()) return nullptr;
-    entries_.splice(entries_.begin(), entries_, it->second);  // now the most recent
-    return it->second->second;
+    auto [first, last] = index_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      const Entry& e = *it->second;
+      if (e.library == library && SameLoomAttrs(e.attrs, attrs)) {
+        entries_.splice(entries_.begin(), entries_, it->second);  // now the most recent
+        return e.runtime;
+      }
+    }
+    return nullptr;
   }
 
-  std::shared_ptr<const LoomRuntime> Insert(const std::string& key, std::shared_ptr<const LoomRuntime> rt) {
+  std::shared_ptr<const LoomRuntime> Insert(uint64_t hash, const graph::FunctionLibrary* library,
+                                            const AttrMap& attrs, std::shared_ptr<const LoomRuntime> rt) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = index_.find(key);
-    if (it != index_.end()) return it->second->second;  // another thread built it first
-    entries_.emplace_front(key, std::move(rt));
-    index_.emplace(entries_.front().first, entries_.begin());
+    entries_.push_front(Entry{hash, library, LoomAttrsOf(attrs), std::move(rt)});
+    index_.emplace(hash, entries_.begin());
     if (entries_.size() > kMaxRuntimes) {
-      index_.erase(entries_.back().first);
+      auto [first, last] = index_.equal_range(entries_.back().hash);
+      for (auto it = first; it != last; ++it) {
+        if (it->second == std::prev(entries_.end())) {
+          index_.erase(it);
+          break;
+        }
+      }
       entries_.pop_back();
     }
-    return entries_.front().second;
+    return entries_.front().runtime;
   }
 
  private:
   static constexpr size_t kMaxRuntimes = 64;
-  using Entry = std::pair<std::string, std::shared_ptr<const LoomRuntime>>;
+  struct Entry {
+    uint64_t hash;
+    const graph::FunctionLibrary* library;
+    AttrMap attrs;  // the loom attrs only
+    std::shared_ptr<const LoomRuntime> runtime;
+  };
   std::mutex mu_;
   std::list<Entry> entries_;
-  // Keys view the entries' strings, which a std::list never moves.
-  std::unordered_map<std::string_view, std::list<Entry>::iterator> index_;
+  std::unordered_multimap<uint64_t, std::list<Entry>::iterator> index_;
 };
+
+// The libraries Looms registered for eager runs, by the loom they serve (its
+// attrs: function names and body fingerprints included, as two files may
+// hold functions of one name that compute different things).
+class EagerLibraries {
+ public:
+  void Register(AttrMap attrs, const std::shared_ptr<const graph::FunctionLibrary>& library) {
+    std::lock_guard<std::mutex> lock(mu_);
+    // Forget libraries nobody holds any more, so the map does not grow without bound.
+    for (auto it = by_loom_.begin(); it != by_loom_.end();) {
+      it = it->second.library.expired() ? by_loom_.erase(it) : std::next(it);
+    }
+    const uint64_t hash = HashLoomAttrs(attrs);
+    auto [first, last] = by_loom_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      if (SameLoomAttrs(it->second.attrs, attrs)) {
+        it->second.library = library;
+        return;
+      }
+    }
+    by_loom_.emplace(hash, Entry{std::move(attrs), library});
+  }
+
+  std::shared_ptr<const graph::FunctionLibrary> Find(uint64_t hash, const AttrMap& attrs) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto [first, last] = by_loom_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      if (SameLoomAttrs(it->second.attrs, attrs)) return it->second.library.lock();
+    }
+    return nullptr;
+  }
+
+ private:
+  struct Entry {
+    AttrMap attrs;
+    std::weak_ptr<const graph::FunctionLibrary> library;
+  };
+  std::mutex mu_;
+  std::unordered_multimap<uint64_t, Entry> by_loom_;
+};
+
+EagerLibraries& Eager() {
+  static auto* libraries = new EagerLibraries();
+  return *libraries;
+}
+
+// The library whose functions a loom op runs (see RuntimeForAttrs).
+std::shared_ptr<const graph::FunctionLibrary> LibraryFor(uint64_t hash, const AttrMap& attrs,
+                                                         const FunctionCaller* functions) {
+  if (functions) return functions->library();
+  auto library = Eager().Find(hash, attrs);
+  if (!library) {
+    throw Error(Code::kNotFound, "no td.loom.Loom of this process holds the functions this eager loom op's attrs "
+                                 "name (an eager loom op finds them through the Loom that made them, which "
+                                 "must still exist; in a graph, the graph's library must hold them)");
+  }
+  return library;
+}
+
+// The functions the loom names and every function they call, written as
+// FunctionDefs: what the loom's body fingerprints are computed over.
+proto::FunctionDefLibrary WriteReachable(const graph::FunctionLibrary& library, const proto::LoomMetadata& m) {
+  std::vector<int> queue;
+  std::vector<char> seen(library.size(), 0);
+  auto visit = [&](int f) {
+    if (f >= 0 && !seen[f]) {
+      seen[f] = 1;
+      queue.push_back(f);
+    }
+  };
+  for (const auto& op : m.ops()) visit(library.Find(op.function_name()));  // missing: CheckFunctions says so
+  proto::FunctionDefLibrary out;
+  for (size_t q = 0; q < queue.size(); ++q) {
+    graph::WriteFunctionDef(*library.Function(queue[q]), out.add_function());
+    for (const graph::Node& node : library.body(queue[q]).nodes) {
+      for (int callee : node.callees) visit(callee);
+    }
+  }
+  return out;
+}
 
 }  // namespace
 
-std::shared_ptr<const LoomRuntime> RuntimeForLoomDef(const std::string& loom_def_base64) {
+std::shared_ptr<const LoomRuntime> BuildRuntime(const proto::LoomMetadata& metadata,
+                                                std::shared_ptr<const graph::FunctionLibrary> library) {
+  const proto::FunctionDefLibrary written = WriteReachable(*library, metadata);
+  return LoomRuntime::FromLibrary(metadata, std::move(library), written);
+}
+
+void RegisterEagerLibrary(const proto::LoomMetadata& metadata,
+                          const std::shared_ptr<const graph::FunctionLibrary>& library) {
+  AttrMap attrs;  // the attrs the loom's ops carry, in their OpDefs' order
+  MetadataToAttrs(metadata, &attrs);
+  Eager().Register(LoomAttrsOf(attrs), library);
+}
+
+std::shared_ptr<const LoomRuntime> RuntimeForAttrs(const AttrMap& attrs, const FunctionCaller* functions) {
   static auto* cache = new RuntimeCache();
-  if (auto rt = cache->Find(loom_def_base64)) return rt;
-  const std::string loom_def = DecodeBase64(loom_def_base64);
-  proto::LoomDef def;
-  if (loom_def.size() > static_cast<size_t>(INT_MAX) ||
-      !def.ParseFromArray(loom_def.data(), static_cast<int>(loom_def.size()))) {
-    throw Error(Code::kDataLoss, "loom_def: the bytes are not a serialized LoomDef");
-  }
-  return cache->Insert(loom_def_base64, LoomRuntime::FromLoomDef(def));
+  const uint64_t hash = HashLoomAttrs(attrs);
+  std::shared_ptr<const graph::FunctionLibrary> library = LibraryFor(hash, attrs, functions);
+  if (auto rt = cache->Find(hash, library.get(), attrs)) return rt;
+  const graph::FunctionLibrary* identity = library.get();
+  return cache->Insert(hash, identity, attrs, BuildRuntime(MetadataFromAttrs(attrs), std::move(library)));
 }
 
 std::shared_ptr<const Schedule> MergeMessages(const std::shared_ptr<const LoomSpec>& spec,
@@ -153,7 +227,7 @@ LoomInputs SplitInputs(const LoomRuntime& rt, const KernelContext& ctx) {
 }
 
 void LoomRunKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto schedule = ScheduleFromTensor(rt->spec(), ctx.input(0));
   LoomInputs in = SplitInputs(*rt, ctx);
   auto record = std::make_shared<ForwardRecord>();
@@ -167,10 +241,10 @@ OpDef LoomRunOp() {
   op.name = "LoomRun";
   op.inputs = {{"schedule", false, "", kScheduleTypes}, {"inputs", true, "", {}}};
   op.outputs = {"outputs", "record"};
-  op.attrs = {{"loom_def", AttrType::kString, std::nullopt},
-              {"Tinputs", AttrType::kTypeList, std::nullopt},
+  op.attrs = {{"Tinputs", AttrType::kTypeList, std::nullopt},
               {"output_types", AttrType::kTypeList, std::nullopt},
               {"output_shapes", AttrType::kShapeList, std::nullopt}};
+  for (AttrDef& a : LoomAttrDefs()) op.attrs.push_back(std::move(a));
   op.dtype_fn = [](const InferContext& c) {
     CheckInputTypesMatchAttr(c, "Tinputs", 1);
     std::vector<DType> out = c.attrs.GetTypeList("output_types");
@@ -321,7 +395,7 @@ int32_t DepthAttr(const KernelContext& ctx, const char* name, int64_t least) {
 }
 
 void InitialStateKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   LoomInputs in = SplitInputs(*rt, ctx);
   ctx.set_output(0, MakeHandleTensor(DType::kVariant, std::const_pointer_cast<Schedule>(sc)));
@@ -329,7 +403,7 @@ void InitialStateKernel(KernelContext& ctx) {
 }
 
 void LayerKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   const size_t T = rt->spec()->num_type_shapes();
   std::vector<Tensor> list = ListInput(ctx);
@@ -338,13 +412,13 @@ void LayerKernel(KernelContext& ctx) {
 }
 
 void GatherOutputsKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   SetOutputs(ctx, GatherOutputs(*rt->spec(), *sc, DepthAttr(ctx, "num_depths", 0), ListInput(ctx)));
 }
 
 void InitialStateGradKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   const LoomSpec& sp = *rt->spec();
   const size_t T = sp.num_type_shapes();
@@ -362,7 +436,7 @@ void InitialStateGradKernel(KernelContext& ctx) {
 }
 
 void LayerGradKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   const size_t T = rt->spec()->num_type_shapes(), C = rt->num_captures();
   std::vector<Tensor> list = ListInput(ctx);
@@ -374,7 +448,7 @@ void LayerGradKernel(KernelContext& ctx) {
 }
 
 void GatherOutputsGradKernel(KernelContext& ctx) {
-  auto rt = RuntimeForLoomDef(ctx.attrs.GetString("loom_def"));
+  auto rt = RuntimeForAttrs(ctx.attrs, ctx.functions);
   auto sc = ScheduleInput(ctx, *rt);
   SetOutputs(ctx, GatherOutputsGrad(*rt->spec(), *sc, DepthAttr(ctx, "num_depths", 0), ListInput(ctx)));
 }
@@ -385,10 +459,10 @@ OpDef UnrolledOp(const char* name, KernelFn kernel, const char* int_attr, bool t
   op.inputs = {{"schedule", false, "", takes_message ? kScheduleTypes : std::vector<DType>{DType::kVariant}},
                {"inputs", true, "", {}}};
   op.outputs = {"outputs"};
-  op.attrs = {{"loom_def", AttrType::kString, std::nullopt},
-              {"Tinputs", AttrType::kTypeList, std::nullopt},
+  op.attrs = {{"Tinputs", AttrType::kTypeList, std::nullopt},
               {"Tout", AttrType::kTypeList, std::nullopt},
               {"output_shapes", AttrType::kShapeList, std::nullopt}};
+  for (AttrDef& a : LoomAttrDefs()) op.attrs.push_back(std::move(a));
   if (int_attr) op.attrs.push_back({int_attr, AttrType::kInt, std::nullopt});
   op.dtype_fn = [](const InferContext& c) {
     CheckInputTypesMatchAttr(c, "Tinputs", 1);

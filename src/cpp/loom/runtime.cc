@@ -26,13 +26,14 @@ bool FitsBatch(const PartialShape& shape, const TypeShape& ts) {
 
 // ---------------------------------------------------------------- runtime
 
-std::shared_ptr<const LoomRuntime> LoomRuntime::FromLoomDef(const proto::LoomDef& def) {
+std::shared_ptr<const LoomRuntime> LoomRuntime::FromLibrary(const proto::LoomMetadata& metadata,
+                                                             std::shared_ptr<const graph::FunctionLibrary> library,
+                                                             const proto::FunctionDefLibrary& written) {
   auto rt = std::shared_ptr<LoomRuntime>(new LoomRuntime());
-  rt->spec_ = LoomSpec::FromProto(def.metadata());
-  const std::string library = def.library().SerializeAsString();
-  rt->graph_ = graph::LoadGraphDef(library.data(), library.size());
+  rt->spec_ = LoomSpec::FromProto(metadata);
+  rt->library_ = std::move(library);
   rt->CheckFunctions();
-  rt->CheckBodyFingerprints(def.library().library());
+  rt->CheckBodyFingerprints(written);
   return rt;
 }
 
@@ -40,7 +41,7 @@ bool LoomRuntime::differentiable(int op) const { return spec_->ops[op].pass_thro
 
 void LoomRuntime::CheckFunctions() {
   const LoomSpec& sp = *spec_;
-  const graph::FunctionLibrary& lib = *graph_.library;
+  const graph::FunctionLibrary& lib = *library_;
   capture_offset_.push_back(0);
   for (int k = 0; k < sp.num_ops(); ++k) {
     const OpSpec& op = sp.ops[k];
@@ -107,7 +108,7 @@ void LoomRuntime::CheckBodyFingerprints(const proto::FunctionDefLibrary& library
 // gradients and saved values and return the listed argument gradients.
 void LoomRuntime::CheckGradientFunctions(int k) {
   const OpSpec& op = spec_->ops[k];
-  const graph::FunctionLibrary& lib = *graph_.library;
+  const graph::FunctionLibrary& lib = *library_;
   const std::string where = "LoomDef: " + spec_->DescribeOp(k);
   const graph::FunctionSignature& sig = lib.signature(forward_[k]);
   const int t = lib.Find(op.training_function_name);
@@ -163,7 +164,7 @@ void LoomRuntime::CheckResults(int k, int64_t calls, const std::vector<Tensor>& 
 std::vector<Tensor> LoomRuntime::RunChecked(int k, int function, int64_t calls, std::vector<Tensor>* args,
                                             const std::vector<Tensor>& captures) const {
   args->insert(args->end(), captures.begin() + capture_offset_[k], captures.begin() + capture_offset_[k + 1]);
-  std::vector<Tensor> outs = graph_.library->Compiled(function).Run(*args);
+  std::vector<Tensor> outs = library_->Compiled(function).Run(*args);
   CheckResults(k, calls, outs);
   return outs;
 }
@@ -193,7 +194,7 @@ std::vector<Tensor> LoomRuntime::RunOpBackward(int k, const std::vector<Tensor>&
   args.reserve(op.backward_output_gradients.size() + saved.size());
   for (int j : op.backward_output_gradients) args.push_back(std::move(output_grads[j]));
   args.insert(args.end(), saved.begin(), saved.end());
-  std::vector<Tensor> results = graph_.library->Compiled(backward_[k]).Run(args);
+  std::vector<Tensor> results = library_->Compiled(backward_[k]).Run(args);
   std::vector<Tensor> grads(op.num_function_args + op.num_captures);  // undefined: no gradient
   for (size_t i = 0; i < results.size(); ++i) grads[op.backward_input_gradients[i]] = std::move(results[i]);
   return grads;

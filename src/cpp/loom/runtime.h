@@ -17,7 +17,13 @@ namespace treadle::loom {
 // the op signatures. Immutable, so any number of runs may share it.
 class LoomRuntime {
  public:
-  static std::shared_ptr<const LoomRuntime> FromLoomDef(const proto::LoomDef& def);
+  // The runtime of the loom `metadata` describes, running the functions it
+  // names in `library` (which it keeps alive); `written` holds those
+  // functions as FunctionDefs, whose bodies must have the fingerprints the
+  // metadata gives (see loom_registry.h).
+  static std::shared_ptr<const LoomRuntime> FromLibrary(const proto::LoomMetadata& metadata,
+                                                        std::shared_ptr<const graph::FunctionLibrary> library,
+                                                        const proto::FunctionDefLibrary& written);
 
   const std::shared_ptr<const LoomSpec>& spec() const { return spec_; }
   // Captures of op k are inputs [capture_offset(k), capture_offset(k) + num_captures).
@@ -48,7 +54,7 @@ class LoomRuntime {
   std::vector<Tensor> RunChecked(int op, int function, int64_t calls, std::vector<Tensor>* args,
                                  const std::vector<Tensor>& captures) const;
   std::shared_ptr<const LoomSpec> spec_;
-  graph::LoadedGraph graph_;
+  std::shared_ptr<const graph::FunctionLibrary> library_;
   // Library function index per op, -1 when none.
   std::vector<int> forward_, training_, backward_;
   std::vector<int> capture_offset_;

@@ -17,6 +17,8 @@ const char* AttrTypeName(AttrType t) {
     case AttrType::kTensor: return "tensor";
     case AttrType::kFunc: return "func";
     case AttrType::kShapeList: return "list(shape)";
+    case AttrType::kStringList: return "list(string)";
+    case AttrType::kFuncList: return "list(func)";
   }
   return "?";
 }
@@ -67,6 +69,12 @@ const Tensor& AttrMap::GetTensor(std::string_view n) const { return Get<Tensor>(
 const FuncRef& AttrMap::GetFunc(std::string_view n) const { return Get<FuncRef>(n, AttrType::kFunc); }
 const std::vector<PartialShape>& AttrMap::GetShapeList(std::string_view n) const {
   return Get<std::vector<PartialShape>>(n, AttrType::kShapeList);
+}
+const std::vector<std::string>& AttrMap::GetStringList(std::string_view n) const {
+  return Get<std::vector<std::string>>(n, AttrType::kStringList);
+}
+const std::vector<FuncRef>& AttrMap::GetFuncList(std::string_view n) const {
+  return Get<std::vector<FuncRef>>(n, AttrType::kFuncList);
 }
 
 }  // namespace treadle

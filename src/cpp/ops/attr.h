@@ -15,7 +15,8 @@
 
 namespace treadle {
 
-enum class AttrType { kInt, kFloat, kBool, kString, kType, kShape, kIntList, kTypeList, kTensor, kFunc, kShapeList };
+enum class AttrType { kInt, kFloat, kBool, kString, kType, kShape, kIntList, kTypeList, kTensor, kFunc, kShapeList,
+                      kStringList, kFuncList };
 const char* AttrTypeName(AttrType t);
 
 // A reference to a library function, by name (used by control-flow ops).
@@ -26,7 +27,8 @@ struct FuncRef {
 
 // The alternatives are listed in AttrType order.
 using AttrValue = std::variant<int64_t, double, bool, std::string, DType, PartialShape, std::vector<int64_t>,
-                               std::vector<DType>, Tensor, FuncRef, std::vector<PartialShape>>;
+                               std::vector<DType>, Tensor, FuncRef, std::vector<PartialShape>,
+                               std::vector<std::string>, std::vector<FuncRef>>;
 
 AttrType AttrValueType(const AttrValue& v);
 
@@ -51,6 +53,8 @@ class AttrMap {
   const Tensor& GetTensor(std::string_view name) const;
   const FuncRef& GetFunc(std::string_view name) const;
   const std::vector<PartialShape>& GetShapeList(std::string_view name) const;
+  const std::vector<std::string>& GetStringList(std::string_view name) const;
+  const std::vector<FuncRef>& GetFuncList(std::string_view name) const;
 
  private:
   template <typename T> const T& Get(std::string_view name, AttrType expected) const;

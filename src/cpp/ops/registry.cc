@@ -155,8 +155,25 @@ void CheckInputDTypes(const OpDef& op, const std::vector<DType>& dtypes) {
   }
 }
 
+namespace {
+
+// Every attr of the op, in the OpDef's order, each of its type: the attrs are
+// canonical already (a call repeated with prepared attrs). One pass, where
+// the general path below looks each name up (quadratic in the attr count).
+bool IsCanonical(const OpDef& op, const AttrMap& given) {
+  const auto& items = given.items();
+  if (items.size() != op.attrs.size()) return false;
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (items[i].first != op.attrs[i].name || AttrValueType(items[i].second) != op.attrs[i].type) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 AttrMap CanonicalizeAttrs(const OpDef& op, const AttrMap& given, const std::vector<DType>& input_dtypes) {
   CheckInputDTypes(op, input_dtypes);
+  if (IsCanonical(op, given)) return given;
   AttrMap out;
   for (const auto& [name, value] : given.items()) {
     const AttrDef* def = op.FindAttr(name);

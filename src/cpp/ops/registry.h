@@ -6,6 +6,7 @@
 
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -56,12 +57,20 @@ struct InferContext {
 using DTypeFn = std::function<std::vector<DType>(const InferContext&)>;
 using ShapeFn = std::function<std::vector<PartialShape>(const InferContext&)>;
 
+namespace graph {
+class FunctionLibrary;
+}  // namespace graph
+
 // Lets a kernel run a library function (If/While bodies, nested calls). The
 // graph executor provides one; eager execution of a plain op has none.
 class FunctionCaller {
  public:
   virtual ~FunctionCaller() = default;
   virtual std::vector<Tensor> CallFunction(const std::string& name, const std::vector<Tensor>& args) const = 0;
+  // The library of the executable the kernel runs in: for ops that build
+  // something lasting from several of its functions (the Loom ops' runtime),
+  // which keeps the library alive. The ops layer only passes it along.
+  virtual std::shared_ptr<const graph::FunctionLibrary> library() const = 0;
 };
 
 // Storage for kernel outputs that a caller recycles (the graph executor reuses

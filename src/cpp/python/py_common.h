@@ -54,6 +54,13 @@ Tensor TensorFromNumpy(py::array arr, bool copy);
 py::object TensorToNumpy(const Tensor& t);
 
 // Attribute values from Python, typed by the op's AttrDefs.
+// _core.PreparedAttrs: an op's attrs converted once, for calls made again and
+// again with the same many attrs (a loom's eager runs). AttrsFromPy takes it
+// in place of a dict; Python reads it as a mapping (py_loom.cc).
+struct PyPreparedAttrs {
+  const OpDef* op;
+  AttrMap attrs;
+};
 AttrMap AttrsFromPy(const OpDef& op, py::handle dict);
 py::object AttrToPy(const AttrValue& v);
 PartialShape PartialShapeFromPy(py::handle obj);  // None, or a sequence of int/None

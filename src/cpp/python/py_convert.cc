@@ -267,6 +267,11 @@ Tensor TensorFromPyObject(py::handle obj);  // defined in py_tensor.cc
 AttrMap AttrsFromPy(const OpDef& op, py::handle dict) {
   AttrMap attrs;
   if (dict.is_none()) return attrs;
+  if (py::isinstance<PyPreparedAttrs>(dict)) {
+    const auto& prepared = dict.cast<const PyPreparedAttrs&>();
+    if (prepared.op != &op) throw py::type_error(op.name + " got attrs prepared for " + prepared.op->name);
+    return prepared.attrs;
+  }
   for (auto item : py::reinterpret_borrow<py::dict>(dict)) {
     std::string name = item.first.cast<std::string>();
     const AttrDef* def = op.FindAttr(name);
@@ -295,6 +300,13 @@ AttrMap AttrsFromPy(const OpDef& op, py::handle dict) {
           attrs.Set(name, shapes);
           break;
         }
+        case AttrType::kStringList: attrs.Set(name, v.cast<std::vector<std::string>>()); break;
+        case AttrType::kFuncList: {
+          std::vector<FuncRef> functions;
+          for (auto x : v) functions.push_back(FuncRef{x.cast<std::string>()});
+          attrs.Set(name, functions);
+          break;
+        }
       }
     } catch (const py::cast_error&) {
       throw py::type_error(op.name + ": attribute '" + name + "' expects a value of type " +
@@ -319,6 +331,11 @@ py::object AttrToPy(const AttrValue& v) {
           for (const auto& s : x) l.append(PartialShapeToPy(s));
           return std::move(l);
         } else if constexpr (std::is_same_v<T, FuncRef>) return py::str(x.name);
+        else if constexpr (std::is_same_v<T, std::vector<FuncRef>>) {
+          py::list l;
+          for (const FuncRef& f : x) l.append(py::str(f.name));
+          return std::move(l);
+        }
         else if constexpr (std::is_same_v<T, std::string>) return py::str(x);
         else return py::cast(x);
       },

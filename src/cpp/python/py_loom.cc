@@ -4,6 +4,9 @@
 #include <climits>
 
 #include "data/record_file.h"
+#include "graph/graph_def_writer.h"
+#include "graph/loader.h"
+#include "loom/loom_attrs.h"
 #include "loom/loom_registry.h"
 #include "loom/record_io.h"
 #include "py_common.h"
@@ -519,28 +522,95 @@ void RegisterWeaver(py::module_& m) {
       .def("_weave_trees", &WeaveTrees);
 }
 
-std::shared_ptr<const loom::LoomRuntime> RuntimeWithoutGil(const std::string& loom_def) {
-  py::gil_scoped_release nogil;
-  return loom::RuntimeForLoomDef(loom_def);
-}
+// The library of a loom's ops' functions, held by the td.loom.Loom: its
+// eager runs find the functions there; a graph's runs find them in the
+// graph's own library.
+struct PyLoomLibrary {
+  std::shared_ptr<const graph::FunctionLibrary> library;
+};
 
 // The runtime's checks and facts.
 void RegisterLoomRuntime(py::module_& m) {
-  m.def("loom_check_def", [](const std::string& loom_def) {
-    std::shared_ptr<const loom::LoomRuntime> rt = RuntimeWithoutGil(loom_def);
-    py::list captures;
-    for (const auto& s : rt->capture_specs()) captures.append(SpecToPy(s));
-    return captures;
-  }, py::arg("loom_def"), "Builds and validates the runtime of a serialized LoomDef; returns its capture specs.");
-  m.def("loom_input_counts", [](const std::string& loom_def) {
-    const loom::LoomSpec& spec = *RuntimeWithoutGil(loom_def)->spec();
-    return py::make_tuple(spec.named_tensor_names.size(), spec.batch_input_type_shapes.size());
-  }, py::arg("loom_def"), "(named tensors, batch inputs) of the loom a Loom op's loom_def attr describes.");
+  py::class_<PyLoomLibrary>(m, "LoomLibrary", "The library of a loom's ops' functions, for its eager runs.")
+      .def(py::init([](const std::vector<PyLibraryFunction>& functions) {
+             auto fns = LibraryFromPy(functions);
+             py::gil_scoped_release nogil;
+             return PyLoomLibrary{graph::FunctionLibrary::Build(fns)};
+           }),
+           py::arg("functions"), "The library of traced functions (_core.LibraryFunction, callers and callees).")
+      .def_static("from_graph_def", [](const py::bytes& data) {
+             std::string_view view(data);
+             py::gil_scoped_release nogil;
+             return PyLoomLibrary{graph::LoadGraphDef(view.data(), view.size()).library};
+           },
+           py::arg("graph_def"), "The library of a serialized GraphDef (a loaded loom's), validated.")
+      .def("check", [](const PyLoomLibrary& l, const py::bytes& metadata) {
+             auto md = ParseProto<proto::LoomMetadata>(metadata, "LoomMetadata");
+             std::shared_ptr<const loom::LoomRuntime> rt;
+             {
+               py::gil_scoped_release nogil;
+               rt = loom::BuildRuntime(md, l.library);
+               loom::RegisterEagerLibrary(md, l.library);
+             }
+             py::list captures;
+             for (const auto& s : rt->capture_specs()) captures.append(SpecToPy(s));
+             return captures;
+           },
+           py::arg("metadata"), "Builds and validates the runtime of a serialized LoomMetadata over this "
+                                "library, which eager runs of that loom's ops then use; returns its capture specs.")
+      .def("executable", [](const PyLoomLibrary& l, const std::string& name) {
+             const int f = l.library->Find(name);
+             if (f < 0) throw Error(Code::kNotFound, StrCat("the loom's library has no function '", name, "'"));
+             // Shares ownership of the library, which owns the function's Executable.
+             return PyExecutable{std::shared_ptr<const graph::Executable>(l.library, &l.library->Compiled(f))};
+           },
+           py::arg("name"), "The Executable of library function `name` (for eager calls of a loaded loom's ops).")
+      .def("functions", [](const PyLoomLibrary& l) {
+             std::vector<PyLibraryFunction> out;
+             for (int i = 0; i < l.library->size(); ++i) out.push_back(PyLibraryFunction{l.library->Function(i)});
+             return out;
+           },
+           "Every function of the library, to join the library of a graph that runs the loom's ops.");
+  py::class_<PyPreparedAttrs>(m, "PreparedAttrs", "An op's attrs, converted once (a mapping of their values).")
+      .def(py::init([](const OpHandle& h, py::handle attrs) { return PyPreparedAttrs{h.op, AttrsFromPy(*h.op, attrs)}; }),
+           py::arg("op"), py::arg("attrs"))
+      .def("__getitem__", [](const PyPreparedAttrs& p, const std::string& name) {
+             const AttrValue* v = p.attrs.Find(name);
+             if (!v) throw py::key_error(name);
+             return AttrToPy(*v);
+           })
+      .def("__contains__", [](const PyPreparedAttrs& p, const std::string& name) { return p.attrs.Find(name) != nullptr; })
+      .def("__len__", [](const PyPreparedAttrs& p) { return p.attrs.items().size(); })
+      .def("keys", [](const PyPreparedAttrs& p) {
+             py::list names;
+             for (const auto& item : p.attrs.items()) names.append(py::str(item.first));
+             return names;
+           })
+      .def("__iter__", [](const PyPreparedAttrs& p) {
+             py::list names;
+             for (const auto& item : p.attrs.items()) names.append(py::str(item.first));
+             return py::iter(names);
+           });
+  m.def("loom_node_attrs", [](const py::bytes& metadata) {
+    auto md = ParseProto<proto::LoomMetadata>(metadata, "LoomMetadata");
+    AttrMap attrs;
+    loom::MetadataToAttrs(md, &attrs);
+    py::dict out;
+    for (const auto& [name, value] : attrs.items()) out[py::str(name)] = AttrToPy(value);
+    return out;
+  }, py::arg("metadata"), "The attrs describing a loom (its LoomMetadata, function names included) on the Loom ops.");
   m.def("loom_body_fingerprint", [](const py::bytes& library, const std::string& name) {
     auto lib = ParseProto<proto::GraphDef>(library, "GraphDef");
     return loom::FunctionBodyFingerprint(lib.library(), name);
   }, py::arg("library"), py::arg("name"),
         "The fingerprint of what function `name` of a serialized GraphDef's library computes (LoomOpDef.body_fingerprint).");
+  m.def("loom_function_fingerprint", [](const std::vector<PyLibraryFunction>& functions, const std::string& name) {
+    proto::GraphDef written;
+    graph::WriteLibraryGraphDef(LibraryFromPy(functions), &written);
+    return loom::FunctionBodyFingerprint(written.library(), name);
+  }, py::arg("functions"), py::arg("name"),
+        "The fingerprint of what function `name` of traced functions (LibraryFunctions, its callees included) "
+        "computes (LoomOpDef.body_fingerprint), with no serialization through Python.");
   m.def("loom_schedule_depth", [](const Tensor& schedule) {
     return GetHandle<loom::Schedule>(schedule, DType::kVariant, "Loom schedule")->num_depths;
   }, py::arg("schedule"), "The deepest layer of a finalised schedule (a variant tensor).");

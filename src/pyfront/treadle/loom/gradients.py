@@ -6,23 +6,28 @@ the variables the ops read. A batch input's gradient is a td.IndexedSlices of
 the rows the schedule read (the unrolled mode's stays dense)."""
 
 from treadle import _core
+
+# The attrs that describe a loom on every Loom op (src/cpp/loom/loom_attrs.h).
+_LOOM_ATTRS = tuple(_core.loom_node_attrs(b""))
 from treadle.autodiff import helpers as _ops
 from treadle.autodiff.function_gradients import GRADIENT_ERRORS, GraphBackward, function_gradient
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
-from treadle.framework.graph_serialization import merge_function_library
 from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.op_execution import execute
+from treadle.loom.library import add_to_current_graph, functions_of
 
 
-def attach_backward_functions(traced_ops, library):
-    """Gives each traced op its gradient functions, added to `library`: a
-    training function (the op's function also returning the intermediates
-    the gradient reads, so the backward pass recomputes nothing) and the
-    backward function reading them. `traced_ops` holds (the op's LoomOpDef in
-    the metadata, its ConcreteFunction); the LoomOpDef is told their names. An
-    op whose function cannot be differentiated keeps none: running it works,
-    asking for its gradient raises an error naming it."""
+def attach_backward_functions(traced_ops):
+    """Gives each traced op its gradient functions: a training function (the
+    op's function also returning the intermediates the gradient reads, so the
+    backward pass recomputes nothing) and the backward function reading them.
+    `traced_ops` holds (the op's LoomOpDef in the metadata, its
+    ConcreteFunction); the LoomOpDef is told their names. Returns those
+    functions, for the loom's library. An op whose function cannot be
+    differentiated keeps none: running it works, asking for its gradient
+    raises an error naming it."""
+    functions = []
     for op_def, fn in traced_ops:
         backward = _backward_of(fn)
         if backward is None:
@@ -35,8 +40,8 @@ def attach_backward_functions(traced_ops, library):
         op_def.backward_saved.extend(v if kind == "input" else n_forward + level.position[id(v)]
                                      for kind, v in bwd.needed_kinds)
         op_def.backward_input_gradients.extend(i for i, g in enumerate(bwd.grad_index) if g is not None)
-        for f in (level.forward, bwd.function):
-            merge_function_library(library.library, f.library_graph_def().library)
+        functions.extend((level.forward, bwd.function))
+    return functions
 
 
 def _backward_of(fn):
@@ -68,8 +73,9 @@ def _loom_run_grad(op, *grads):
     output_grads = [g if g is not None else _ops.zeros_like(y) for g, y in zip(grads, outputs)]
     inputs = op.inputs[1:]
     input_types = list(get_attr(op, "Tinputs"))
-    # The runtime the attr names is built (and kept) by the forward run: no second decoding.
-    num_named, num_batch = _core.loom_input_counts(get_attr(op, "loom_def"))
+    # LoomRunGrad runs the forward run's runtime (its record); the attrs only count the inputs.
+    num_named = len(get_attr(op, "loom_named_tensors"))
+    num_batch = len(get_attr(op, "loom_batch_input_type_shapes"))
     results = iter(execute("LoomRunGrad", [op.outputs[-1]] + output_grads,
                            {"Tgrads": list(output_types), "Tinputs": input_types,
                             "input_shapes": [_shape_dims(t) for t in inputs],
@@ -85,6 +91,14 @@ def _loom_run_grad(op, *grads):
     return in_grads
 
 
+def _loom_attrs(op):
+    """The attrs describing the loom of Loom op `op`, with its functions added
+    to the graph the gradient is built in."""
+    attrs = {name: get_attr(op, name) for name in _LOOM_ATTRS}
+    add_to_current_graph(functions_of(getattr(op, "graph", None), attrs["functions"]))
+    return attrs
+
+
 def _zeros_for_none(grads, outputs):
     return [g if g is not None else _ops.zeros_like(y) for g, y in zip(grads, outputs)]
 
@@ -96,8 +110,8 @@ def _unrolled_grad(op, grad_op, grads, extra_inputs, extra_attrs):
     types = list(get_attr(op, "Tinputs"))
     tout = [t.dtype for t in extra_inputs] + [t.dtype for t in grads]
     results = execute(grad_op, [op.inputs[0]] + list(extra_inputs) + list(grads),
-                      dict(extra_attrs, loom_def=get_attr(op, "loom_def"), Tinputs=tout, Tout=types,
-                           output_shapes=[_shape_dims(t) for t in inputs]))
+                      dict(Tinputs=tout, Tout=types, output_shapes=[_shape_dims(t) for t in inputs],
+                           **_loom_attrs(op), **extra_attrs))
     return [None] + [g if dtypes.as_dtype(t).is_floating else None for g, t in zip(results, types)]
 
 
@@ -108,8 +122,8 @@ def _loom_initial_state_grad(op, *grads):
     inputs = op.inputs[1:]
     types = list(get_attr(op, "Tinputs"))
     results = execute("LoomInitialStateGrad", [op.outputs[0]] + state_grads + list(inputs),
-                      {"loom_def": get_attr(op, "loom_def"), "Tinputs": [g.dtype for g in state_grads] + types,
-                       "Tout": types, "output_shapes": [_shape_dims(t) for t in inputs]})
+                      dict(Tinputs=[g.dtype for g in state_grads] + types, Tout=types,
+                           output_shapes=[_shape_dims(t) for t in inputs], **_loom_attrs(op)))
     return [None] + [g if dtypes.as_dtype(t).is_floating else None for g, t in zip(results, types)]
 
 

@@ -5,19 +5,19 @@ made by `loom.make_weaver()` builds a schedule; `loom(schedule)` runs it in
 C++ one depth at a time, each op once per depth on the batch of all its calls
 there, and returns the outputs per type shape."""
 
-import base64
 import typing
 
 import numpy as np
 
-from treadle import _core, graph_pb2, loom_pb2
+from treadle import _core, loom_pb2
 from treadle.framework import context, dtypes
-from treadle.framework.graph_serialization import merge_function_library
-from treadle.framework.op_execution import execute
+from treadle.framework.graph_serialization import library_functions, library_graph_def
+from treadle.framework.op_execution import execute, op_handle
 from treadle.framework.tensor import EagerTensor, Tensor, constant, convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.fold_options import back_prop_from_fold_kwargs, not_recorded
 from treadle.loom import foreign_schedules, gradients
+from treadle.loom.library import add_to_current_graph, add_to_graph
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
 from treadle.loom.tracing import trace_op
 from treadle.loom.schedule import Schedule
@@ -115,7 +115,8 @@ class Loom:
         self._constant_keys = {}
         self._traced = None
         self._captures = []
-        self._loom_def = None
+        self._functions = None
+        self._prepared_step_attrs = {}  # (unrolled step, depth) -> _core.PreparedAttrs
 
     def _set_metadata(self, metadata):
         self._metadata = metadata
@@ -162,10 +163,9 @@ class Loom:
         return {name: trace_op(name, op) for name, op in self._ops if type(op) is not PassThroughLoomOp}
 
     def _build_runtime(self):
-        """The LoomDef: the metadata, naming each op's batched function (and its
-        gradient functions), and one library holding them all."""
-        library = graph_pb2.GraphDef()
-        traced_defs = []
+        """Names each op's batched function (and its gradient functions) in the
+        metadata; the functions form the loom's library."""
+        functions, traced_defs = [], []
         for name, op_def in self._named_op_defs():
             if op_def.pass_through:
                 continue
@@ -173,21 +173,25 @@ class Loom:
             op_def.function_name = traced.name
             op_def.num_captures = len(traced.captures)
             self._captures.extend(traced.captures)
-            library.versions.CopyFrom(traced.library.versions)
-            merge_function_library(library.library, traced.library.library)
+            functions.append(traced.function)
             traced_defs.append((op_def, traced.function))
-        gradients.attach_backward_functions(traced_defs, library)
-        self._set_loom_def(loom_pb2.LoomDef(metadata=self._metadata, library=library))
+        functions.extend(gradients.attach_backward_functions(traced_defs))
+        self._set_library(functions, _core.LoomLibrary(library_functions(functions)))
 
     def _named_op_defs(self):
         """(name, LoomOpDef of the metadata) of each named op, in order."""
         first = len(self._type_shapes)
         return [(name, self._metadata.ops[first + k]) for k, (name, _) in enumerate(self._ops)]
 
-    def _set_loom_def(self, loom_def):
-        self._loom_def = loom_def.SerializeToString()
-        self._loom_def_text = base64.b64encode(self._loom_def).decode("ascii")
-        capture_specs = _core.loom_check_def(self._loom_def_text)
+    def _set_library(self, functions, library):
+        """`functions`: the ops' functions as a graph's library takes them
+        (FuncGraph.add_function: ConcreteFunctions, or a loaded loom's
+        LoadedFunctions); `library`: the same as a _core.LoomLibrary, which
+        eager runs use. The Loom ops name the functions in their attrs."""
+        self._functions = list(functions)
+        self._library = library
+        metadata = self._metadata.SerializeToString()
+        capture_specs = library.check(metadata)
         self._input_sources = list(self.input_values.all())
         self._input_dtypes = [v.dtype for v in self._input_sources]
         self._input_shapes = [v.shape.dims if hasattr(v.shape, "dims") else list(v.shape)
@@ -195,18 +199,20 @@ class Loom:
         if len(capture_specs) != len(self._captures):
             raise ValueError(f"the loom's functions capture {len(capture_specs)} values but "
                              f"{len(self._captures)} were given")
-        self._run_attrs = {
-            "loom_def": self._loom_def_text,
-            "Tinputs": self._input_dtypes,
-            "output_types": [ts.dtype for ts in self._type_shapes],
-            "output_shapes": [[None] + list(ts.shape) for ts in self._type_shapes],
-        }
+        self._loom_attrs = _core.loom_node_attrs(metadata)
+        # In LoomRun's order of attrs, which the core then takes as they are.
+        self._run_attrs = dict(Tinputs=self._input_dtypes, output_types=[ts.dtype for ts in self._type_shapes],
+                               output_shapes=[[None] + list(ts.shape) for ts in self._type_shapes],
+                               **self._loom_attrs)
+        # Converted once: an eager run would otherwise convert the loom's many attrs each time.
+        self._eager_run_attrs = _core.PreparedAttrs(op_handle("LoomRun"), self._run_attrs)
 
     @classmethod
-    def from_loom_def(cls, loom_def, named_ops, named_values, batch_values, captures):
+    def from_loom_def(cls, loom_def, named_ops, named_values, batch_values, captures, functions, library):
         """A loom from a LoomDef (td.load: loom.saving), its named ops (LoomOps of
-        the metadata's ops after the pass-throughs) and the values it reads: it
-        runs and makes weavers. It runs in the loop mode (LoomRun) whatever its
+        the metadata's ops after the pass-throughs), the values it reads and
+        its library (`functions`, `library`: see _set_library): it runs and
+        makes weavers. It runs in the loop mode (LoomRun) whatever its
         max_depth: that comes from the file, and an unrolled graph would have a
         node per depth up to it, however shallow the schedules (the loop stops at
         each schedule's depth; max_depth still bounds the schedules)."""
@@ -217,7 +223,7 @@ class Loom:
                     dry_run=False, back_prop=True)
         self._set_metadata(md)
         self._captures = list(captures)
-        self._set_loom_def(loom_def)
+        self._set_library(functions, library)
         return self
 
     def weaving_loom(self):
@@ -277,9 +283,16 @@ class Loom:
     def loom_def(self):
         """The LoomDef message (metadata, and the library of its ops' functions)
         the loom runs; ValueError for a dry_run loom, which has none."""
-        if self._loom_def is None:
+        if self._functions is None:
             raise ValueError("a loom built with dry_run=True has no functions (no LoomDef)")
-        return loom_pb2.LoomDef.FromString(self._loom_def)
+        return loom_pb2.LoomDef(metadata=self._metadata, library=library_graph_def(*self._functions))
+
+    @property
+    def functions(self):
+        """The library functions of the loom's ops (forward, training and
+        backward), which the graphs that run the loom hold in their library;
+        empty for a dry_run loom."""
+        return list(self._functions or ())
 
     @property
     def input_values(self):
@@ -395,7 +408,10 @@ class Loom:
         inputs = [v.read_value() if isinstance(v, Variable) else v for v in self._input_sources]
         if self._unrolled:
             return self._run_unrolled(self._schedule_tensor(schedule), inputs)
-        outs = execute("LoomRun", [self._schedule_tensor(schedule)] + inputs, self._run_attrs)
+        graph = context.current_graph()
+        add_to_graph(graph, self._functions)  # the functions LoomRun names join the graph's library
+        outs = execute("LoomRun", [self._schedule_tensor(schedule)] + inputs,
+                       self._eager_run_attrs if graph is None else self._run_attrs)
         return outs[:-1]
 
     def _run_unrolled(self, schedule, inputs):
@@ -405,10 +421,11 @@ class Loom:
         shapes = self._run_attrs["output_shapes"]
         captures = inputs[len(inputs) - len(self._captures):]
         capture_types = [c.dtype for c in captures]
-        base = {"loom_def": self._loom_def_text}
-        outs = execute("LoomInitialState", [schedule] + inputs,
-                       dict(base, Tinputs=self._input_dtypes, Tout=[dtypes.variant] + types,
-                            output_shapes=[[]] + shapes))
+        add_to_current_graph(self._functions)
+        base = self._loom_attrs  # each dict below lists the attrs in the op's order, as the core takes them best
+        outs = execute("LoomInitialState", [schedule] + inputs, self._step_attrs(
+            "LoomInitialState", None, lambda: dict(Tinputs=self._input_dtypes, Tout=[dtypes.variant] + types,
+                                                   output_shapes=[[]] + shapes, **base)))
         handle, state = outs[0], outs[1:]
         states = list(state)
         # Run eagerly, the layers stop at the schedule's own depth: max_depth
@@ -418,12 +435,24 @@ class Loom:
         if isinstance(handle, EagerTensor):
             num_depths = min(num_depths, _core.loom_schedule_depth(handle))
         for depth in range(1, num_depths + 1):
-            state = execute("LoomLayer", [handle] + state + captures,
-                            dict(base, Tinputs=types + capture_types, Tout=types, output_shapes=shapes, depth=depth))
+            state = execute("LoomLayer", [handle] + state + captures, self._step_attrs(
+                "LoomLayer", depth, lambda: dict(Tinputs=types + capture_types, Tout=types, output_shapes=shapes,
+                                                 **base, depth=depth)))
             states.extend(state)
-        return execute("LoomGatherOutputs", [handle] + states,
-                       dict(base, Tinputs=types * (num_depths + 1), Tout=types, output_shapes=shapes,
-                            num_depths=num_depths))
+        return execute("LoomGatherOutputs", [handle] + states, self._step_attrs(
+            "LoomGatherOutputs", num_depths, lambda: dict(Tinputs=types * (num_depths + 1), Tout=types,
+                                                          output_shapes=shapes, **base, num_depths=num_depths)))
+
+    def _step_attrs(self, op, depth, attrs):
+        """The attrs (made by `attrs()`) of unrolled step `op` at `depth`; for
+        an eager run, converted once per step and depth (as LoomRun's are),
+        since each run repeats them."""
+        if context.current_graph() is not None:
+            return attrs()
+        prepared = self._prepared_step_attrs.get((op, depth))
+        if prepared is None:
+            prepared = self._prepared_step_attrs[op, depth] = _core.PreparedAttrs(op_handle(op), attrs())
+        return prepared
 
     def _schedule_tensor(self, schedule):
         eager = context.executing_eagerly()

@@ -4,12 +4,15 @@ it reads (variables saved as variables), so a saved loom runs without its
 Python code. Registered with io's file kinds when treadle.loom is imported."""
 
 from treadle import _core, errors, loom_pb2
+from treadle.autodiff.custom_gradient import custom_gradient
 from treadle.framework import context
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.io import file_kinds
 from treadle.io.container import KIND_LOOM, file_kind, read_container, version_field, write_container
 from treadle.io.saved_values import SavedValueWriter, read_value, restore_variables
+from treadle.loom.library import LoadedFunction, add_to_current_graph
 from treadle.loom.loom import Loom, type_shapes_of_metadata
 from treadle.loom.loom_op import LoomOp, PassThroughLoomOp
 
@@ -70,11 +73,20 @@ def restore_loom(loom_def, named, batch, captures):
     batch inputs, captures), with a LoadedLoomOp for each of its ops;
     ValueError when the LoomDef's metadata or ops are invalid."""
     type_shapes = type_shapes_of_metadata(loom_def.metadata, "the saved loom's")
+    library = _core.LoomLibrary.from_graph_def(loom_def.library.SerializeToString())
+    functions = [LoadedFunction(f) for f in library.functions()]
     try:
-        ops = loaded_ops(loom_def, type_shapes, captures)
+        ops = loaded_ops(loom_def, type_shapes, captures, library, functions)
     except (IndexError, KeyError, TypeError, ValueError) as e:
         raise ValueError(f"the saved loom's ops are invalid: {e}") from None
-    return Loom.from_loom_def(loom_def, ops, named, batch, captures)
+    return Loom.from_loom_def(loom_def, ops, named, batch, captures, functions, library)
+
+
+def check_loom_def(loom_def):
+    """Builds and validates, in the core, the runtime of a LoomDef message
+    (its metadata over its library); returns its capture specs."""
+    library = _core.LoomLibrary.from_graph_def(loom_def.library.SerializeToString())
+    return library.check(loom_def.metadata.SerializeToString())
 
 
 def _fingerprint_op_bodies(loom_def):
@@ -93,38 +105,67 @@ def _fingerprint_op_bodies(loom_def):
 
 class LoadedLoomOp(LoomOp):
     """An op of a loaded loom: its type shapes and its saved batched function,
-    with no Python code behind it. `instantiate_batch` runs that function
-    eagerly on a batch (reading the variables it captured); it cannot be traced
-    into a new loom, since the saved function is not a Python function."""
+    with no Python code behind it. `instantiate_batch` calls that function on
+    a batch (reading the variables it captured), eagerly or as a call node of
+    the graph being traced, whose library then holds the loom's functions;
+    where the loom has the op's gradient functions, gradients flow through it
+    (to the batches and the captured variables)."""
 
-    def __init__(self, name, input_type_shapes, output_type_shapes, function_name, library, captures):
+    def __init__(self, name, input_type_shapes, output_type_shapes, op_def, library, functions, captures):
         super().__init__(input_type_shapes, output_type_shapes)
         self.name = name
-        self.function_name = function_name
+        self.function_name = op_def.function_name
+        self._training_function = op_def.training_function_name
+        self._backward_function = op_def.backward_function_name
+        self._backward = (list(op_def.backward_output_gradients), list(op_def.backward_saved),
+                          list(op_def.backward_input_gradients))
         self._library = library
+        self._functions = functions
         self._captures = captures
-        self._executable = None
 
     def instantiate_batch(self, inputs):
-        if not context.executing_eagerly():
-            raise TypeError(f"the loaded loom op '{self.name}' runs only eagerly: its saved function cannot be "
-                            "traced into a new loom or td.function (run the loaded loom itself)")
         if len(inputs) != len(self._input_type_shapes):
             raise ValueError(f"loom op '{self.name}' takes {len(self._input_type_shapes)} input batches, "
                              f"got {len(inputs)}")
-        if self._executable is None:
-            self._executable = _core.Executable.from_function(self._library, self.function_name)
         batches = [convert_to_tensor(x, dtype=ts.dtype) for x, ts in zip(inputs, self._input_type_shapes)]
         captured = [c.read_value() if isinstance(c, Variable) else c for c in self._captures]
-        return list(self._executable.run(batches + captured))
+        if not self._backward_function:
+            return self._call(self.function_name, batches + captured)
+        return list(custom_gradient(self._differentiable_call)(*(batches + captured)))
+
+    def _differentiable_call(self, *args):
+        """The op's results by its training function, and their gradient by its backward function."""
+        output_grads, saved, input_grads = self._backward
+        values = list(args) + self._call(self._training_function, list(args))
+        outputs = values[len(args):len(args) + len(self._output_type_shapes)]
+
+        def grad(*dys):
+            grads = self._call(self._backward_function, [dys[j] for j in output_grads] + [values[v] for v in saved])
+            result = [None] * len(args)
+            for i, g in zip(input_grads, grads):
+                result[i] = g
+            return result
+
+        return outputs, grad
+
+    def _call(self, name, args):
+        """Library function `name` on `args`: run now, or a call node of the graph being traced."""
+        executable = self._library.executable(name)
+        if context.executing_eagerly():
+            return list(executable.run(args))
+        add_to_current_graph(self._functions)
+        out_specs = executable.output_signature
+        return execute("StatefulPartitionedCall", args,
+                       {"Tin": [a.dtype for a in args], "Tout": [dtype for dtype, _ in out_specs],
+                        "output_shapes": [shape for _, shape in out_specs], "f": name})
 
     def __repr__(self):
         return f"<loaded LoomOp '{self.name}': {self._input_type_shapes} -> {self._output_type_shapes}>"
 
 
-def loaded_ops(loom_def, type_shapes, captures):
-    """[(name, LoomOp)] for a loaded loom's named ops, each with its share of `captures`."""
-    library = None
+def loaded_ops(loom_def, type_shapes, captures, library, functions):
+    """[(name, LoomOp)] for a loaded loom's named ops, each with its share of
+    `captures`; `library` and `functions` (LoadedFunctions) hold their functions."""
     ops, position = [], 0
     for op in loom_def.metadata.ops[len(type_shapes):]:
         inputs = [type_shapes[i] for i in op.input_type_shapes]
@@ -132,11 +173,9 @@ def loaded_ops(loom_def, type_shapes, captures):
         if op.pass_through:
             ops.append((op.name, PassThroughLoomOp(inputs[0])))
             continue
-        if library is None:
-            library = loom_def.library.SerializeToString()
         mine = list(captures[position:position + op.num_captures])
         position += op.num_captures
-        ops.append((op.name, LoadedLoomOp(op.name, inputs, outputs, op.function_name, library, mine)))
+        ops.append((op.name, LoadedLoomOp(op.name, inputs, outputs, op, library, functions, mine)))
     return ops
 
 

@@ -10,8 +10,9 @@ which has this trace type too. (A bytes subclass carrying this type was tried:
 NumPy reads a bytes subclass as a sequence of ints, so
 `td.constant(weaver.serialize())` broke.)"""
 
-from treadle.function.trace_type import TraceType
 from treadle.framework import dtypes
+from treadle.framework.tensor import constant
+from treadle.function.trace_type import TraceType
 
 
 class ScheduleType(TraceType):
@@ -33,7 +34,6 @@ class ScheduleType(TraceType):
         return placeholder_context.graph.add_placeholder(dtypes.string, [], placeholder_context.name)
 
     def to_tensors(self, value):
-        from treadle.framework.tensor import constant
         return [constant(self._serialized(value))]
 
     def cast(self, value, casting_context=None):

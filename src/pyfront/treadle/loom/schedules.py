@@ -8,12 +8,12 @@ import errno
 import os
 
 from treadle import _core
+from treadle.loom.weaver import Weaver
 
 
 def write_schedules(path, messages, compression_type=None):
     """Writes `messages` (serialized WeaverMessages, or Weavers) to `path`, one
     record each; compression_type None, 'GZIP' or 'ZLIB'."""
-    from treadle.loom.weaver import Weaver
     records = []
     for m in messages:
         if isinstance(m, Weaver):

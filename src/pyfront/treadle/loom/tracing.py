@@ -6,6 +6,7 @@ variable through that read, eagerly and inside graphs alike."""
 from treadle import _core
 from treadle.framework import dtypes
 from treadle.framework.func_graph import FuncGraph, unique_function_name
+from treadle.framework.graph_serialization import library_functions
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.variables import variable_for_handle
 from treadle.function.concrete_function import finish_function
@@ -40,15 +41,14 @@ class _LoomOpGraph(FuncGraph):
 
 
 class TracedOp:
-    """An op's batched function: its library (a GraphDef), the fingerprint of
-    its body, and the outside values (eager tensors, or variables to read at
-    run time) it captured, in argument order."""
+    """An op's batched function, the fingerprint of its body, and the outside
+    values (eager tensors, or variables to read at run time) it captured, in
+    argument order."""
 
     def __init__(self, function, captures):
         self.function = function
         self.captures = captures
-        self.library = function.library_graph_def()
-        self.body_fingerprint = _core.loom_body_fingerprint(self.library.SerializeToString(), function.name)
+        self.body_fingerprint = _core.loom_function_fingerprint(library_functions([function]), function.name)
 
     @property
     def name(self):
