@@ -43,8 +43,6 @@ DEFERRED_IMPORTS = {
     ("treadle.function.concrete_function", "treadle.errors"): _OTHER_STREAMS,
     ("treadle.function.concrete_function", "treadle.framework.op_execution"): _OTHER_STREAMS,
     ("treadle.function.concrete_function", "treadle.function.signature_printing"): _OTHER_STREAMS,
-    ("treadle.loom.schedule_type", "treadle.framework.tensor"): _OTHER_STREAMS,
-    ("treadle.loom.schedules", "treadle.loom.weaver"): _OTHER_STREAMS,
 }
 
 
