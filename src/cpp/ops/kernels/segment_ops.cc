@@ -3,6 +3,7 @@
 // the sum), td.repeat and td.RaggedTensor's rows (a ragged row reduction is a segment reduction
 // of the values by their row ids; the row ids are Repeat of the row numbers).
 // Each kernel checks every id or count before it writes anything.
+#include <algorithm>
 #include <limits>
 
 #include "ops/narrow_types.h"
@@ -59,26 +60,67 @@ Dims SegmentOutputDims(const Tensor& data, const Tensor& ids, int64_t num) {
 
 // ---------------------------------------------------------------- the reductions
 
-// out[s] = combine over the rows r with ids[r] == s (negative ids dropped, as
-// in TensorFlow), starting from `init`. Ids are checked first.
-template <typename T, typename Index, typename Combine>
-void SegmentReduce(const OpDef& op, const T* data, const Index* ids, int64_t rows, int64_t inner, int64_t num,
-                   T init, Combine combine, T* out) {
+// Checks every id against `num` before anything is written; returns whether
+// the ids are sorted (non-decreasing), as a ragged tensor's row ids are.
+template <typename Index>
+bool CheckIdsInRange(const OpDef& op, const Index* ids, int64_t rows, int64_t num) {
+  bool sorted = true;
   for (int64_t r = 0; r < rows; ++r) {
     if (ids[r] >= num) {
       ThrowInvalidArgument(op.name, ": segment_ids[", r, "] = ", ids[r], " is out of range [0, ", num, ")");
     }
+    if (r > 0 && ids[r] < ids[r - 1]) sorted = false;
+  }
+  return sorted;
+}
+
+enum class Reduce { kSum, kMax };
+
+// An empty segment: 0 for a sum; for a max the lowest value of the type, as in TensorFlow.
+template <Reduce kind, typename T>
+constexpr T ReduceInit() {
+  return kind == Reduce::kSum ? T(0) : std::numeric_limits<T>::lowest();
+}
+
+// acc[j] = acc[j] + row[j] (or the max) for j < inner. An inline loop the
+// compiler vectorizes: calling simd::BinaryF32 per row measured slower (rows
+// of 150 floats are too short to pay for the dispatch).
+template <Reduce kind, typename T>
+void CombineRowInto(T* __restrict acc, const T* __restrict row, int64_t inner) {
+  if constexpr (kind == Reduce::kSum) {
+    for (int64_t j = 0; j < inner; ++j) acc[j] = acc[j] + row[j];
+  } else {
+    for (int64_t j = 0; j < inner; ++j) acc[j] = row[j] > acc[j] ? row[j] : acc[j];
+  }
+}
+
+// out[s] = the reduction of the rows r with ids[r] == s (negative ids
+// dropped, as in TensorFlow). Ids are checked first. Sorted ids (a ragged
+// tensor's row ids, the ids of td.repeat's gradient) take a fast path: each
+// segment's rows are contiguous, so each output row is made in one pass while
+// it is in cache, instead of filling the whole output first and coming back
+// to each row once per id. Both paths combine
+// the rows in the same order, from the same start, so they give the same bits.
+template <Reduce kind, typename T, typename Index>
+void SegmentReduce(const OpDef& op, const T* data, const Index* ids, int64_t rows, int64_t inner, int64_t num,
+                   T* out) {
+  const T init = ReduceInit<kind, T>();
+  if (CheckIdsInRange(op, ids, rows, num)) {
+    int64_t r = 0;
+    while (r < rows && ids[r] < 0) ++r;
+    for (int64_t s = 0; s < num; ++s) {
+      T* acc = out + s * inner;
+      std::fill(acc, acc + inner, init);
+      for (; r < rows && ids[r] == s; ++r) CombineRowInto<kind>(acc, data + r * inner, inner);
+    }
+    return;
   }
   std::fill(out, out + num * inner, init);
   for (int64_t r = 0; r < rows; ++r) {
     if (ids[r] < 0) continue;
-    T* dst = out + static_cast<int64_t>(ids[r]) * inner;
-    const T* src = data + r * inner;
-    for (int64_t j = 0; j < inner; ++j) dst[j] = combine(dst[j], src[j]);
+    CombineRowInto<kind>(out + static_cast<int64_t>(ids[r]) * inner, data + r * inner, inner);
   }
 }
-
-enum class Reduce { kSum, kMax };
 
 template <Reduce kind>
 void SegmentReduceKernel(KernelContext& ctx, int64_t num) {
@@ -91,15 +133,7 @@ void SegmentReduceKernel(KernelContext& ctx, int64_t num) {
     using Index = typename decltype(itag)::type;
     VisitNumeric(data.dtype(), ctx.op.name.c_str(), [&](auto tag) {
       using T = typename decltype(tag)::type;
-      if constexpr (kind == Reduce::kSum) {
-        SegmentReduce<T, Index>(ctx.op, data.data<T>(), ids.data<Index>(), rows, inner, num, T(0),
-                                [](T a, T b) { return a + b; }, out.data<T>());
-      } else {
-        // An empty segment is the lowest value of the type, as in TensorFlow.
-        SegmentReduce<T, Index>(ctx.op, data.data<T>(), ids.data<Index>(), rows, inner, num,
-                                std::numeric_limits<T>::lowest(), [](T a, T b) { return b > a ? b : a; },
-                                out.data<T>());
-      }
+      SegmentReduce<kind, T, Index>(ctx.op, data.data<T>(), ids.data<Index>(), rows, inner, num, out.data<T>());
     });
   });
 }
