@@ -93,7 +93,15 @@ def describe(trees):
 # ---------------------------------------------------------------- treadle
 
 class TreadleModel:
-    def __init__(self, vocab, seed=0):
+    """`table=True` hoists the input projection: a node's `x W + b`, with x
+    the embedding of its type, is row `type` of the table `E W + b` (vocab x
+    4 hidden), so each depth gathers rows of that table instead of
+    multiplying every node's embedding by W. Same function, same gradients;
+    the peer does the same. The table is made inside the node op, once per
+    depth (a loom's batch inputs are fixed tensors, so it cannot be made once
+    per step)."""
+
+    def __init__(self, vocab, seed=0, table=True):
         import numpy as np
         import treadle as td
         self.td = td
@@ -106,7 +114,9 @@ class TreadleModel:
         self.b = td.Variable(np.zeros(4 * HIDDEN, f))
         self.w_out = td.Variable(rng.normal(0, 0.05, (HIDDEN, CLASSES)).astype(f))
         self.b_out = td.Variable(np.zeros(CLASSES, f))
-        self.x_ts = td.loom.TypeShape("float32", (EMBED,), "x")
+        self.table = table
+        # With the table, a node's batch input is its type (row of the table).
+        self.x_ts = td.loom.TypeShape("int32", (), "kind") if table else td.loom.TypeShape("float32", (EMBED,), "x")
         self.c_ts = td.loom.TypeShape("float32", (HIDDEN,), "c")
         self.h_ts = td.loom.TypeShape("float32", (HIDDEN,), "h")
         model = self
@@ -119,7 +129,8 @@ class TreadleModel:
             def instantiate_batch(self, inputs):
                 return model.cell(*inputs)
 
-        self.loom = td.loom.Loom(named_ops={"node": Node()}, batch_inputs={self.x_ts: self.embedding})
+        inputs = td.constant(np.arange(vocab, dtype=np.int32)) if table else self.embedding
+        self.loom = td.loom.Loom(named_ops={"node": Node()}, batch_inputs={self.x_ts: inputs})
         self.optimizer = td.optimizers.SGD(0.01)
 
     def variables(self):
@@ -127,7 +138,11 @@ class TreadleModel:
 
     def cell(self, x, c_kids, h_kids):
         td = self.td
-        i, o, u, f_x = td.split(td.matmul(x, self.w) + self.b, 4, axis=1)
+        if self.table:
+            projected = td.gather(td.matmul(self.embedding, self.w) + self.b, x)
+        else:
+            projected = td.matmul(x, self.w) + self.b
+        i, o, u, f_x = td.split(projected, 4, axis=1)
         i_h, o_h, u_h = td.split(td.matmul(td.reduce_sum(h_kids, axis=1), self.u_iou), 3, axis=1)
         f = td.sigmoid(td.repeat(f_x, h_kids.row_lengths(), axis=0) + td.matmul(h_kids.values, self.u_f))
         kept = td.math.unsorted_segment_sum(f * c_kids.values, h_kids.value_rowids(), h_kids.nrows())
@@ -226,8 +241,16 @@ def copy_bytes(loom, weaver):
 # ---------------------------------------------------------------- PyTorch, batched by height
 
 class TorchByHeight:
-    def __init__(self, torch, vocab, seed=0):
+    """Batched by height: all nodes of one height in one step. The children's
+    states are gathered from their own height's tensors (one index_select per
+    source height; the edges are grouped by the child's height when planning)
+    and summed with index_add, so a step copies each state once more, not the
+    whole state so far at every height. `table=True` hoists the input
+    projection as TreadleModel does, once per step."""
+
+    def __init__(self, torch, vocab, seed=0, table=True):
         self.torch = torch
+        self.table = table
         torch.manual_seed(seed)
         nn = torch.nn
         self.embedding = nn.Embedding(vocab, EMBED)
@@ -239,14 +262,15 @@ class TorchByHeight:
         self.optimizer = torch.optim.SGD(self.params, lr=0.01)
 
     def plan(self, batch):
-        """Per height: the nodes' types, and their children as rows of the
-        state so far (nodes are laid out height by height), with the parent
-        of each child edge; and the roots' rows. Made outside the timed step."""
+        """Per height (from 1): the nodes' types; the children's rows, grouped
+        by the children's height, as [(height index, rows in that height)];
+        the parent (row in this height) of each of those children, in the same
+        order; the number of nodes. And the roots as (height index, row).
+        Made outside the timed step."""
         import numpy as np
         torch = self.torch
-        heights, kinds_all, kids_all = [], [], []
+        heights, kinds_all, kids_all, roots = [], [], [], []
         base = 0
-        roots = []
         for kinds, kids, _ in batch:
             h = [0] * len(kinds)
             for i, k in enumerate(kids):
@@ -257,38 +281,51 @@ class TorchByHeight:
             base += len(kinds)
             roots.append(base - 1)
         heights = np.array(heights)
-        order = np.argsort(heights, kind="stable")
-        row = np.empty(len(order), np.int64)
-        row[order] = np.arange(len(order))
+        kinds_all = np.array(kinds_all)
+        row = np.empty(len(heights), np.int64)  # a node's row within its height
+        by_height = [np.flatnonzero(heights == hgt) for hgt in range(1, heights.max() + 1)]
+        for nodes in by_height:
+            row[nodes] = np.arange(len(nodes))
         levels = []
-        for hgt in range(1, heights.max() + 1):
-            nodes = order[heights[order] == hgt]
-            child_rows, parent = [], []
-            for p, n in enumerate(nodes):
-                child_rows += [row[c] for c in kids_all[n]]
-                parent += [p] * len(kids_all[n])
-            levels.append((torch.tensor(np.array(kinds_all)[nodes]), torch.tensor(child_rows, dtype=torch.long),
-                           torch.tensor(parent, dtype=torch.long), len(nodes)))
-        return levels, torch.tensor(row[roots])
+        for nodes in by_height:
+            edges = [(heights[c], row[c], p) for p, n in enumerate(nodes) for c in kids_all[n]]
+            edges.sort(key=lambda e: e[0])  # stable: grouped by the child's height
+            sources = []
+            for src in sorted({e[0] for e in edges}):
+                rows = [r for hh, r, _ in edges if hh == src]
+                sources.append((int(src) - 1, torch.tensor(rows, dtype=torch.long)))
+            parent = torch.tensor([p for _, _, p in edges], dtype=torch.long)
+            levels.append((torch.tensor(kinds_all[nodes]), sources, parent, len(nodes)))
+        root_groups = {}
+        for k, r in enumerate(roots):
+            root_groups.setdefault(int(heights[r]) - 1, []).append((k, int(row[r])))
+        order = [k for g in root_groups.values() for k, _ in g]
+        inverse = torch.tensor(np.argsort(order), dtype=torch.long)
+        root_sources = [(src, torch.tensor([r for _, r in g], dtype=torch.long)) for src, g in root_groups.items()]
+        return levels, root_sources, inverse
 
     def forward(self, plan):
         torch = self.torch
-        levels, roots = plan
-        c_all = torch.zeros(0, HIDDEN)
-        h_all = torch.zeros(0, HIDDEN)
-        for kinds, child_rows, parent, n in levels:
-            i, o, u, f_x = self.w(self.embedding(kinds)).chunk(4, dim=1)
-            h_kids = h_all.index_select(0, child_rows)
-            c_kids = c_all.index_select(0, child_rows)
+        levels, root_sources, inverse = plan
+        table = self.w(self.embedding.weight) if self.table else None
+        cs, hs = [], []
+        for kinds, sources, parent, n in levels:
+            projected = table.index_select(0, kinds) if self.table else self.w(self.embedding(kinds))
+            i, o, u, f_x = projected.chunk(4, dim=1)
+            if sources:
+                h_kids = torch.cat([hs[src].index_select(0, rows) for src, rows in sources])
+                c_kids = torch.cat([cs[src].index_select(0, rows) for src, rows in sources])
+            else:  # all leaves: no children (the GEMMs below still run, as in treadle's one op)
+                h_kids = c_kids = torch.zeros(0, HIDDEN)
             h_sum = torch.zeros(n, HIDDEN).index_add(0, parent, h_kids)
             i_h, o_h, u_h = self.u_iou(h_sum).chunk(3, dim=1)
             f = torch.sigmoid(f_x.index_select(0, parent) + self.u_f(h_kids))
             kept = torch.zeros(n, HIDDEN).index_add(0, parent, f * c_kids)
             c = torch.sigmoid(i + i_h) * torch.tanh(u + u_h) + kept
-            h = torch.sigmoid(o + o_h) * torch.tanh(c)
-            c_all = torch.cat([c_all, c])
-            h_all = torch.cat([h_all, h])
-        return self.out(h_all.index_select(0, roots))
+            cs.append(c)
+            hs.append(torch.sigmoid(o + o_h) * torch.tanh(c))
+        roots = torch.cat([hs[src].index_select(0, rows) for src, rows in root_sources]).index_select(0, inverse)
+        return self.out(roots)
 
     def infer(self, plan):
         with self.torch.no_grad():
@@ -313,6 +350,8 @@ def main(argv=None):
     # One thread by default: on a shared (oversubscribed) machine PyTorch's
     # OpenMP threads spin and slow it tenfold, which would flatter treadle.
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--no-table", action="store_true",
+                        help="multiply each node's embedding by W (do not hoist the input projection into a table)")
     parser.add_argument("--out-dir", default=str(common.RESULTS_DIR))
     args = parser.parse_args(argv)
     common.limit_threads(args.threads)
@@ -322,7 +361,7 @@ def main(argv=None):
     trees, vocab = stdlib_functions(args.trees)
     data = describe(trees)
     batches = [trees[i:i + args.batch] for i in range(0, len(trees) - args.batch + 1, args.batch)]
-    model = TreadleModel(vocab)
+    model = TreadleModel(vocab, table=not args.no_table)
     td = model.td
     labels = [td.constant(np.array([t[2] for t in b], np.int32)) for b in batches]
     arrays = [TreadleModel.bulk_arrays(b) for b in batches]
@@ -338,7 +377,7 @@ def main(argv=None):
     train = {PER_NODE: lambda k: model.train(model.weave_per_node(batches[k]), labels[k]),
              BULK: lambda k: model.train(model.weave_bulk(arrays[k]), labels[k])}
     if torch is not None:
-        peer = TorchByHeight(torch, vocab)
+        peer = TorchByHeight(torch, vocab, table=not args.no_table)
         plans = [peer.plan(b) for b in batches]
         tlabels = [torch.tensor([t[2] for t in b]) for b in batches]
         infer[TORCH] = lambda k: peer.infer(plans[k])
