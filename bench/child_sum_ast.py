@@ -7,15 +7,21 @@ typed by their AST class), in a fixed order. Every tree's root state goes
 through a linear layer to 5 classes (the label is a fixed function of the
 function's name, so training has a target).
 
+Both sides hoist the input projection: a node's x W + b, x being the
+embedding of its type, is a row of the table E W + b (vocab x 4 hidden),
+gathered by type (`--no-table` multiplies every node's embedding instead).
+
 Peers, each at batch 256, inference and training (SGD step):
-- treadle, woven per node from Python (one `w.node(x, [c...], [h...])` per
+- treadle, woven per node from Python (one `w.node(kind, [c...], [h...])` per
   AST node: ragged arguments, leaves included);
 - treadle, woven in bulk (`Weaver.weave`, CSR arguments, one call per batch);
 - PyTorch, batched by height (all nodes of one height in one step; the
-  children's states gathered by index, their sums by index_add), when
-  installed.
+  children's states gathered from their own height's tensors by index, their
+  sums by index_add), when installed;
+- the GEMMs alone of each (the same matrix multiplies, nothing else): the
+  ceiling of a treadle whose every other cost were zero.
 
-    python bench/child_sum_ast.py [--trees 598] [--batch 256] [--rounds 7] [--steps 2] [--threads 1]
+    python bench/child_sum_ast.py [--trees 598] [--batch 256] [--rounds 7] [--steps 2] [--threads 1] [--no-table]
 
 Every figure is the median of interleaved rounds (each round runs every
 implementation on the same batches, the order rotating), and the ratios to
@@ -39,6 +45,7 @@ import common  # noqa: E402
 
 EMBED, HIDDEN, CLASSES = 300, 150, 5
 PER_NODE, BULK, TORCH = "treadle, per-node Python weaving", "treadle, bulk weaving", "PyTorch by height"
+GEMM_TD, GEMM_TORCH = "treadle's GEMMs alone (td.matmul)", "PyTorch's GEMMs alone (torch.mm)"
 
 
 # ---------------------------------------------------------------- data
@@ -139,10 +146,13 @@ class TreadleModel:
     def cell(self, x, c_kids, h_kids):
         td = self.td
         if self.table:
-            projected = td.gather(td.matmul(self.embedding, self.w) + self.b, x)
+            # Split the small table, not the gathered rows: four gathers of
+            # [n, H] copy what one gather of [n, 4H] does, and no split copies
+            # [n, 4H] again (PyTorch's chunk is a view; treadle's split copies).
+            tables = td.split(td.matmul(self.embedding, self.w) + self.b, 4, axis=1)
+            i, o, u, f_x = (td.gather(t, x) for t in tables)
         else:
-            projected = td.matmul(x, self.w) + self.b
-        i, o, u, f_x = td.split(projected, 4, axis=1)
+            i, o, u, f_x = td.split(td.matmul(x, self.w) + self.b, 4, axis=1)
         i_h, o_h, u_h = td.split(td.matmul(td.reduce_sum(h_kids, axis=1), self.u_iou), 3, axis=1)
         f = td.sigmoid(td.repeat(f_x, h_kids.row_lengths(), axis=0) + td.matmul(h_kids.values, self.u_f))
         kept = td.math.unsorted_segment_sum(f * c_kids.values, h_kids.value_rowids(), h_kids.nrows())
@@ -339,6 +349,79 @@ class TorchByHeight:
         return float(loss.detach())
 
 
+# ---------------------------------------------------------------- the GEMM-only floor
+
+def gemm_shapes(batch, vocab, table, per_depth_table):
+    """The matrix multiplies (m, k, n, transpose_a, transpose_b) of one step on
+    `batch`, forward and (for training) backward, as both implementations do
+    them: per height, U_iou on the nodes' child sums and U_f on their
+    children's rows; the input projection (per node, or the vocab table: once
+    per step for PyTorch, once per depth for treadle's loom); the output layer.
+    The backward of y = a b is a' = y' b^T and b' = a^T y'."""
+    heights, kids_all = [], []
+    for kinds, kids, _ in batch:
+        h = [0] * len(kinds)
+        for i, k in enumerate(kids):
+            h[i] = 1 + max((h[j] for j in k), default=0)
+        heights += h
+        kids_all += kids
+    levels = max(heights)
+    nodes = [0] * levels
+    children = [0] * levels
+    for h, k in zip(heights, kids_all):
+        nodes[h - 1] += 1
+        children[h - 1] += len(k)
+    forward = []
+    for n, m in zip(nodes, children):
+        forward.append((n, HIDDEN, 3 * HIDDEN))
+        if m:
+            forward.append((m, HIDDEN, HIDDEN))
+        if not table:
+            forward.append((n, EMBED, 4 * HIDDEN))
+    if table:
+        forward += [(vocab, EMBED, 4 * HIDDEN)] * (levels if per_depth_table else 1)
+    forward.append((len(batch), HIDDEN, CLASSES))
+    fwd = [(m, k, n, False, False) for m, k, n in forward]
+    bwd = []
+    for m, k, n in forward:
+        bwd.append((m, n, k, False, True))   # a' = y' b^T: [m, n] x [n, k]
+        bwd.append((k, m, n, True, False))   # b' = a^T y': [k, m] x [m, n]
+    return fwd, bwd
+
+
+def gemm_steps(td, torch, batches, vocab, table):
+    """{mode: {name: step(k)}}: the GEMMs alone of a step on batch k, on
+    operands made beforehand, timed in the same interleaved rounds as the
+    steps: treadle's list with td.matmul (OpenBLAS), PyTorch's with torch.mm
+    (its BLAS). A step's time over treadle's GEMM time is the speed-up that a
+    treadle doing nothing but its GEMMs would reach: the ceiling."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+
+    def arrays(m, k, n, ta, tb):
+        a = rng.standard_normal((k, m) if ta else (m, k)).astype(np.float32)
+        b = rng.standard_normal((n, k) if tb else (k, n)).astype(np.float32)
+        return a, b, ta, tb
+
+    def runner(operands, per_depth_table, training, matmul):
+        lists = []
+        for batch in batches:
+            fwd, bwd = gemm_shapes(batch, vocab, table, per_depth_table)
+            lists.append([operands(*arrays(*shape)) for shape in fwd + (bwd if training else [])])
+        return lambda k: [matmul(a, b, ta, tb) for a, b, ta, tb in lists[k]]
+
+    out = {}
+    for mode in ("inference", "training"):
+        training = mode == "training"
+        out[mode] = {GEMM_TD: runner(lambda a, b, ta, tb: (td.constant(a), td.constant(b), ta, tb), True, training,
+                                     lambda a, b, ta, tb: td.matmul(a, b, transpose_a=ta, transpose_b=tb))}
+        if torch is not None:
+            out[mode][GEMM_TORCH] = runner(
+                lambda a, b, ta, tb: (torch.from_numpy(a), torch.from_numpy(b), ta, tb), False, training,
+                lambda a, b, ta, tb: torch.mm(a.t() if ta else a, b.t() if tb else b))
+    return out
+
+
 # ---------------------------------------------------------------- measuring
 
 def main(argv=None):
@@ -382,6 +465,9 @@ def main(argv=None):
         tlabels = [torch.tensor([t[2] for t in b]) for b in batches]
         infer[TORCH] = lambda k: peer.infer(plans[k])
         train[TORCH] = lambda k: peer.train(plans[k], tlabels[k])
+    gemms = gemm_steps(td, torch, batches, vocab, not args.no_table)
+    infer.update(gemms["inference"])
+    train.update(gemms["training"])
     weave_only = {PER_NODE: lambda k: model.weave_per_node(batches[k]), BULK: lambda k: model.weave_bulk(arrays[k])}
     size = lambda k: len(batches[k])  # noqa: E731
     weave_rates = common.interleaved_rates(weave_only, idx, args.rounds, args.steps, size)
@@ -397,7 +483,7 @@ def main(argv=None):
                 entry["vs_torch"] = statistics.median(a / b for a, b in zip(r, rates[TORCH]))
 
     machine = common.machine_info()
-    payload = {"benchmark": "child_sum_ast", "data": data, "vocab": vocab, "batch": args.batch,
+    payload = {"table": not args.no_table, "benchmark": "child_sum_ast", "data": data, "vocab": vocab, "batch": args.batch,
                "threads": args.threads, "rounds": args.rounds, "steps_per_round": args.steps,
                "load_average": os.getloadavg(), "machine": machine, "results": results,
                "forward_copy_bytes_first_batch": copies, "forward_bytes_not_copied_first_batch": not_copied}
@@ -417,6 +503,9 @@ def main(argv=None):
             share = "—" if r["weave_share"] is None else f"{100 * r['weave_share']:.0f}%"
             lines.append(f"| {name} | {mode} | {r['trees_per_second']:.0f} | {common.fmt_ratio(r.get('vs_torch'))} "
                          f"| {share} |")
+    lines += ["", f"The GEMMs alone are a step's matrix multiplies (the same shapes, on operands made beforehand; "
+              f"treadle's list makes the table once per depth, PyTorch's once per step). Their 'vs PyTorch' is the "
+              f"ceiling: the speed-up over PyTorch's step of a treadle that did nothing but its GEMMs."]
     lines += ["", f"Bytes the loom runtime copies in one forward run of the first batch "
               f"({sum(copies.values()) / 2**20:.1f} MiB in all; the backward run scatter-adds as many as the "
               f"argument gathers):", ""]
