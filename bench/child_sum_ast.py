@@ -155,7 +155,7 @@ class TreadleModel:
             i, o, u, f_x = td.split(td.matmul(x, self.w) + self.b, 4, axis=1)
         i_h, o_h, u_h = td.split(td.matmul(td.reduce_sum(h_kids, axis=1), self.u_iou), 3, axis=1)
         f = td.sigmoid(td.repeat(f_x, h_kids.row_lengths(), axis=0) + td.matmul(h_kids.values, self.u_f))
-        kept = td.math.unsorted_segment_sum(f * c_kids.values, h_kids.value_rowids(), h_kids.nrows())
+        kept = td.reduce_sum(h_kids.with_values(f * c_kids.values), axis=1)  # each node's sum of f * c
         c = td.sigmoid(i + i_h) * td.tanh(u + u_h) + kept
         return [c, td.sigmoid(o + o_h) * td.tanh(c)]
 

@@ -197,6 +197,20 @@ def test_segment_reductions_of_sorted_and_unsorted_ids_match_numpy(dtype):
     np.testing.assert_allclose(td.reduce_sum(rt, axis=1).numpy(), total, rtol=1e-5)
 
 
+def test_ragged_row_sum_op_checks_its_splits():
+    # td.reduce_sum(rt, axis=1) runs RaggedRowSum on (values, row_splits); the
+    # kernel checks the splits itself, as a graph or schedule may feed any.
+    values = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    got = td.raw_ops.RaggedRowSum(values=values, row_splits=np.array([0, 0, 3, 3, 4], np.int64)).numpy()
+    np.testing.assert_array_equal(got, [[0, 0], [6, 9], [0, 0], [6, 7]])
+    for splits, message in (([1, 4], "must be 0"), ([0, 3, 2, 4], "non-decreasing"), ([0, 5], "values has 4 rows"),
+                            ([0, 2, 6], "values has 4 rows"), ([], "at least one")):
+        with pytest.raises(td.errors.InvalidArgumentError, match=message):
+            td.raw_ops.RaggedRowSum(values=values, row_splits=np.array(splits, np.int64))
+    assert td.raw_ops.RaggedRowSum(values=np.zeros((0, 3), np.float32),
+                                   row_splits=np.array([0], np.int32)).shape == (0, 3)
+
+
 def test_segment_ops_refuse_bad_ids():
     with pytest.raises(td.errors.InvalidArgumentError, match="sorted"):
         td.math.segment_sum([1.0, 2.0, 3.0], [0, 2, 1])

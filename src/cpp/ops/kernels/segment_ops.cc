@@ -214,6 +214,77 @@ OpDef MakeSegmentSum() {
 
 OpRegistrar segment_sum_op(WithNarrowTypes(MakeSegmentSum(), kNarrowTypes));
 
+// ---------------------------------------------------------------- RaggedRowSum
+
+// The sum of each row of a ragged tensor given by its row_splits: row r is
+// values[splits[r]:splits[r + 1]]. A row is a contiguous run of values, so
+// this needs no row ids, and its gradient (Repeat of the incoming gradient by
+// the row lengths) needs no mask of dropped ids, as UnsortedSegmentSum's does.
+template <typename Split>
+void CheckRowSplits(const OpDef& op, const Split* splits, int64_t n, int64_t nvalues) {
+  if (n < 1) ThrowInvalidArgument(op.name, ": row_splits must have at least one entry");
+  if (splits[0] != 0) ThrowInvalidArgument(op.name, ": row_splits[0] must be 0, got ", splits[0]);
+  for (int64_t r = 1; r < n; ++r) {
+    if (splits[r] < splits[r - 1]) {
+      ThrowInvalidArgument(op.name, ": row_splits must be non-decreasing; row_splits[", r, "] = ", splits[r],
+                           " follows ", splits[r - 1]);
+    }
+  }
+  if (splits[n - 1] != nvalues) {
+    ThrowInvalidArgument(op.name, ": row_splits[-1] = ", splits[n - 1], " but values has ", nvalues, " rows");
+  }
+}
+
+void RaggedRowSumKernel(KernelContext& ctx) {
+  const Tensor& values = ctx.input(0);
+  const Tensor& splits = ctx.input(1);
+  if (values.rank() < 1) ThrowInvalidArgument(ctx.op.name, ": values must have rank >= 1");
+  if (splits.rank() != 1) ThrowInvalidArgument(ctx.op.name, ": row_splits must be a vector, got rank ", splits.rank());
+  const int64_t nrows = splits.dim(0) - 1;
+  Dims out_dims = values.shape();
+  out_dims[0] = std::max<int64_t>(nrows, 0);
+  const int64_t inner = DimProduct(values.shape(), 1, values.rank());
+  VisitInt(splits.dtype(), ctx.op.name.c_str(), [&](auto itag) {
+    using Split = typename decltype(itag)::type;
+    const Split* sp = splits.data<Split>();
+    CheckRowSplits(ctx.op, sp, splits.dim(0), values.dim(0));
+    Tensor& out = ctx.allocate_output(0, out_dims);
+    VisitNumeric(values.dtype(), ctx.op.name.c_str(), [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      const T* data = values.data<T>();
+      T* dst = out.data<T>();
+      for (int64_t r = 0; r < nrows; ++r, dst += inner) {
+        std::fill(dst, dst + inner, T(0));
+        for (int64_t v = sp[r]; v < sp[r + 1]; ++v) CombineRowInto<Reduce::kSum>(dst, data + v * inner, inner);
+      }
+    });
+  });
+}
+
+OpDef MakeRaggedRowSum() {
+  OpDef op;
+  op.name = "RaggedRowSum";
+  op.inputs = {{"values", false, "T", kNumericTypes}, {"row_splits", false, "Tsplits", kIndexTypes}};
+  op.outputs = {"output"};
+  op.dtype_fn = SameDTypeAsInput(0);
+  op.shape_fn = [](const InferContext& c) {
+    CheckInputRank(c, 1, 1, "row_splits");
+    const PartialShape& values = c.shapes[0];
+    if (!values.known_rank) return std::vector<PartialShape>{PartialShape::Unknown()};
+    if (values.rank() < 1) ThrowValueError(c.op.name, ": values must have rank >= 1");
+    Dims out = values.dims;
+    const PartialShape& splits = c.shapes[1];
+    out[0] = splits.known_rank && splits.dims[0] >= 1 ? splits.dims[0] - 1 : kUnknownDim;
+    return std::vector<PartialShape>{PartialShape(out)};
+  };
+  op.kernel = RaggedRowSumKernel;
+  op.doc = "output[r, ...] = sum of values[row_splits[r]:row_splits[r + 1], ...] (0 for an empty row): the row "
+           "sums of a ragged tensor, td.reduce_sum(rt, axis=1).";
+  return op;
+}
+
+OpRegistrar ragged_row_sum_op(WithNarrowTypes(MakeRaggedRowSum(), kNarrowTypes));
+
 // ---------------------------------------------------------------- Repeat
 
 // Per entry along the axis, how many copies (a scalar applies to every entry).
