@@ -10,6 +10,8 @@ function's name, so training has a target).
 Both sides hoist the input projection: a node's x W + b, x being the
 embedding of its type, is a row of the table E W + b (vocab x 4 hidden),
 gathered by type (`--no-table` multiplies every node's embedding instead).
+Both give leaves their own step, with no child sum to multiply by U_iou
+(`--one-op` runs one node op for every node, leaves included, on both sides).
 
 Peers, each at batch 256, inference and training (SGD step):
 - treadle, woven per node from Python (one `w.node(kind, [c...], [h...])` per
@@ -21,7 +23,7 @@ Peers, each at batch 256, inference and training (SGD step):
 - the GEMMs alone of each (the same matrix multiplies, nothing else): the
   ceiling of a treadle whose every other cost were zero.
 
-    python bench/child_sum_ast.py [--trees 598] [--batch 256] [--rounds 7] [--steps 2] [--threads 1] [--no-table]
+    python bench/child_sum_ast.py [--trees 598] [--batch 256] [--rounds 7] [--steps 2] [--threads 1] [--no-table] [--one-op]
 
 Every figure is the median of interleaved rounds (each round runs every
 implementation on the same batches, the order rotating), and the ratios to
@@ -106,9 +108,13 @@ class TreadleModel:
     multiplying every node's embedding by W. Same function, same gradients;
     the peer does the same. The table is made inside the node op, once per
     depth (a loom's batch inputs are fixed tensors, so it cannot be made once
-    per step)."""
+    per step).
 
-    def __init__(self, vocab, seed=0, table=True):
+    `leaf_op=True` gives leaves an op of their own (x only): the one node op
+    would multiply their all-zero child sums by U_iou, 29% of a forward's
+    GEMM work on these trees. The peer skips the same work."""
+
+    def __init__(self, vocab, seed=0, table=True, leaf_op=True):
         import numpy as np
         import treadle as td
         self.td = td
@@ -122,6 +128,7 @@ class TreadleModel:
         self.w_out = td.Variable(rng.normal(0, 0.05, (HIDDEN, CLASSES)).astype(f))
         self.b_out = td.Variable(np.zeros(CLASSES, f))
         self.table = table
+        self.leaf_op = leaf_op
         # With the table, a node's batch input is its type (row of the table).
         self.x_ts = td.loom.TypeShape("int32", (), "kind") if table else td.loom.TypeShape("float32", (EMBED,), "x")
         self.c_ts = td.loom.TypeShape("float32", (HIDDEN,), "c")
@@ -136,23 +143,42 @@ class TreadleModel:
             def instantiate_batch(self, inputs):
                 return model.cell(*inputs)
 
+        class Leaf(td.loom.LoomOp):
+            def __init__(self):
+                super().__init__([model.x_ts], [model.c_ts, model.h_ts])
+
+            def instantiate_batch(self, inputs):
+                return model.leaf_cell(*inputs)
+
         inputs = td.constant(np.arange(vocab, dtype=np.int32)) if table else self.embedding
-        self.loom = td.loom.Loom(named_ops={"node": Node()}, batch_inputs={self.x_ts: inputs})
+        ops = {"node": Node(), "leaf": Leaf()} if leaf_op else {"node": Node()}
+        self.op_names = list(ops)
+        self.loom = td.loom.Loom(named_ops=ops, batch_inputs={self.x_ts: inputs})
         self.optimizer = td.optimizers.SGD(0.01)
 
     def variables(self):
         return [self.embedding, self.w, self.u_iou, self.u_f, self.b, self.w_out, self.b_out]
 
-    def cell(self, x, c_kids, h_kids):
+    def gates(self, x, count):
+        """The first `count` of x W + b's four gates (i, o, u, f)."""
         td = self.td
         if self.table:
-            # Split the small table, not the gathered rows: four gathers of
-            # [n, H] copy what one gather of [n, 4H] does, and no split copies
-            # [n, 4H] again (PyTorch's chunk is a view; treadle's split copies).
+            # Split the small table, not the gathered rows: gathers of [n, H]
+            # copy what one gather of [n, 4H] does, and no split copies [n, 4H]
+            # again (PyTorch's chunk is a view; treadle's split copies).
             tables = td.split(td.matmul(self.embedding, self.w) + self.b, 4, axis=1)
-            i, o, u, f_x = (td.gather(t, x) for t in tables)
-        else:
-            i, o, u, f_x = td.split(td.matmul(x, self.w) + self.b, 4, axis=1)
+            return [td.gather(t, x) for t in tables[:count]]
+        return td.split(td.matmul(x, self.w) + self.b, 4, axis=1)[:count]
+
+    def leaf_cell(self, x):
+        td = self.td
+        i, o, u = self.gates(x, 3)
+        c = td.sigmoid(i) * td.tanh(u)
+        return [c, td.sigmoid(o) * td.tanh(c)]
+
+    def cell(self, x, c_kids, h_kids):
+        td = self.td
+        i, o, u, f_x = self.gates(x, 4)
         i_h, o_h, u_h = td.split(td.matmul(td.reduce_sum(h_kids, axis=1), self.u_iou), 3, axis=1)
         f = td.sigmoid(td.repeat(f_x, h_kids.row_lengths(), axis=0) + td.matmul(h_kids.values, self.u_f))
         kept = td.reduce_sum(h_kids.with_values(f * c_kids.values), axis=1)  # each node's sum of f * c
@@ -163,10 +189,14 @@ class TreadleModel:
     def weave_per_node(self, batch):
         w = self.loom.make_weaver()
         node, batch_input, x_ts = w.node, w.batch_input, self.x_ts
+        leaf = w.leaf if self.leaf_op else lambda x: node(x, [], [])
         for kinds, kids, _ in batch:
             cs, hs = [], []
             for k, children in zip(kinds, kids):
-                c, h = node(batch_input(x_ts, k), [cs[j] for j in children], [hs[j] for j in children])
+                if children:
+                    c, h = node(batch_input(x_ts, k), [cs[j] for j in children], [hs[j] for j in children])
+                else:
+                    c, h = leaf(batch_input(x_ts, k))
                 cs.append(c)
                 hs.append(h)
             w.add_output(hs[-1])
@@ -174,11 +204,10 @@ class TreadleModel:
 
     def weave_bulk(self, arrays):
         w = self.loom.make_weaver()
-        w.weave(["node"], *arrays)
+        w.weave(self.op_names, *arrays)
         return w
 
-    @staticmethod
-    def bulk_arrays(batch):
+    def bulk_arrays(self, batch):
         """Weaver.weave's description of a batch (made with NumPy, outside the timed step)."""
         import numpy as np
         from treadle.loom import Weaver
@@ -186,7 +215,7 @@ class TreadleModel:
         base = 0
         for kinds, kids, _ in batch:
             for k, children in zip(kinds, kids):
-                node_op.append(0)
+                node_op.append(1 if self.leaf_op and not children else 0)
                 n = len(children)
                 arg_input += [0] + [1] * n + [2] * n
                 arg_source += [Weaver.BATCH_INPUT] + [Weaver.NODE] * (2 * n)
@@ -256,11 +285,14 @@ class TorchByHeight:
     source height; the edges are grouped by the child's height when planning)
     and summed with index_add, so a step copies each state once more, not the
     whole state so far at every height. `table=True` hoists the input
-    projection as TreadleModel does, once per step."""
+    projection as TreadleModel does, once per step; `leaf_op=True` skips the
+    GEMMs of leaves' empty child sums, as TreadleModel's leaf op does."""
 
-    def __init__(self, torch, vocab, seed=0, table=True):
+    def __init__(self, torch, vocab, seed=0, table=True, leaf_op=True):
         self.torch = torch
         self.table = table
+        self.leaf_op = leaf_op
+        self.leaf_op = leaf_op
         torch.manual_seed(seed)
         nn = torch.nn
         self.embedding = nn.Embedding(vocab, EMBED)
@@ -325,7 +357,12 @@ class TorchByHeight:
             if sources:
                 h_kids = torch.cat([hs[src].index_select(0, rows) for src, rows in sources])
                 c_kids = torch.cat([cs[src].index_select(0, rows) for src, rows in sources])
-            else:  # all leaves: no children (the GEMMs below still run, as in treadle's one op)
+            elif self.leaf_op:  # all leaves (height 1): no children, no U_iou or U_f
+                c = torch.sigmoid(i) * torch.tanh(u)
+                cs.append(c)
+                hs.append(torch.sigmoid(o) * torch.tanh(c))
+                continue
+            else:  # all leaves, run as treadle's one op runs them
                 h_kids = c_kids = torch.zeros(0, HIDDEN)
             h_sum = torch.zeros(n, HIDDEN).index_add(0, parent, h_kids)
             i_h, o_h, u_h = self.u_iou(h_sum).chunk(3, dim=1)
@@ -351,7 +388,7 @@ class TorchByHeight:
 
 # ---------------------------------------------------------------- the GEMM-only floor
 
-def gemm_shapes(batch, vocab, table, per_depth_table):
+def gemm_shapes(batch, vocab, table, per_depth_table, leaf_op):
     """The matrix multiplies (m, k, n, transpose_a, transpose_b) of one step on
     `batch`, forward and (for training) backward, as both implementations do
     them: per height, U_iou on the nodes' child sums and U_f on their
@@ -373,7 +410,8 @@ def gemm_shapes(batch, vocab, table, per_depth_table):
         children[h - 1] += len(k)
     forward = []
     for n, m in zip(nodes, children):
-        forward.append((n, HIDDEN, 3 * HIDDEN))
+        if m or not leaf_op:  # a leaf op has no child sum to multiply
+            forward.append((n, HIDDEN, 3 * HIDDEN))
         if m:
             forward.append((m, HIDDEN, HIDDEN))
         if not table:
@@ -389,7 +427,7 @@ def gemm_shapes(batch, vocab, table, per_depth_table):
     return fwd, bwd
 
 
-def gemm_steps(td, torch, batches, vocab, table):
+def gemm_steps(td, torch, batches, vocab, table, leaf_op):
     """{mode: {name: step(k)}}: the GEMMs alone of a step on batch k, on
     operands made beforehand, timed in the same interleaved rounds as the
     steps: treadle's list with td.matmul (OpenBLAS), PyTorch's with torch.mm
@@ -406,7 +444,7 @@ def gemm_steps(td, torch, batches, vocab, table):
     def runner(operands, per_depth_table, training, matmul):
         lists = []
         for batch in batches:
-            fwd, bwd = gemm_shapes(batch, vocab, table, per_depth_table)
+            fwd, bwd = gemm_shapes(batch, vocab, table, per_depth_table, leaf_op)
             lists.append([operands(*arrays(*shape)) for shape in fwd + (bwd if training else [])])
         return lambda k: [matmul(a, b, ta, tb) for a, b, ta, tb in lists[k]]
 
@@ -435,6 +473,8 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--no-table", action="store_true",
                         help="multiply each node's embedding by W (do not hoist the input projection into a table)")
+    parser.add_argument("--one-op", action="store_true",
+                        help="one node op for every node, leaves included (no leaf op; the peer runs leaves alike)")
     parser.add_argument("--out-dir", default=str(common.RESULTS_DIR))
     args = parser.parse_args(argv)
     common.limit_threads(args.threads)
@@ -444,10 +484,10 @@ def main(argv=None):
     trees, vocab = stdlib_functions(args.trees)
     data = describe(trees)
     batches = [trees[i:i + args.batch] for i in range(0, len(trees) - args.batch + 1, args.batch)]
-    model = TreadleModel(vocab, table=not args.no_table)
+    model = TreadleModel(vocab, table=not args.no_table, leaf_op=not args.one_op)
     td = model.td
     labels = [td.constant(np.array([t[2] for t in b], np.int32)) for b in batches]
-    arrays = [TreadleModel.bulk_arrays(b) for b in batches]
+    arrays = [model.bulk_arrays(b) for b in batches]
     assert model.weave_per_node(batches[0]).serialize() == model.weave_bulk(arrays[0]).serialize()
 
     copies, not_copied = copy_bytes(model.loom, model.weave_bulk(arrays[0]))
@@ -460,12 +500,12 @@ def main(argv=None):
     train = {PER_NODE: lambda k: model.train(model.weave_per_node(batches[k]), labels[k]),
              BULK: lambda k: model.train(model.weave_bulk(arrays[k]), labels[k])}
     if torch is not None:
-        peer = TorchByHeight(torch, vocab, table=not args.no_table)
+        peer = TorchByHeight(torch, vocab, table=not args.no_table, leaf_op=not args.one_op)
         plans = [peer.plan(b) for b in batches]
         tlabels = [torch.tensor([t[2] for t in b]) for b in batches]
         infer[TORCH] = lambda k: peer.infer(plans[k])
         train[TORCH] = lambda k: peer.train(plans[k], tlabels[k])
-    gemms = gemm_steps(td, torch, batches, vocab, not args.no_table)
+    gemms = gemm_steps(td, torch, batches, vocab, not args.no_table, not args.one_op)
     infer.update(gemms["inference"])
     train.update(gemms["training"])
     weave_only = {PER_NODE: lambda k: model.weave_per_node(batches[k]), BULK: lambda k: model.weave_bulk(arrays[k])}
@@ -483,13 +523,16 @@ def main(argv=None):
                 entry["vs_torch"] = statistics.median(a / b for a, b in zip(r, rates[TORCH]))
 
     machine = common.machine_info()
-    payload = {"table": not args.no_table, "benchmark": "child_sum_ast", "data": data, "vocab": vocab, "batch": args.batch,
+    payload = {"benchmark": "child_sum_ast", "table": not args.no_table, "leaf_op": not args.one_op,
+               "data": data, "vocab": vocab, "batch": args.batch,
                "threads": args.threads, "rounds": args.rounds, "steps_per_round": args.steps,
                "load_average": os.getloadavg(), "machine": machine, "results": results,
                "forward_copy_bytes_first_batch": copies, "forward_bytes_not_copied_first_batch": not_copied}
     lines = [f"Child-sum TreeLSTM over stdlib ASTs: {data['trees']} functions, {data['nodes']} nodes, "
              f"{vocab} node types, up to {data['max_children']} children, height up to {data['max_height']}; "
              f"embeddings {EMBED}, hidden {HIDDEN}, {CLASSES} classes; batch {args.batch}, {args.threads} threads; "
+             f"input projection {'per node' if args.no_table else 'as a vocab table'}; leaves "
+             f"{'run by the node op' if args.one_op else 'by a leaf op (PyTorch: no U_iou at height 1)'}; "
              f"{args.rounds} interleaved rounds of {args.steps} batches; load average at the end "
              f"{os.getloadavg()[0]:.1f}.",
              f"Machine: {machine['cpu_model']}; ISA flags {' '.join(machine['cpu_flags'])}; "
