@@ -144,6 +144,13 @@ case("UnsortedSegmentMax", "", lambda d, s: td.math.unsorted_segment_max(d, s, 4
      np.array([3, 0, 3, -1, 1, 2], dtype=np.int64), first_order_only=True)
 case("Repeat", "axis 0", lambda x, r: td.repeat(x, r, axis=0), u(3, 2), np.array([2, 0, 3], dtype=np.int32))
 case("Repeat", "negative axis, scalar repeats", lambda x: td.repeat(x, 2, axis=-1), u(2, 3))
+case("Repeat", "axis 0, scalar int64 repeats", lambda x: td.repeat(x, np.int64(2), axis=0), u(3, 2))
+case("Repeat", "axis 0, 3-D, int64 repeats", lambda x, r: td.repeat(x, r, axis=0), u(3, 2, 2),
+     np.array([1, 3, 0], dtype=np.int64))
+case("RaggedRowSum", "empty rows", lambda v, s: R.RaggedRowSum(values=v, row_splits=s), u(5, 2),
+     np.array([0, 0, 3, 3, 5], dtype=np.int64))
+case("RaggedRowSum", "int32 splits, 3-D", lambda v, s: R.RaggedRowSum(values=v, row_splits=s), u(4, 2, 3),
+     np.array([0, 1, 4], dtype=np.int32))
 case("StridedSlice", "basic", lambda x: x[1:, ::2], u(3, 5))
 case("StridedSlice", "negative stride, new axis, shrink", lambda x: x[::-1, None, 2, 1:], u(3, 4, 3))
 case("StridedSlice", "ellipsis", lambda x: x[..., 1], u(2, 3, 2))

@@ -170,6 +170,47 @@ def test_segment_ops_match_numpy():
     np.testing.assert_array_equal(ints, [1, 7, np.iinfo(np.int32).min])
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_segment_reductions_of_sorted_and_unsorted_ids_match_numpy(dtype):
+    # Sorted ids (a ragged tensor's row ids) take the kernels' one-pass path;
+    # the same rows shuffled take the general one. Negative ids first, empty
+    # segments in the middle and at the end, rows wider than a SIMD vector.
+    rng = np.random.default_rng(2)
+    ids = np.array([-1, -1, 0, 0, 0, 2, 3, 3, 6, 6, 6, 6, 6], dtype=np.int64)
+    data = (rng.normal(size=(len(ids), 37)) * 100).astype(dtype)
+    num = 9
+    total = np.zeros((num, 37), dtype)
+    big = np.full((num, 37), np.finfo(dtype).min if dtype != np.int32 else np.iinfo(dtype).min, dtype)
+    for r, s in enumerate(ids):  # row by row, in order, in the data's own dtype
+        if s >= 0:
+            total[s] = total[s] + data[r]
+            big[s] = np.maximum(big[s], data[r])
+    for order in (np.arange(len(ids)), rng.permutation(len(ids))):
+        got_sum = td.math.unsorted_segment_sum(data[order], ids[order], num).numpy()
+        got_max = td.math.unsorted_segment_max(data[order], ids[order], num).numpy()
+        if order[0] == 0:  # the same order of additions: the same bits
+            np.testing.assert_array_equal(got_sum, total)
+        else:
+            np.testing.assert_allclose(got_sum, total, rtol=1e-5)
+        np.testing.assert_array_equal(got_max, big)
+    rt = td.RaggedTensor.from_value_rowids(data[2:], ids[2:], nrows=num)
+    np.testing.assert_allclose(td.reduce_sum(rt, axis=1).numpy(), total, rtol=1e-5)
+
+
+def test_ragged_row_sum_op_checks_its_splits():
+    # td.reduce_sum(rt, axis=1) runs RaggedRowSum on (values, row_splits); the
+    # kernel checks the splits itself, as a graph or schedule may feed any.
+    values = np.arange(8.0, dtype=np.float32).reshape(4, 2)
+    got = td.raw_ops.RaggedRowSum(values=values, row_splits=np.array([0, 0, 3, 3, 4], np.int64)).numpy()
+    np.testing.assert_array_equal(got, [[0, 0], [6, 9], [0, 0], [6, 7]])
+    for splits, message in (([1, 4], "must be 0"), ([0, 3, 2, 4], "non-decreasing"), ([0, 5], "values has 4 rows"),
+                            ([0, 2, 6], "values has 4 rows"), ([], "at least one")):
+        with pytest.raises(td.errors.InvalidArgumentError, match=message):
+            td.raw_ops.RaggedRowSum(values=values, row_splits=np.array(splits, np.int64))
+    assert td.raw_ops.RaggedRowSum(values=np.zeros((0, 3), np.float32),
+                                   row_splits=np.array([0], np.int32)).shape == (0, 3)
+
+
 def test_segment_ops_refuse_bad_ids():
     with pytest.raises(td.errors.InvalidArgumentError, match="sorted"):
         td.math.segment_sum([1.0, 2.0, 3.0], [0, 2, 1])

@@ -54,9 +54,15 @@ def _repeat_grad(op, dz):
         rank = helpers.rank(x)
         axis = scalar(axis, i32) if axis >= 0 else helpers.add(scalar(axis, i32), rank)
         n = run("GatherV2", [helpers.shape(x), axis, scalar(0, i32)])
-    ids = run("Repeat", [run("Range", [scalar(0, i32), n, scalar(1, i32)]), repeats], {"axis": 0})
     if static is not None and axis == 0:
-        return run("UnsortedSegmentSum", [dz, ids, n]), None
+        # The copies of entry i are the contiguous rows splits[i]:splits[i + 1]
+        # of dz: a ragged row sum, with no ids to make. A scalar `repeats`
+        # repeats every entry alike.
+        counts = run("BroadcastTo", [repeats, helpers.reshape(n, ints([1]))])
+        zero = run("Reshape", [scalar(0, repeats.dtype), ints([1])])
+        splits = _concat([zero, run("Cumsum", [counts, scalar(0, i32)])], ints(0))
+        return run("RaggedRowSum", [dz, splits]), None
+    ids = run("Repeat", [run("Range", [scalar(0, i32), n, scalar(1, i32)]), repeats], {"axis": 0})
     if static is not None:
         perm = ints([axis] + [d for d in range(rank) if d != axis])
     else:
@@ -66,3 +72,13 @@ def _repeat_grad(op, dz):
                         span(helpers.add(axis, scalar(1, i32)), rank)], ints(0))
     g = run("UnsortedSegmentSum", [run("Transpose", [dz, perm]), ids, n])
     return run("Transpose", [g, run("InvertPermutation", [perm])]), None
+
+
+@RegisterGradient("RaggedRowSum")
+def _ragged_row_sum_grad(op, dz):
+    # Each value row went to its row's sum: the row's gradient, repeated
+    # row_length times (no ids to mask: a row is a run of values).
+    splits = op.inputs[1]
+    limits = run("StridedSlice", [splits, ints([1]), ints([0]), ints([1])], {"end_mask": 1})
+    starts = run("StridedSlice", [splits, ints([0]), ints([-1]), ints([1])])
+    return run("Repeat", [dz, helpers.sub(limits, starts)], {"axis": 0}), None

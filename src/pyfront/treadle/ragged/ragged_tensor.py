@@ -282,8 +282,9 @@ def _reduce(public_name, rt, axis, keepdims):
 
 
 def _rows_sum(rt):
-    ids = rt.value_rowids()
-    return _run1("UnsortedSegmentSum", [rt.values, ids, rt.nrows()])
+    # Rows are contiguous runs of values: summed by their splits, with no row
+    # ids to make, and a gradient with no mask of dropped ids.
+    return _run1("RaggedRowSum", [rt.values, rt.row_splits])
 
 
 def _rows_max(rt):
