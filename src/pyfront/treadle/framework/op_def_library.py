@@ -26,6 +26,7 @@ class OpSignature:
         self.doc = desc["doc"]
         self.stateful = desc["stateful"]
         self.input_names = [a["name"] for a in self.inputs]
+        self.has_list_input = any(a["is_list"] for a in self.inputs)
         self.attr_names = [a["name"] for a in self.attrs]
 
 
@@ -33,6 +34,12 @@ def convert_inputs(sig, values):
     """Converts the argument values of `sig`'s inputs to tensors. Arguments
     that share a type attr take the dtype of the first one that is already a
     tensor, as TensorFlow does (so `add(t, 1)` makes 1 a tensor of t's dtype)."""
+    if not sig.has_list_input:
+        for value in values:
+            if not isinstance(value, Tensor):
+                break
+        else:
+            return values  # tensors already (the usual case while tracing)
     flat_groups = []
     for arg, value in zip(sig.inputs, values):
         if arg["is_list"]:

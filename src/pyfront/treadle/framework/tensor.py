@@ -28,12 +28,16 @@ Tensor.register(EagerTensor)
 # ---------------------------------------------------------------- conversion
 
 _conversion_functions = []  # (type, fn(value, dtype) -> Tensor)
+# Python number types no conversion function claims: while tracing, an
+# operand of one of these types is a literal the graph caches (convert_operand).
+_literal_types = {int, float}
 
 
 def register_tensor_conversion_function(base_type, conversion_func, priority=100):
     """Lets objects of `base_type` be used where tensors are expected."""
     _conversion_functions.append((priority, base_type, conversion_func))
     _conversion_functions.sort(key=lambda item: item[0])
+    _literal_types.difference_update([t for t in (int, float) if issubclass(t, base_type)])
 
 
 def _python_to_numpy(value, dtype):
@@ -124,6 +128,18 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
         except (TypeError, ValueError):
             pass
     return _in_current_graph(_convert_value(value, dtype))
+
+
+def convert_operand(value, dtype):
+    """convert_to_tensor(value, dtype_hint=dtype), for the operand of an op
+    beside a tensor of `dtype`. While tracing, a Python int or float (`x * 0.5`)
+    comes from the graph's cache of literals, so tracing converts each literal
+    once per graph."""
+    if type(value) in _literal_types:
+        graph = context.current_graph()
+        if graph is not None:
+            return graph.literal(value, dtype)
+    return convert_to_tensor(value, dtype_hint=dtype)
 
 
 def _convert_value(value, dtype):
@@ -386,7 +402,7 @@ def iterate(t, num):
 def _symbolic_operator(row):
     def forward(self, other):
         try:
-            other = convert_to_tensor(other, dtype_hint=self.dtype)
+            other = convert_operand(other, self.dtype)
         except (TypeError, ValueError):
             if row.name in ("equal", "not_equal"):
                 return row.name == "not_equal"
@@ -399,7 +415,7 @@ def _symbolic_operator(row):
 def _symbolic_reflected(fn):
     def reflected(self, other):
         try:
-            other = convert_to_tensor(other, dtype_hint=self.dtype)
+            other = convert_operand(other, self.dtype)
         except (TypeError, ValueError):
             return NotImplemented
         return fn(other, self)
