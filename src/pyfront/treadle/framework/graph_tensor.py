@@ -2,6 +2,7 @@
 
 import sys
 
+from treadle.errors import OperatorNotAllowedInGraphError
 from treadle.framework import dtypes
 from treadle.framework.tensor import Tensor, _TensorRef, iterate
 from treadle.framework.tensor_shape import TensorShape
@@ -100,7 +101,6 @@ class SymbolicTensor(Tensor):
         raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
 
     def __bool__(self):
-        from treadle.errors import OperatorNotAllowedInGraphError
         raise OperatorNotAllowedInGraphError(
             f"Using a symbolic `td.Tensor` ({_where_used_as_bool(self)}) as a Python `bool` is not allowed. "
             "You can attempt the following "
@@ -117,7 +117,6 @@ class SymbolicTensor(Tensor):
 
     def __iter__(self):
         # TensorFlow's error class (a TypeError) where the iteration cannot be unrolled.
-        from treadle.errors import OperatorNotAllowedInGraphError
         if self._shape.rank is None:
             raise OperatorNotAllowedInGraphError("Cannot iterate over a tensor with unknown shape.")
         if self._shape.rank == 0:
