@@ -57,7 +57,7 @@ class SymbolicTensor(Tensor):
         self.value_index = value_index
         self._dtype = dtype
         if shape is None or type(shape) is tuple:
-            self._shape = TensorShape._from_tuple(shape)  # straight from shape inference
+            self._shape = _inferred_shape(shape)  # straight from shape inference
         else:
             self._shape = TensorShape(shape)
 
@@ -129,6 +129,23 @@ class SymbolicTensor(Tensor):
         raise NotImplementedError(
             f"Cannot convert a symbolic td.Tensor ({self.name}) to a numpy array. This error may indicate that "
             "you're trying to pass a Tensor to a NumPy call, which is not supported.")
+
+
+# TensorShapes are immutable, so the tensors a trace makes share one per shape
+# (most of a graph's tensors have one of a few shapes); bounded, as a process
+# may trace many shapes.
+_inferred_shapes = {}
+_MAX_INFERRED_SHAPES = 4096
+
+
+def _inferred_shape(dims):
+    """The TensorShape of `dims`, a tuple of ints and None (or None) from shape inference."""
+    shape = _inferred_shapes.get(dims)
+    if shape is None:
+        shape = TensorShape._from_tuple(dims)
+        if len(_inferred_shapes) < _MAX_INFERRED_SHAPES:
+            _inferred_shapes[dims] = shape
+    return shape
 
 
 def _where_used_as_bool(tensor):

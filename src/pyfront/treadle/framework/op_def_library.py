@@ -89,7 +89,8 @@ def make_op_function(sig, public_name=None):
     n_inputs = len(input_names)
     op_name = sig.name
 
-    def op_function(*args, **kwargs):
+    def bind(args, kwargs):
+        """The input values, attrs and node name a call gives, checked as Python checks a call."""
         name = kwargs.pop("name", None)
         if len(args) > n_inputs + len(attr_defs):
             raise TypeError(f"{public_name or op_name}() takes at most {n_inputs + len(attr_defs)} "
@@ -108,8 +109,14 @@ def make_op_function(sig, public_name=None):
         if kwargs:
             raise TypeError(f"{public_name or op_name}() got an unexpected keyword argument "
                             f"'{next(iter(kwargs))}'")
-        inputs = convert_inputs(sig, values)
-        outputs = execute(op_name, inputs, attrs, name=name)
+        return values, attrs, name
+
+    def op_function(*args, **kwargs):
+        if kwargs or len(args) != n_inputs:
+            values, attrs, name = bind(args, kwargs)
+        else:  # the inputs alone, by position: the usual call, bound without a loop
+            values, attrs, name = list(args), {}, None
+        outputs = execute(op_name, convert_inputs(sig, values), attrs, name=name)
         return outputs[0] if len(outputs) == 1 else outputs
 
     params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in input_names]
