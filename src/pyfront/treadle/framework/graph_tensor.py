@@ -4,7 +4,7 @@ import sys
 
 from treadle.errors import OperatorNotAllowedInGraphError
 from treadle.framework import dtypes
-from treadle.framework.tensor import Tensor, _TensorRef, iterate
+from treadle.framework.tensor import TENSOR_CLASSES, Tensor, _TensorRef, iterate
 from treadle.framework.tensor_shape import TensorShape
 
 
@@ -130,6 +130,8 @@ class SymbolicTensor(Tensor):
             f"Cannot convert a symbolic td.Tensor ({self.name}) to a numpy array. This error may indicate that "
             "you're trying to pass a Tensor to a NumPy call, which is not supported.")
 
+
+TENSOR_CLASSES.add(SymbolicTensor)
 
 # TensorShapes are immutable, so the tensors a trace makes share one per shape
 # (most of a graph's tensors have one of a few shapes); bounded, as a process

@@ -12,7 +12,7 @@ import numpy as np
 from treadle import _core
 from treadle.framework import dtypes
 from treadle.framework.op_execution import execute
-from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework.tensor import TENSOR_CLASSES, Tensor, convert_to_tensor
 
 
 class OpSignature:
@@ -36,7 +36,7 @@ def convert_inputs(sig, values):
     tensor, as TensorFlow does (so `add(t, 1)` makes 1 a tensor of t's dtype)."""
     if not sig.has_list_input:
         for value in values:
-            if not isinstance(value, Tensor):
+            if type(value) not in TENSOR_CLASSES and not isinstance(value, Tensor):
                 break
         else:
             return values  # tensors already (the usual case while tracing)
