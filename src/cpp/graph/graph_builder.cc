@@ -34,14 +34,17 @@ const Node& GraphBuilder::node(int index) const {
   return nodes_[index];
 }
 
-void GraphBuilder::CheckRef(TensorRef r, const std::string& where) const {
-  if (r.is_arg()) ThrowInvalidArgument(where, ": a traced graph's inputs are nodes, not arguments");
+template <typename Where>
+void GraphBuilder::CheckRef(TensorRef r, const Where& where) const {
+  if (!r.is_arg() && r.index >= 0 && r.index < size() && r.output >= 0 &&
+      r.output < static_cast<int>(nodes_[r.index].outputs.dtypes.size())) {
+    return;
+  }
+  if (r.is_arg()) ThrowInvalidArgument(where(), ": a traced graph's inputs are nodes, not arguments");
   const Node& src = node(r.index);
   const int outputs = static_cast<int>(src.outputs.dtypes.size());
-  if (r.output < 0 || r.output >= outputs) {
-    ThrowInvalidArgument(where, " refers to '", src.name, ":", r.output, "' but '", src.name, "' has ", outputs,
-                         " output", outputs == 1 ? "" : "s");
-  }
+  ThrowInvalidArgument(where(), " refers to '", src.name, ":", r.output, "' but '", src.name, "' has ", outputs,
+                       " output", outputs == 1 ? "" : "s");
 }
 
 // The same rule as the front end always had: "x", then "x_1", "x_2", ...
@@ -54,14 +57,12 @@ std::string GraphBuilder::UniqueName(const std::string& requested) {
     names_.emplace(base, 1);
     return base;
   }
-  int n = it->second;
-  while (true) {
-    std::string candidate = StrCat(base, "_", n);
-    ++n;
+  for (int n = it->second;; ++n) {
+    std::string candidate = base + "_" + std::to_string(n);
     if (names_.find(candidate) == names_.end()) {
-      names_[base] = n;
-      names_.emplace(std::move(candidate), 1);
-      return StrCat(base, "_", n - 1);
+      it->second = n + 1;  // `it` stays valid: no insertion since the find
+      names_.emplace(candidate, 1);
+      return candidate;
     }
   }
 }
@@ -84,7 +85,7 @@ void GraphBuilder::Infer(Node* node) const {
 
 int GraphBuilder::AddNode(const std::string& base, const OpDef& op, std::vector<TensorRef> inputs,
                           const AttrMap& given, std::vector<int> control_inputs) {
-  for (size_t j = 0; j < inputs.size(); ++j) CheckRef(inputs[j], StrCat(op.name, " input ", j));
+  for (size_t j = 0; j < inputs.size(); ++j) CheckRef(inputs[j], [&] { return StrCat(op.name, " input ", j); });
   for (int c : control_inputs) node(c);
   Node added;
   added.op = &op;
@@ -115,7 +116,7 @@ void GraphBuilder::ReplaceNode(int index, std::vector<TensorRef> inputs, const A
                                std::vector<int> control_inputs) {
   const Node& old = node(index);
   const std::string where = StrCat("node '", old.name, "' (op ", old.op->name, ")");
-  for (size_t j = 0; j < inputs.size(); ++j) CheckRef(inputs[j], StrCat(where, " input ", j));
+  for (size_t j = 0; j < inputs.size(); ++j) CheckRef(inputs[j], [&] { return StrCat(where, " input ", j); });
   for (int c : control_inputs) node(c);
   Node replaced;
   replaced.name = old.name;
@@ -129,7 +130,7 @@ void GraphBuilder::ReplaceNode(int index, std::vector<TensorRef> inputs, const A
 
 void GraphBuilder::RefineShape(int index, int output, const PartialShape& shape) {
   const Node& n = node(index);
-  CheckRef(TensorRef::Node(index, output), "set_shape");
+  CheckRef(TensorRef::Node(index, output), [] { return std::string("set_shape"); });
   PartialShape& current = nodes_[index].outputs.shapes[output];
   std::optional<PartialShape> merged = MergeShapes(current, shape);
   if (!merged) {
@@ -168,20 +169,24 @@ std::shared_ptr<const LibraryFunction> GraphBuilder::MakeFunction(const std::str
     node_of[v] = static_cast<int>(body->nodes.size());
     body->nodes.push_back(n);
   }
-  auto map_ref = [&](TensorRef r, const std::string& what) {
+  // `what()` names the reference, for the message (built only on error).
+  auto map_ref = [&](TensorRef r, const auto& what) {
     if (arg_of[r.index] != kAbsent) return TensorRef::Arg(arg_of[r.index]);
     if (node_of[r.index] == kAbsent) {
-      ThrowInvalidArgument(what, " reads '", nodes_[r.index].name, "', which is neither a node nor an argument of ",
+      ThrowInvalidArgument(what(), " reads '", nodes_[r.index].name, "', which is neither a node nor an argument of ",
                            where);
     }
     return TensorRef::Node(node_of[r.index], r.output);
   };
   for (Node& n : body->nodes) {
-    for (size_t j = 0; j < n.inputs.size(); ++j) n.inputs[j] = map_ref(n.inputs[j], StrCat("node '", n.name, "' input ", j));
+    for (size_t j = 0; j < n.inputs.size(); ++j) {
+      n.inputs[j] = map_ref(n.inputs[j], [&] { return StrCat("node '", n.name, "' input ", j); });
+    }
     std::vector<int> control;
     for (int c : n.control_inputs) {
       if (arg_of[c] != kAbsent) continue;  // arguments exist before any node runs
-      control.push_back(map_ref(TensorRef::Node(c, 0), StrCat("node '", n.name, "' control input")).index);
+      auto what = [&] { return StrCat("node '", n.name, "' control input"); };
+      control.push_back(map_ref(TensorRef::Node(c, 0), what).index);
     }
     n.control_inputs = std::move(control);
     n.callees.clear();
@@ -191,8 +196,9 @@ std::shared_ptr<const LibraryFunction> GraphBuilder::MakeFunction(const std::str
     ThrowInvalidArgument(where, " has ", rets.size(), " results but ", result_specs.size(), " result specs");
   }
   for (size_t k = 0; k < rets.size(); ++k) {
-    CheckRef(rets[k], StrCat(where, " result ", k));
-    TensorRef ref = map_ref(rets[k], StrCat(where, " result ", k));
+    auto what = [&] { return StrCat(where, " result ", k); };
+    CheckRef(rets[k], what);
+    TensorRef ref = map_ref(rets[k], what);
     const TensorSpec& spec = result_specs[k];
     if (body->StaticDType(ref) != spec.dtype) {
       ThrowInvalidArgument(where, " result '", spec.name, "' is declared ", DTypeName(spec.dtype), " but is ",
@@ -208,7 +214,8 @@ std::shared_ptr<const LibraryFunction> GraphBuilder::MakeFunction(const std::str
   for (int c : control_rets) {
     node(c);
     if (arg_of[c] != kAbsent) continue;
-    body->control_rets.push_back(map_ref(TensorRef::Node(c, 0), StrCat(where, " control ret")).index);
+    auto what = [&] { return StrCat(where, " control ret"); };
+    body->control_rets.push_back(map_ref(TensorRef::Node(c, 0), what).index);
   }
   body->node_index.reserve(body->nodes.size());
   for (size_t i = 0; i < body->nodes.size(); ++i) {

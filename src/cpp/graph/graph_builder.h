@@ -56,7 +56,11 @@ class GraphBuilder {
  private:
   void Infer(Node* node) const;
   std::string UniqueName(const std::string& base);
-  void CheckRef(TensorRef r, const std::string& where) const;
+  // Throws InvalidArgument unless `r` is an output of a node added already;
+  // `where()` names the reference in the message (built only on error: it
+  // was most of the cost of adding a node).
+  template <typename Where>
+  void CheckRef(TensorRef r, const Where& where) const;
 
   std::vector<Node> nodes_;
   // Per name base, the next suffix to try; every name taken is a key too.

@@ -14,7 +14,7 @@ from treadle.framework import context, dtypes, graph_serialization
 from treadle.framework.graph_tensor import Operation, SymbolicTensor
 from treadle.framework.op_execution import op_handle
 from treadle.framework.op_def_library import SIGNATURES
-from treadle.framework.tensor import EagerTensor, Tensor
+from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 
 _OUT_OF_SCOPE = ("{t!r} is out of scope and cannot be used here. Use return values, explicit Python locals or "
@@ -40,6 +40,7 @@ class FuncGraph:
         self._rewritten_ops = []  # ops changed in place since their node was last typed
         self._constants = {}  # node index -> tensor, of the small constants (shared by value)
         self._const_cache = {}  # id(value) -> (value, tensor), of the other constants
+        self._literals = {}  # (Python number, its type, dtype hint) -> tensor (literal)
         self.variables = []
         self._control_dependencies = []  # lists of ops, one per open td.control_dependencies block
 
@@ -73,12 +74,12 @@ class FuncGraph:
         return False
 
     # -------------------------------------------------------------- nodes
-    def _add_node(self, name, op_type, inputs, attrs, control):
+    def _add_node(self, name, op_type, inputs, attrs, control, handle=None):
         """Adds a node to the builder (inferred there) and its Operation here."""
         if self._rewritten_ops:
             self._retype_rewritten()
         index, name, out_dtypes, out_shapes = self._builder.add_node(
-            name, op_handle(op_type), inputs, attrs, [c._node for c in control] if control else ())
+            name, handle or op_handle(op_type), inputs, attrs, [c._node for c in control] if control else ())
         op = Operation(self, index, name, op_type, inputs, control)
         if len(out_dtypes) == 1:  # most ops
             op.outputs = [SymbolicTensor(op, 0, out_dtypes[0], out_shapes[0])]
@@ -111,6 +112,18 @@ class FuncGraph:
         return t
 
     capture_constant = constant
+
+    def literal(self, value, dtype):
+        """convert_to_tensor(value, dtype_hint=dtype) for a Python int or float
+        `value` while this graph is built, remembered per graph: the conversion
+        depends on nothing else, and a small constant is one node anyway."""
+        key = (value, type(value), dtype)
+        t = self._literals.get(key)
+        if t is None:
+            t = convert_to_tensor(value, dtype_hint=dtype)
+            if value or type(value) is int:  # 0.0 == -0.0, but they are distinct constants
+                self._literals[key] = t
+        return t
 
     def capture(self, value, name=None):
         """The placeholder standing for an outside tensor (an eager tensor, or a
@@ -152,13 +165,14 @@ class FuncGraph:
             raise RuntimeError(f"graph {self.name} is finished; no ops can be added to it")
         # Tensors of this graph (the usual case) go straight in; others are captured.
         inputs = [t if type(t) is SymbolicTensor and t.op.graph is self else self._graph_input(t) for t in inputs]
-        stateful = SIGNATURES[op_type].stateful
+        kind = _op_kinds.get(op_type) or _op_kind(op_type)
+        stateful = kind[1]
         control = []
         if stateful and self.stateful_ops:
             control.append(self.stateful_ops[-1])
         for ops in self._control_dependencies:
             control.extend(op for op in ops if op not in control)
-        op = self._add_node(name or op_type, op_type, inputs, attrs, control)
+        op = self._add_node(name or op_type, op_type, inputs, attrs, control, kind[0])
         if stateful:
             self.stateful_ops.append(op)
         return op.outputs
@@ -206,6 +220,15 @@ class FuncGraph:
 
     def __repr__(self):
         return f"<FuncGraph {self.name}: {len(self.operations)} ops>"
+
+
+_op_kinds = {}  # op type -> (registry handle, stateful)
+
+
+def _op_kind(op_type):
+    """What create_op needs of op `op_type`, looked up once per op type."""
+    kind = _op_kinds[op_type] = (op_handle(op_type), SIGNATURES[op_type].stateful)
+    return kind
 
 
 _counter = itertools.count()

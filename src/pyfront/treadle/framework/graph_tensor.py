@@ -2,8 +2,9 @@
 
 import sys
 
+from treadle.errors import OperatorNotAllowedInGraphError
 from treadle.framework import dtypes
-from treadle.framework.tensor import Tensor, _TensorRef, iterate
+from treadle.framework.tensor import TENSOR_CLASSES, Tensor, _TensorRef, iterate
 from treadle.framework.tensor_shape import TensorShape
 
 
@@ -56,7 +57,7 @@ class SymbolicTensor(Tensor):
         self.value_index = value_index
         self._dtype = dtype
         if shape is None or type(shape) is tuple:
-            self._shape = TensorShape._from_tuple(shape)  # straight from shape inference
+            self._shape = _inferred_shape(shape)  # straight from shape inference
         else:
             self._shape = TensorShape(shape)
 
@@ -100,7 +101,6 @@ class SymbolicTensor(Tensor):
         raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
 
     def __bool__(self):
-        from treadle.errors import OperatorNotAllowedInGraphError
         raise OperatorNotAllowedInGraphError(
             f"Using a symbolic `td.Tensor` ({_where_used_as_bool(self)}) as a Python `bool` is not allowed. "
             "You can attempt the following "
@@ -117,7 +117,6 @@ class SymbolicTensor(Tensor):
 
     def __iter__(self):
         # TensorFlow's error class (a TypeError) where the iteration cannot be unrolled.
-        from treadle.errors import OperatorNotAllowedInGraphError
         if self._shape.rank is None:
             raise OperatorNotAllowedInGraphError("Cannot iterate over a tensor with unknown shape.")
         if self._shape.rank == 0:
@@ -130,6 +129,25 @@ class SymbolicTensor(Tensor):
         raise NotImplementedError(
             f"Cannot convert a symbolic td.Tensor ({self.name}) to a numpy array. This error may indicate that "
             "you're trying to pass a Tensor to a NumPy call, which is not supported.")
+
+
+TENSOR_CLASSES.add(SymbolicTensor)
+
+# TensorShapes are immutable, so the tensors a trace makes share one per shape
+# (most of a graph's tensors have one of a few shapes); bounded, as a process
+# may trace many shapes.
+_inferred_shapes = {}
+_MAX_INFERRED_SHAPES = 4096
+
+
+def _inferred_shape(dims):
+    """The TensorShape of `dims`, a tuple of ints and None (or None) from shape inference."""
+    shape = _inferred_shapes.get(dims)
+    if shape is None:
+        shape = TensorShape._from_tuple(dims)
+        if len(_inferred_shapes) < _MAX_INFERRED_SHAPES:
+            _inferred_shapes[dims] = shape
+    return shape
 
 
 def _where_used_as_bool(tensor):

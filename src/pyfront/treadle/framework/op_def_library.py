@@ -12,7 +12,7 @@ import numpy as np
 from treadle import _core
 from treadle.framework import dtypes
 from treadle.framework.op_execution import execute
-from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework.tensor import TENSOR_CLASSES, Tensor, convert_to_tensor
 
 
 class OpSignature:
@@ -26,6 +26,7 @@ class OpSignature:
         self.doc = desc["doc"]
         self.stateful = desc["stateful"]
         self.input_names = [a["name"] for a in self.inputs]
+        self.has_list_input = any(a["is_list"] for a in self.inputs)
         self.attr_names = [a["name"] for a in self.attrs]
 
 
@@ -33,6 +34,12 @@ def convert_inputs(sig, values):
     """Converts the argument values of `sig`'s inputs to tensors. Arguments
     that share a type attr take the dtype of the first one that is already a
     tensor, as TensorFlow does (so `add(t, 1)` makes 1 a tensor of t's dtype)."""
+    if not sig.has_list_input:
+        for value in values:
+            if type(value) not in TENSOR_CLASSES and not isinstance(value, Tensor):
+                break
+        else:
+            return values  # tensors already (the usual case while tracing)
     flat_groups = []
     for arg, value in zip(sig.inputs, values):
         if arg["is_list"]:
@@ -82,7 +89,8 @@ def make_op_function(sig, public_name=None):
     n_inputs = len(input_names)
     op_name = sig.name
 
-    def op_function(*args, **kwargs):
+    def bind(args, kwargs):
+        """The input values, attrs and node name a call gives, checked as Python checks a call."""
         name = kwargs.pop("name", None)
         if len(args) > n_inputs + len(attr_defs):
             raise TypeError(f"{public_name or op_name}() takes at most {n_inputs + len(attr_defs)} "
@@ -101,8 +109,14 @@ def make_op_function(sig, public_name=None):
         if kwargs:
             raise TypeError(f"{public_name or op_name}() got an unexpected keyword argument "
                             f"'{next(iter(kwargs))}'")
-        inputs = convert_inputs(sig, values)
-        outputs = execute(op_name, inputs, attrs, name=name)
+        return values, attrs, name
+
+    def op_function(*args, **kwargs):
+        if kwargs or len(args) != n_inputs:
+            values, attrs, name = bind(args, kwargs)
+        else:  # the inputs alone, by position: the usual call, bound without a loop
+            values, attrs, name = list(args), {}, None
+        outputs = execute(op_name, convert_inputs(sig, values), attrs, name=name)
         return outputs[0] if len(outputs) == 1 else outputs
 
     params = [inspect.Parameter(n, inspect.Parameter.POSITIONAL_OR_KEYWORD) for n in input_names]

@@ -24,16 +24,24 @@ class Tensor(metaclass=abc.ABCMeta):
 
 
 Tensor.register(EagerTensor)
+# The concrete tensor classes (graph_tensor.py adds SymbolicTensor). For them,
+# `type(x) in TENSOR_CLASSES` answers isinstance(x, Tensor) without a call of
+# ABCMeta.__instancecheck__ (Python code): the paths every traced op takes test first.
+TENSOR_CLASSES = {EagerTensor}
 
 # ---------------------------------------------------------------- conversion
 
 _conversion_functions = []  # (type, fn(value, dtype) -> Tensor)
+# Python number types no conversion function claims: while tracing, an
+# operand of one of these types is a literal the graph caches (convert_operand).
+_literal_types = {int, float}
 
 
 def register_tensor_conversion_function(base_type, conversion_func, priority=100):
     """Lets objects of `base_type` be used where tensors are expected."""
     _conversion_functions.append((priority, base_type, conversion_func))
     _conversion_functions.sort(key=lambda item: item[0])
+    _literal_types.difference_update([t for t in (int, float) if issubclass(t, base_type)])
 
 
 def _python_to_numpy(value, dtype):
@@ -108,7 +116,7 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     dtype); `dtype_hint` is used only when the value has no dtype of its own."""
     if dtype is not None:
         dtype = dtypes.as_dtype(dtype)
-    if isinstance(value, Tensor):
+    if type(value) in TENSOR_CLASSES or isinstance(value, Tensor):
         if dtype is not None and value.dtype != dtype:
             raise ValueError(f"Tensor conversion requested dtype {dtype.name} for Tensor with dtype "
                              f"{value.dtype.name}: {value!r}")
@@ -124,6 +132,20 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
         except (TypeError, ValueError):
             pass
     return _in_current_graph(_convert_value(value, dtype))
+
+
+def convert_operand(value, dtype):
+    """convert_to_tensor(value, dtype_hint=dtype), for the operand of an op
+    beside a tensor of `dtype`. While tracing, a Python int or float (`x * 0.5`)
+    comes from the graph's cache of literals, so tracing converts each literal
+    once per graph."""
+    if type(value) in TENSOR_CLASSES:
+        return value
+    if type(value) in _literal_types:
+        graph = context.current_graph()
+        if graph is not None:
+            return graph.literal(value, dtype)
+    return convert_to_tensor(value, dtype_hint=dtype)
 
 
 def _convert_value(value, dtype):
@@ -386,7 +408,8 @@ def iterate(t, num):
 def _symbolic_operator(row):
     def forward(self, other):
         try:
-            other = convert_to_tensor(other, dtype_hint=self.dtype)
+            if type(other) not in TENSOR_CLASSES:
+                other = convert_operand(other, self.dtype)
         except (TypeError, ValueError):
             if row.name in ("equal", "not_equal"):
                 return row.name == "not_equal"
@@ -399,7 +422,8 @@ def _symbolic_operator(row):
 def _symbolic_reflected(fn):
     def reflected(self, other):
         try:
-            other = convert_to_tensor(other, dtype_hint=self.dtype)
+            if type(other) not in TENSOR_CLASSES:
+                other = convert_operand(other, self.dtype)
         except (TypeError, ValueError):
             return NotImplemented
         return fn(other, self)

@@ -3,11 +3,13 @@
 import inspect
 import threading
 
-from treadle import _core, graph_pb2
+from treadle import _core, errors, graph_pb2
 from treadle.framework import context, graph_serialization, indexed_slices
 from treadle.framework.func_graph import FuncGraph
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.function import trace_type
+from treadle.function.signature_printing import pretty_signature
 from treadle.util import nest
 
 
@@ -121,7 +123,6 @@ class ConcreteFunction:
                 raise TypeError(f"{self.name} missing required argument '{p.name}'")
             if isinstance(p.type, trace_type.TensorType) and isinstance(value, Tensor) \
                     and value.dtype != p.type.dtype:
-                from treadle import errors
                 raise errors.InvalidArgumentError(
                     None, None, f"cannot compute {self.name} as input '{p.name}' was expected to be a "
                                 f"{p.type.dtype.name} tensor but is a {value.dtype.name} tensor [Op:{self.name}]")
@@ -173,7 +174,6 @@ class ConcreteFunction:
 
     def _call_in_graph(self, graph, inputs):
         """Adds a call of this function to the graph being traced."""
-        from treadle.framework.op_execution import execute
         if graph is None:
             graph = next(t for t in inputs if type(t) is not EagerTensor).graph
         graph.add_function(self)
@@ -204,7 +204,6 @@ class ConcreteFunction:
 
     # ---------------------------------------------------------- printing
     def pretty_printed_signature(self, verbose=True):
-        from treadle.function.signature_printing import pretty_signature
         return pretty_signature(self, verbose)
 
     def __repr__(self):

@@ -5,16 +5,18 @@ import numpy as np
 from treadle.framework import dtypes, tensor
 from treadle.framework.op_def_library import raw_ops
 from treadle.framework.op_execution import execute
-from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework.tensor import TENSOR_CLASSES, Tensor, convert_operand, convert_to_tensor
 
 
 def _binary_inputs(x, y):
     """Converts a pair of operands the way TensorFlow's binary ops do: a Python
     value takes the dtype of the tensor beside it."""
-    if isinstance(x, Tensor):
-        return x, convert_to_tensor(y, dtype_hint=x.dtype)
+    if type(x) in TENSOR_CLASSES or isinstance(x, Tensor):
+        if type(y) in TENSOR_CLASSES or isinstance(y, Tensor):
+            return x, y
+        return x, convert_operand(y, x.dtype)
     if isinstance(y, Tensor):
-        return convert_to_tensor(x, dtype_hint=y.dtype), y
+        return convert_operand(x, y.dtype), y
     x = convert_to_tensor(x)
     return x, convert_to_tensor(y, dtype_hint=x.dtype)
 
