@@ -33,17 +33,9 @@ PACKAGE_DIR = pathlib.Path(__file__).resolve().parents[1] / "src" / "pyfront" / 
 # (importer, imported): why the deferred import that closes a cycle stays.
 DEFERRED_CYCLE_EDGES = {}
 
-_OTHER_STREAMS = "breaks no cycle; being removed by issue 15's other streams"
-
 # (importer, imported module): why an import of a treadle module inside a
 # function of the importer stays there.
-DEFERRED_IMPORTS = {
-    # being removed by issue 15's other streams (the lead trims these when merging)
-    ("treadle.framework.graph_tensor", "treadle.errors"): _OTHER_STREAMS,
-    ("treadle.function.concrete_function", "treadle.errors"): _OTHER_STREAMS,
-    ("treadle.function.concrete_function", "treadle.framework.op_execution"): _OTHER_STREAMS,
-    ("treadle.function.concrete_function", "treadle.function.signature_printing"): _OTHER_STREAMS,
-}
+DEFERRED_IMPORTS = {}
 
 
 class _Module:
