@@ -129,6 +129,9 @@ void Executable::Plan() {
       if (!s.is_const && IsInteger(body.StaticDType(r))) is_static = false;
     }
     step.infer_at_run = !is_static;
+    std::vector<DType> input_dtypes;
+    for (TensorRef r : node.inputs) input_dtypes.push_back(body.StaticDType(r));
+    step.kernel = &ChooseKernel(*node.op, input_dtypes, node.outputs.dtypes);
     if (!node.callees.empty()) {
       callers_.push_back(std::make_unique<NodeFunctions>(node, library_));
       step.functions = callers_.back().get();
@@ -192,7 +195,7 @@ void Executable::RunStep(const Step& step, const std::vector<Tensor>& inputs, st
   const Node& node = *step.node;
   try {
     if (!step.infer_at_run) {
-      RunKernel(*node.op, inputs, node.attrs, node.outputs, step.functions, outputs, &scratch->recycler);
+      RunKernel(*node.op, inputs, node.attrs, node.outputs, step.functions, outputs, &scratch->recycler, step.kernel);
       return;
     }
     // Shapes (and integer values) known only now: infer with them. Input
@@ -213,7 +216,7 @@ void Executable::RunStep(const Step& step, const std::vector<Tensor>& inputs, st
     } catch (const StaticError& e) {
       throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", node.op->name, "]"));
     }
-    RunKernel(*node.op, inputs, node.attrs, inferred, step.functions, outputs, &scratch->recycler);
+    RunKernel(*node.op, inputs, node.attrs, inferred, step.functions, outputs, &scratch->recycler, step.kernel);
   } catch (const Error& e) {
     // Each enclosing node adds a line, so nested calls read like a stack.
     std::string in = body_->function_name.empty() ? "" : " in " + body_->Describe();
@@ -265,8 +268,10 @@ std::vector<Tensor> Executable::Run(const std::vector<Tensor>& args) const {
   inputs.reserve(max_inputs_);
   outputs.reserve(max_outputs_);
   RunScratch scratch;
+  const cancel::State& cancel_state = cancel::ThisThread();
   for (const Step& step : steps_) {
-    cancel::Check();  // a step may be long (a loop, a call): Ctrl-C and deadlines stop the run between steps
+    // A step may be long (a loop, a call): Ctrl-C and deadlines stop the run between steps.
+    cancel::Check(cancel_state);
     const Source* src = sources_.data() + step.first_source;
     for (int32_t k = 0; k < step.num_inputs; ++k, ++src) {
       if (src->is_const) inputs.push_back(consts_[src->index]);

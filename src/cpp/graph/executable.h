@@ -53,6 +53,7 @@ class Executable {
     int32_t first_slot = 0;    // output k goes to slot first_slot + k, if keep_[that slot]
     bool infer_at_run = false; // some input or output shape is not static: infer per run
     const FunctionCaller* functions = nullptr;
+    const KernelFn* kernel = nullptr;  // chosen for the node's static dtypes (ChooseKernel)
   };
 
   void Plan();

@@ -238,12 +238,21 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
   return outputs;
 }
 
+const KernelFn& ChooseKernel(const OpDef& op, const std::vector<DType>& input_dtypes,
+                             const std::vector<DType>& output_dtypes) {
+  if (!op.narrow_kernel) return op.kernel;
+  const auto narrow = [](const std::vector<DType>& ts) { return std::any_of(ts.begin(), ts.end(), IsNarrowDType); };
+  return narrow(input_dtypes) || narrow(output_dtypes) ? op.narrow_kernel : op.kernel;
+}
+
 void RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
                const InferredOutputs& inferred, const FunctionCaller* functions, std::vector<Tensor>* outputs,
-               OutputAllocator* allocator) {
+               OutputAllocator* allocator, const KernelFn* kernel) {
   KernelContext ctx(op, inputs, attrs, inferred.dtypes, inferred.shapes, functions, std::move(*outputs), allocator);
   try {
-    if (op.narrow_kernel && IsNarrowCall(ctx)) {
+    if (kernel != nullptr) {
+      (*kernel)(ctx);
+    } else if (op.narrow_kernel && IsNarrowCall(ctx)) {
       op.narrow_kernel(ctx);
     } else {
       op.kernel(ctx);

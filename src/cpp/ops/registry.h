@@ -211,9 +211,16 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
 // must already satisfy the op's dtype rules and match `inferred`. The outputs
 // replace the contents of *outputs (reusing its storage). Errors are reported
 // as RunOp reports them.
+// `kernel`: the one ChooseKernel gave for these dtypes (an executor picks it
+// once per node), or null to choose per call.
 void RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
                const InferredOutputs& inferred, const FunctionCaller* functions, std::vector<Tensor>* outputs,
-               OutputAllocator* allocator = nullptr);
+               OutputAllocator* allocator = nullptr, const KernelFn* kernel = nullptr);
+
+// The kernel of `op` for a call with these input and output dtypes: its
+// narrow_kernel for a call with a narrow input or output, else its kernel.
+const KernelFn& ChooseKernel(const OpDef& op, const std::vector<DType>& input_dtypes,
+                             const std::vector<DType>& output_dtypes);
 
 // Input index range [begin, end) covered by ArgDef `arg` for a call with
 // `num_inputs` inputs (list arguments take whatever the others leave).

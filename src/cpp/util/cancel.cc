@@ -9,15 +9,17 @@
 #include "util/errors.h"
 
 namespace treadle::cancel {
+
+std::atomic<uint64_t> detail::interrupts{0};
+
 namespace {
 
-std::atomic<uint64_t> g_interrupts{0};
 struct sigaction g_previous;  // the handler ours calls after counting
 
 thread_local State tl_state;
 
 void OnInterrupt(int sig, siginfo_t* info, void* context) {
-  g_interrupts.fetch_add(1, std::memory_order_relaxed);
+  detail::interrupts.fetch_add(1, std::memory_order_relaxed);
   if (g_previous.sa_flags & SA_SIGINFO) {
     if (g_previous.sa_sigaction) g_previous.sa_sigaction(sig, info, context);
   } else if (g_previous.sa_handler == SIG_DFL) {
@@ -30,7 +32,7 @@ void OnInterrupt(int sig, siginfo_t* info, void* context) {
 }
 
 [[noreturn]] void ThrowInterrupted() {
-  tl_state.seen = g_interrupts.load(std::memory_order_relaxed);
+  tl_state.seen = detail::interrupts.load(std::memory_order_relaxed);
   throw Error(Code::kCancelled, "the run was interrupted (SIGINT)");
 }
 
@@ -66,7 +68,7 @@ int64_t SetDeadline(int64_t deadline_ns) {
 void Check() {
   const State& s = tl_state;
   if (!s.active) return;
-  if (g_interrupts.load(std::memory_order_relaxed) != s.seen) ThrowInterrupted();
+  if (detail::interrupts.load(std::memory_order_relaxed) != s.seen) ThrowInterrupted();
   if (s.stop != nullptr && s.stop->load(std::memory_order_relaxed)) {
     throw Error(Code::kCancelled, "the run was stopped (its iteration ended)");
   }
@@ -77,10 +79,12 @@ void Check() {
 
 State Current() { return tl_state; }
 
+const State& ThisThread() { return tl_state; }
+
 State ForWorker(const std::atomic<bool>* stop) {
   State s;
   s.active = true;
-  s.seen = g_interrupts.load(std::memory_order_relaxed);
+  s.seen = detail::interrupts.load(std::memory_order_relaxed);
   s.stop = stop;
   return s;
 }
@@ -91,7 +95,7 @@ AdoptScope::~AdoptScope() { tl_state = saved_; }
 CallScope::CallScope() : outer_(!tl_state.active), seen_(tl_state.seen) {
   if (outer_) {
     tl_state.active = true;
-    tl_state.seen = g_interrupts.load(std::memory_order_relaxed);
+    tl_state.seen = detail::interrupts.load(std::memory_order_relaxed);
   }
 }
 

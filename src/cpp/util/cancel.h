@@ -42,6 +42,24 @@ struct State {
   const std::atomic<bool>* stop = nullptr;
 };
 State Current();
+
+// The calling thread's state itself, for a loop that checks at every step:
+// it fetches the thread-local once (in a shared library each access is a
+// call) and checks with Check(state). Valid while the thread lives.
+const State& ThisThread();
+
+namespace detail {
+extern std::atomic<uint64_t> interrupts;  // SIGINTs seen by the hook
+}  // namespace detail
+
+// Check() for a state fetched with ThisThread(): the common case (no
+// interrupt, no stop flag, no deadline) is a few inline loads.
+inline void Check(const State& s) {
+  if (s.active && (detail::interrupts.load(std::memory_order_relaxed) != s.seen || s.stop != nullptr ||
+                   s.deadline_ns != 0)) {
+    Check();
+  }
+}
 // A state for a thread that works for the calling thread's iteration (td.data
 // threads): interrupts after this call stop it, the caller's deadline does
 // not (a deadline bounds a call, and the thread outlives the call that
