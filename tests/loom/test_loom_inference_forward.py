@@ -129,3 +129,16 @@ def test_graph_gradient_is_right_when_the_function_ran_for_inference_first():
         return inner.gradient(v, w.w_node)
 
     np.testing.assert_allclose(grads_of(msg).numpy(), g_node.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def test_float32_gradients_match_float64_ones():
+    # The float32 path of the backward's scatter-adds (simd::AddRowsF32),
+    # against the float64 path on the same weights and trees.
+    grads = {}
+    for dtype in (np.float64, np.float32):
+        w, loom, weaver, labels = _tree_lstm(dtype=dtype, n_trees=40)
+        with td.GradientTape() as tape:
+            loss = tree_loss(w, loom.output_tensor(w.h_ts, weaver), labels)
+        grads[dtype] = [dense(g) for g in tape.gradient(loss, [w.w_node, w.w_leaf, w.embedding])]
+    for g32, g64 in zip(grads[np.float32], grads[np.float64]):
+        np.testing.assert_allclose(g32, g64, rtol=2e-4, atol=2e-5)
