@@ -15,7 +15,12 @@ limit (the forward pass's matrix products at this machine's measured sgemm
 rate; a training step counts three times the forward FLOPs). With
 --fusion-ab a second treadle model, planned with elementwise fusion off,
 runs in the same rounds: the fused/unfused per-round ratio measures the
-fusion pass (src/cpp/graph/elementwise_fusion.h).
+fusion pass (src/cpp/graph/elementwise_fusion.h). With --record-ab, the
+same treadle model also runs inference eagerly, with and without a
+GradientTape watching its weights: watched, the loom runs its ops' training
+functions and saves what a backward pass reads (as every inference did
+before LoomRun learned when nothing reads its record); the per-round ratio
+of the two measures running the forward functions instead.
 """
 
 import argparse
@@ -77,7 +82,7 @@ def treadle_steps(name, weights, fused):
         net.train(net.weave(warm), [t.label for t in warm])
     finally:
         _core.set_elementwise_fusion(before)
-    return {
+    return net, {
         (name, "inference"): lambda b: net.infer(net.weave(b)).numpy(),
         (name, "training"): lambda b: float(net.train(net.weave(b), [t.label for t in b])[0]),
     }
@@ -93,6 +98,8 @@ def main():
     parser.add_argument("--out-dir", default=os.path.join(common.RESULTS_DIR, "treelstm-avx2"))
     parser.add_argument("--fusion-ab", action="store_true",
                         help="also time a treadle model planned without elementwise fusion")
+    parser.add_argument("--record-ab", action="store_true",
+                        help="also time inference with the loom's record returned (its training forward)")
     args = parser.parse_args()
     if args.rounds < 1 or args.steps < 1:
         parser.error("--rounds and --steps must be at least 1")
@@ -107,7 +114,12 @@ def main():
     steps = {}
     variants = [("treadle", True)] + ([("treadle unfused", False)] if args.fusion_ab else [])
     for name, fused in variants:
-        steps.update(treadle_steps(name, weights, fused))
+        net, net_steps = treadle_steps(name, weights, fused)
+        steps.update(net_steps)
+        if args.record_ab and name == "treadle":
+            steps[("treadle eager", "inference")] = lambda b, net=net: net.infer_eagerly(net.weave(b)).numpy()
+            steps[("treadle eager, taped", "inference")] = lambda b, net=net: net.infer_eagerly(
+                net.weave(b), record=True).numpy()
     torch = common.optional_import("torch")
     if torch is None:
         print("PyTorch is not installed: only treadle's figures are reported.")
@@ -127,6 +139,9 @@ def main():
             entry = {name: {"trees_per_s": statistics.median(v), "rounds": v} for name, v in per_round.items()}
             if "torch" in per_round:
                 entry["ratio"] = statistics.median(x / y for x, y in zip(per_round["treadle"], per_round["torch"]))
+            if "treadle eager, taped" in per_round:
+                entry["record_ratio"] = statistics.median(
+                    x / y for x, y in zip(per_round["treadle eager"], per_round["treadle eager, taped"]))
             if "treadle unfused" in per_round:
                 entry["fusion_ratio"] = statistics.median(
                     x / y for x, y in zip(per_round["treadle"], per_round["treadle unfused"]))
@@ -137,6 +152,7 @@ def main():
                                                if isinstance(v, dict))
                   + (f", ratio {entry['ratio']:.2f}x" if "ratio" in entry else "")
                   + (f", fused/unfused {entry['fusion_ratio']:.3f}" if "fusion_ratio" in entry else "")
+                  + (f", forward/training-forward {entry['record_ratio']:.3f}" if "record_ratio" in entry else "")
                   + f", sgemm fraction {entry['sgemm_fraction'] * 100:.0f}%", flush=True)
     report["load_average_end"] = os.getloadavg()
     md = markdown(report)
@@ -162,6 +178,15 @@ def markdown(report):
         fusion = f"{e['fusion_ratio']:.3f}" if "fusion_ratio" in e else "—"
         lines.append(f"| {mode} | {b} | {e['treadle']['trees_per_s']:.0f} | {torch_rate} | {ratio} | "
                      f"{e['sgemm_fraction'] * 100:.0f}% | {unfused} | {fusion} |")
+    ab = [(k, e) for k, e in report["results"].items() if "record_ratio" in e]
+    if ab:
+        lines += ["", "Eager inference: the loom running its ops' forward functions (no tape) against their "
+                  "training functions (a GradientTape watching the weights), same rounds:", "",
+                  "| mode | batch | forward trees/s | training-forward trees/s | ratio |", "|---|---:|---:|---:|---:|"]
+        for key, e in ab:
+            mode, b = key.split("/")
+            lines.append(f"| {mode} | {b} | {e['treadle eager']['trees_per_s']:.0f} | "
+                         f"{e['treadle eager, taped']['trees_per_s']:.0f} | {e['record_ratio']:.3f} |")
     return "\n".join(lines) + "\n"
 
 

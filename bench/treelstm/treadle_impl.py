@@ -120,6 +120,18 @@ class TreeLSTM:
         return self.logits_of(td.constant(schedule) if not isinstance(schedule, list)
                               else td.constant(np.array(schedule, dtype=object)))
 
+    def infer_eagerly(self, schedule, record=False):
+        """Inference run eagerly; with `record`, under a GradientTape that
+        watches the weights, so that the loom runs its ops' training functions
+        and saves what a backward pass reads (as every inference did before
+        LoomRun learned when nothing reads its record)."""
+        sched = td.constant(schedule)
+        if not record:
+            return self.logits_of.python_function(sched)
+        with td.GradientTape() as tape:
+            tape.watch(self.trainable)
+            return self.logits_of.python_function(sched)
+
     def train(self, schedule, labels):
         sched = td.constant(schedule) if not isinstance(schedule, list) else td.constant(np.array(schedule, dtype=object))
         return self.train_step(sched, td.constant(np.asarray(labels, np.int32)))

@@ -194,7 +194,9 @@ def test_loom_run_grad_checks_its_input_counts():
     from treadle.framework.op_execution import execute
     loom, table, x = _table_loom()
     inputs = [v.read_value() if isinstance(v, td.Variable) else v for v in loom._input_sources]
-    outs = execute("LoomRun", [loom._schedule_tensor(_table_weaver(loom))] + inputs, loom._run_attrs)
+    with td.GradientTape() as tape:  # a run no tape watches saves nothing for LoomRunGrad
+        tape.watch(inputs)
+        outs = execute("LoomRun", [loom._schedule_tensor(_table_weaver(loom))] + inputs, loom._run_attrs)
     grads = [td.ones_like(o) for o in outs[:-1]]
     attrs = {"Tgrads": [g.dtype for g in grads], "Tinputs": loom._input_dtypes, "input_shapes": loom._input_shapes}
     with pytest.raises(td.errors.InvalidArgumentError, match="LoomRunGrad: the record is of a loom with 1 named"):

@@ -193,9 +193,12 @@ struct Executable::RunScratch {
 void Executable::RunStep(const Step& step, const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs,
                          RunScratch* scratch) const {
   const Node& node = *step.node;
+  // The plan knows which outputs something reads (keep_): the kernel may skip work for the others.
+  const char* wanted = keep_.data() + step.first_slot;
   try {
     if (!step.infer_at_run) {
-      RunKernel(*node.op, inputs, node.attrs, node.outputs, step.functions, outputs, &scratch->recycler, step.kernel);
+      RunKernel(*node.op, inputs, node.attrs, node.outputs, step.functions, outputs, &scratch->recycler, wanted,
+                step.kernel);
       return;
     }
     // Shapes (and integer values) known only now: infer with them. Input
@@ -216,7 +219,8 @@ void Executable::RunStep(const Step& step, const std::vector<Tensor>& inputs, st
     } catch (const StaticError& e) {
       throw Error(Code::kInvalidArgument, StrCat(e.what(), " [Op:", node.op->name, "]"));
     }
-    RunKernel(*node.op, inputs, node.attrs, inferred, step.functions, outputs, &scratch->recycler, step.kernel);
+    RunKernel(*node.op, inputs, node.attrs, inferred, step.functions, outputs, &scratch->recycler, wanted,
+              step.kernel);
   } catch (const Error& e) {
     // Each enclosing node adds a line, so nested calls read like a stack.
     std::string in = body_->function_name.empty() ? "" : " in " + body_->Describe();

@@ -93,12 +93,15 @@ template <typename T>
 void AddRowSlice(const RowAdd& a, int64_t e0, int64_t e1) {
   const T* src = a.src->data<T>();
   T* dst = a.dst->data<T>();
-  for (int64_t r = 0; r < a.count; ++r) {
-    const T* s = src + r * a.row_elements + e0;
-    T* d = dst + (a.index ? a.index[r] : r) * a.row_elements + e0;
-    if constexpr (std::is_same_v<T, float>) simd::BinaryF32(simd::Binary::kAdd, d, 1, s, 1, d, e1 - e0);
-    else if constexpr (std::is_same_v<T, uint16_t>) AddHalfInto(a.src->dtype(), s, d, e1 - e0);
-    else simd::BinaryF64(simd::Binary::kAdd, d, 1, s, 1, d, e1 - e0);
+  if constexpr (std::is_same_v<T, float>) {
+    simd::AddRowsF32(dst, a.index, src, a.count, a.row_elements, e0, e1);  // all rows in one dispatched call
+  } else {
+    for (int64_t r = 0; r < a.count; ++r) {
+      const T* s = src + r * a.row_elements + e0;
+      T* d = dst + (a.index ? a.index[r] : r) * a.row_elements + e0;
+      if constexpr (std::is_same_v<T, uint16_t>) AddHalfInto(a.src->dtype(), s, d, e1 - e0);
+      else simd::BinaryF64(simd::Binary::kAdd, d, 1, s, 1, d, e1 - e0);
+    }
   }
 }
 

@@ -231,7 +231,11 @@ void LoomRunKernel(KernelContext& ctx) {
   auto schedule = ScheduleFromTensor(rt->spec(), ctx.input(0));
   LoomInputs in = SplitInputs(*rt, ctx);
   auto record = std::make_shared<ForwardRecord>();
-  std::vector<Tensor> outs = RunForward(rt, schedule, in, record.get());
+  record->runtime = rt;  // names the loom to LoomRunGrad even when the run saved nothing
+  // Inference (nothing will read the record) runs each op's forward function
+  // and saves nothing for a backward pass.
+  const bool training = ctx.output_wanted(static_cast<int>(ctx.out_dtypes.size()) - 1);
+  std::vector<Tensor> outs = RunForward(rt, schedule, in, training ? record.get() : nullptr);
   for (size_t t = 0; t < outs.size(); ++t) ctx.set_output(static_cast<int>(t), std::move(outs[t]));
   ctx.set_output(static_cast<int>(outs.size()), MakeHandleTensor(DType::kVariant, record));
 }
@@ -266,6 +270,7 @@ OpDef LoomRunOp() {
   op.kernel = LoomRunKernel;
   op.stateful = true;  // op functions may hold effects (random ops); never fold or merge a run
   op.long_running = true;
+  op.gradient_only_outputs = 1;  // the record
   op.doc = "Runs a Loom schedule: every depth's ops on their batched arguments; one output batch per type shape.";
   return op;
 }

@@ -275,6 +275,11 @@ std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime
 }
 
 std::vector<Tensor> RunBackward(const ForwardRecord& record, const std::vector<Tensor>& output_grads) {
+  if (!record.schedule) {
+    ThrowInvalidArgument("LoomRunGrad: the record is of a loom run that saved nothing for a backward pass (nothing ",
+                         "was to read its record output when it ran: no gradient tape watched its inputs, or no ",
+                         "node of its graph read the record)");
+  }
   const LoomRuntime& rt = *record.runtime;
   const Schedule& sc = *record.schedule;
   const LoomSpec& sp = *rt.spec();

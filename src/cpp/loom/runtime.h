@@ -85,15 +85,16 @@ struct LayerRecord {
 struct ForwardRecord : public HandleBase {
   std::string TypeName() const override { return "LoomForwardRecord"; }
   std::shared_ptr<const LoomRuntime> runtime;
-  std::shared_ptr<const Schedule> schedule;
+  std::shared_ptr<const Schedule> schedule;  // null: the run saved nothing (inference)
   LoomInputs inputs;
   std::vector<std::vector<LayerRecord>> layers;  // [depth - 1][layer op]
 };
 
 // Checks `inputs` against the loom and the schedule (InvalidArgument naming
 // the input), runs every layer, and returns one tensor per type shape: the
-// outputs of that type shape in the order they were added. Fills `record`
-// when given.
+// outputs of that type shape in the order they were added. With `record`,
+// runs each op's training function and fills `record` for the backward
+// pass; without, runs the forward functions (inference), saving nothing.
 std::vector<Tensor> RunForward(const std::shared_ptr<const LoomRuntime>& runtime,
                                const std::shared_ptr<const Schedule>& schedule, const LoomInputs& inputs,
                                ForwardRecord* record);

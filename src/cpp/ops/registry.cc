@@ -216,7 +216,7 @@ std::string WithOpTag(const std::string& message, const std::string& op_name) {
 }
 
 std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
-                          const FunctionCaller* functions, OutputAllocator* allocator) {
+                          const FunctionCaller* functions, OutputAllocator* allocator, bool gradient_outputs_wanted) {
   const size_t n = inputs.size();
   std::vector<DType> dtypes(n);
   std::vector<PartialShape> shapes(n);
@@ -234,7 +234,13 @@ std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, co
     throw Error(Code::kInvalidArgument, WithOpTag(e.what(), op.name));
   }
   std::vector<Tensor> outputs;
-  RunKernel(op, inputs, attrs, inferred, functions, &outputs, allocator);
+  std::vector<char> wanted;
+  if (!gradient_outputs_wanted && op.gradient_only_outputs > 0) {
+    const size_t n_out = inferred.dtypes.size();
+    wanted.assign(n_out, 1);
+    for (size_t i = n_out - std::min<size_t>(n_out, op.gradient_only_outputs); i < n_out; ++i) wanted[i] = 0;
+  }
+  RunKernel(op, inputs, attrs, inferred, functions, &outputs, allocator, wanted.empty() ? nullptr : wanted.data());
   return outputs;
 }
 
@@ -247,8 +253,9 @@ const KernelFn& ChooseKernel(const OpDef& op, const std::vector<DType>& input_dt
 
 void RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
                const InferredOutputs& inferred, const FunctionCaller* functions, std::vector<Tensor>* outputs,
-               OutputAllocator* allocator, const KernelFn* kernel) {
+               OutputAllocator* allocator, const char* wanted, const KernelFn* kernel) {
   KernelContext ctx(op, inputs, attrs, inferred.dtypes, inferred.shapes, functions, std::move(*outputs), allocator);
+  ctx.wanted = wanted;
   try {
     if (kernel != nullptr) {
       (*kernel)(ctx);

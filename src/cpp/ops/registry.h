@@ -114,8 +114,14 @@ class KernelContext {
   std::vector<Tensor> outputs;
   const FunctionCaller* functions;  // null outside a graph
   OutputAllocator* allocator = nullptr;  // recycled output storage, if the caller has any
+  // Per output, whether anything will read it (null: all are read). The
+  // graph executor knows this from its plan. A kernel must still produce
+  // every output, but may make an unwanted one cheaply (LoomRun skips the
+  // values its record would save for a backward pass).
+  const char* wanted = nullptr;
 
   const Tensor& input(int i) const { return inputs[i]; }
+  bool output_wanted(int i) const { return wanted == nullptr || wanted[i] != 0; }
   int num_inputs() const { return static_cast<int>(inputs.size()); }
   // Allocates output i with the shape inference gave it.
   Tensor& allocate_output(int i);
@@ -160,6 +166,10 @@ struct OpDef {
   std::vector<std::string> api_names;
   std::string doc;
   std::vector<FunctionAttrDef> function_attrs;  // empty for ops that call no function
+  // The last `gradient_only_outputs` outputs are read only by the op's
+  // gradient (LoomRun's record). An eager call that no gradient tape watches
+  // runs with them unwanted (KernelContext::output_wanted).
+  int gradient_only_outputs = 0;
 
   const AttrDef* FindAttr(std::string_view attr_name) const;
   const FunctionAttrDef* FindFunctionAttr(std::string_view attr_name) const;
@@ -204,18 +214,22 @@ std::string WithOpTag(const std::string& message, const std::string& op_name);
 
 // Runs one op on concrete inputs. `attrs` must be canonical. Errors in the
 // call itself (dtypes, shapes) surface as InvalidArgument with "[Op:Name]".
+// With `gradient_outputs_wanted` false, the op's gradient-only outputs are
+// unwanted (OpDef::gradient_only_outputs).
 std::vector<Tensor> RunOp(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
-                          const FunctionCaller* functions = nullptr, OutputAllocator* allocator = nullptr);
+                          const FunctionCaller* functions = nullptr, OutputAllocator* allocator = nullptr,
+                          bool gradient_outputs_wanted = true);
 // Runs only the kernel, with output dtypes and shapes inferred beforehand (the
 // graph executor infers once when it plans, where shapes are static). Inputs
 // must already satisfy the op's dtype rules and match `inferred`. The outputs
-// replace the contents of *outputs (reusing its storage). Errors are reported
-// as RunOp reports them.
-// `kernel`: the one ChooseKernel gave for these dtypes (an executor picks it
-// once per node), or null to choose per call.
+// replace the contents of *outputs (reusing its storage). `wanted` is
+// KernelContext::wanted. `kernel`: the one ChooseKernel gave for these dtypes
+// (an executor picks it once per node), or null to choose per call. Errors
+// are reported as RunOp reports them.
 void RunKernel(const OpDef& op, const std::vector<Tensor>& inputs, const AttrMap& attrs,
                const InferredOutputs& inferred, const FunctionCaller* functions, std::vector<Tensor>* outputs,
-               OutputAllocator* allocator = nullptr, const KernelFn* kernel = nullptr);
+               OutputAllocator* allocator = nullptr, const char* wanted = nullptr,
+               const KernelFn* kernel = nullptr);
 
 // The kernel of `op` for a call with these input and output dtypes: its
 // narrow_kernel for a call with a narrow input or output, else its kernel.

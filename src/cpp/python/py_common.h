@@ -66,6 +66,11 @@ py::object AttrToPy(const AttrValue& v);
 PartialShape PartialShapeFromPy(py::handle obj);  // None, or a sequence of int/None
 py::object PartialShapeToPy(const PartialShape& s);
 
+// Replaces a Python callable the front end sets (under the GIL); None unsets
+// it. Handles, not py::objects: a static py::object would be released after
+// the interpreter has finalized.
+void SetCallable(py::handle& slot, const py::object& fn);
+
 // Called by binding functions that run kernels: release the GIL for large work.
 bool ShouldReleaseGil(const std::vector<Tensor>& inputs);
 

@@ -42,6 +42,16 @@ py::dict DescribeOp(const OpDef& op) {
   return d;
 }
 
+// While a GradientTape records anywhere: gradient_wanted(inputs) says whether
+// a tape of this thread watches one of `inputs` (then an op's gradient-only
+// outputs are wanted). Unset: no tape records, nothing is wanted.
+py::handle g_gradient_wanted;
+
+bool GradientOutputsWanted(const OpDef& op, py::handle inputs) {
+  if (op.gradient_only_outputs == 0) return true;
+  return g_gradient_wanted && g_gradient_wanted(inputs).cast<bool>();
+}
+
 std::vector<Tensor> TensorsFromPy(const OpDef& op, py::handle seq) {
   std::vector<Tensor> out;
   for (auto item : seq) {
@@ -65,13 +75,14 @@ py::list ExecuteEager(const OpDef& op, py::handle inputs_obj, py::handle attrs_o
   } catch (const StaticError& e) {
     throw Error(Code::kInvalidArgument, WithOpTag(e.what(), op.name));
   }
+  const bool gradient_wanted = GradientOutputsWanted(op, inputs_obj);
   std::vector<Tensor> out;
   cancel::CallScope scope;
   if (op.long_running || ShouldReleaseGil(inputs)) {
     py::gil_scoped_release nogil;
-    out = RunOp(op, inputs, attrs);
+    out = RunOp(op, inputs, attrs, nullptr, nullptr, gradient_wanted);
   } else {
-    out = RunOp(op, inputs, attrs);
+    out = RunOp(op, inputs, attrs, nullptr, nullptr, gradient_wanted);
   }
   py::list result(out.size());
   for (size_t i = 0; i < out.size(); ++i) result[i] = py::cast(std::move(out[i]));
@@ -112,6 +123,10 @@ void RegisterOps(py::module_& m) {
   m.def("reset_random_op_counters", &ResetRandomOpCounters,
         "Restarts the stream of every seeded random op (td.random.set_seed).");
   m.def("op_def", [](const std::string& name) { return DescribeOp(OpRegistry::Global().Get(name)); });
+
+  m.def("_set_gradient_wanted", [](py::object fn) { SetCallable(g_gradient_wanted, fn); },
+        "None: no GradientTape records, and eager ops leave their gradient-only outputs (LoomRun's record) "
+        "unwanted; a function fn(inputs) -> bool: whether a tape watches one of an op's inputs.");
 
   // execute(op_handle, inputs, attrs) -> list of EagerTensor
   m.def("execute", [](const OpHandle& h, py::handle inputs, py::handle attrs) {

@@ -14,6 +14,12 @@ namespace treadle::python {
 
 void SetDTypeObjects(py::list objs);
 
+void SetCallable(py::handle& slot, const py::object& fn) {
+  py::handle old = slot;
+  slot = fn.is_none() ? py::handle() : fn.inc_ref();
+  old.dec_ref();
+}
+
 namespace {
 
 // Python callables the front end sets. Handles, not py::objects: a static
@@ -22,13 +28,6 @@ py::handle g_fallback;  // treadle.framework.tensor._binary_fallback(name, x, y,
 // While a GradientTape records, operators must reach treadle.framework.op_execution.execute
 // (where the tape sees them): the fast path is then off and g_execute is set.
 py::handle g_execute;
-
-// Replaces a callable set from Python (under the GIL); None unsets it.
-void SetCallable(py::handle& slot, const py::object& fn) {
-  py::handle old = slot;
-  slot = fn.is_none() ? py::handle() : fn.inc_ref();
-  old.dec_ref();
-}
 
 const OpDef* LookupOp(const char* name) { return &OpRegistry::Global().Get(name); }
 

@@ -41,6 +41,7 @@ def _install_hooks():
         _active[0] += 1
         if _active[0] == 1:
             _core._set_operator_execute(op_execution.execute)  # eager operators go through execute, to be seen
+            _core._set_gradient_wanted(_gradient_wanted)
             op_execution.op_recorders.append(_record_op)
             variables._read_hooks.append(_watch_read_variable)
             concrete_function.call_recorders.append(_record_call)
@@ -51,6 +52,7 @@ def _remove_hooks():
         _active[0] -= 1
         if _active[0] == 0:
             _core._set_operator_execute(None)
+            _core._set_gradient_wanted(None)
             op_execution.op_recorders.remove(_record_op)
             variables._read_hooks.remove(_watch_read_variable)
             concrete_function.call_recorders.remove(_record_call)
@@ -62,6 +64,18 @@ def _record_op(op_name, inputs, attrs, outputs, graph):
     for tape in _tapes.recording:
         if tape._graph is graph:
             tape._record(op_name, inputs, attrs, outputs)
+
+
+def _gradient_wanted(inputs):
+    """Will an eager op on `inputs` be recorded by a tape of this thread?
+    Asked by the core before it runs an op with gradient-only outputs
+    (LoomRun's record), which it skips making when not."""
+    if _record_op not in op_execution.op_recorders:  # recording paused (a loom's back_prop=False)
+        return False
+    for tape in _tapes.recording:
+        if tape._graph is None and tape._watches_any(inputs):
+            return True
+    return False
 
 
 def _watch_read_variable(variable):

@@ -198,6 +198,14 @@ void SumRowsIntoF32(double* acc, const float* rows, int64_t num_rows, int64_t n)
 void AccumulateMaxF32(float* acc, const float* row, int64_t n) {
   BinaryLoop<Binary::kMax>(acc, 1, row, 1, acc, n);
 }
+
+void AddRowsF32(float* dst, const int32_t* index, const float* src, int64_t count, int64_t row_elements,
+                int64_t e0, int64_t e1) {
+  for (int64_t r = 0; r < count; ++r) {
+    float* d = dst + (index ? index[r] : r) * row_elements + e0;
+    BinaryLoop<Binary::kAdd>(d, 1, src + r * row_elements + e0, 1, d, e1 - e0);
+  }
+}
 void AccumulateMinF32(float* acc, const float* row, int64_t n) {
   BinaryLoop<Binary::kMin>(acc, 1, row, 1, acc, n);
 }
@@ -327,6 +335,7 @@ HWY_EXPORT(MaxF32);
 HWY_EXPORT(MinF32);
 HWY_EXPORT(SumRowsIntoF32);
 HWY_EXPORT(AccumulateMaxF32);
+HWY_EXPORT(AddRowsF32);
 HWY_EXPORT(AccumulateMinF32);
 HWY_EXPORT(CastF32ToF64);
 HWY_EXPORT(CastF64ToF32);
@@ -354,6 +363,10 @@ void SumRowsIntoF32(double* acc, const float* rows, int64_t num_rows, int64_t n)
 }
 void AccumulateMaxF32(float* acc, const float* row, int64_t n) {
   HWY_DYNAMIC_DISPATCH(AccumulateMaxF32)(acc, row, n);
+}
+void AddRowsF32(float* dst, const int32_t* index, const float* src, int64_t count, int64_t row_elements,
+                int64_t e0, int64_t e1) {
+  HWY_DYNAMIC_DISPATCH(AddRowsF32)(dst, index, src, count, row_elements, e0, e1);
 }
 void AccumulateMinF32(float* acc, const float* row, int64_t n) {
   HWY_DYNAMIC_DISPATCH(AccumulateMinF32)(acc, row, n);

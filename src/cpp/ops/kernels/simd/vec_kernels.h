@@ -48,6 +48,13 @@ float MinF32(const float* x, int64_t n);
 // float, then into double), and acc[j] = max/min(acc[j], row[j]) for j < n:
 // reductions over rows into a contiguous accumulator.
 void SumRowsIntoF32(double* acc, const float* rows, int64_t num_rows, int64_t n);
+
+// dst row index[r] (row r when index is null) += src row r, for r < count,
+// over elements [e0, e1) of rows row_elements long: a scatter-add of rows in
+// one call (a call per row cost about as much as its adds for rows of a
+// hundred floats), adding as BinaryF32's kAdd does.
+void AddRowsF32(float* dst, const int32_t* index, const float* src, int64_t count, int64_t row_elements,
+                int64_t e0, int64_t e1);
 void AccumulateMaxF32(float* acc, const float* row, int64_t n);
 void AccumulateMinF32(float* acc, const float* row, int64_t n);
 
