@@ -7,7 +7,7 @@ import struct
 import treadle as td
 from treadle import _core
 
-from fuzz.mutate import mutate_message_bytes
+from fuzz.mutate import Mutator, mutate_message_bytes
 
 
 class Wrong(AssertionError):
@@ -64,3 +64,26 @@ def frame_records(records, rng=None):
         head = struct.pack("<Q", rng.choice([2 ** 31, 2 ** 31 - 1, 2 ** 20, len(records[-1]) + 5]))
         out += head + struct.pack("<I", masked(head)) + records[-1][:8]
     return bytes(out)
+
+
+def mutate_records(rng, data, mutate_record):
+    """TFRecord bytes mutated a record at a time: one record changed by
+    `mutate_record(rng, record)`, dropped, duplicated or swapped with
+    another, and framed again (sometimes with a trailing record whose length
+    lies); unframed or, one time in ten, anyway, the bytes damaged as bytes."""
+    records = split_records(data)
+    if records is None or rng.random() < 0.1:
+        return Mutator(rng).damage(data)
+    records = list(records)
+    r = rng.random()
+    if records and r < 0.6:
+        i = rng.randrange(len(records))
+        records[i] = mutate_record(rng, records[i])
+    elif records and r < 0.75:
+        del records[rng.randrange(len(records))]
+    elif records and r < 0.9:
+        records.insert(rng.randrange(len(records) + 1), records[rng.randrange(len(records))])
+    elif records:
+        i, j = rng.randrange(len(records)), rng.randrange(len(records))
+        records[i], records[j] = records[j], records[i]
+    return frame_records(records, rng)

@@ -21,7 +21,7 @@ import numpy as np
 import treadle as td
 from treadle import tensor_pb2
 
-from fuzz.base import Kind, Wrong, frame_records, split_records
+from fuzz.base import Kind, Wrong, frame_records, mutate_records, split_records
 from fuzz.mutate import INTERESTING_INTS, Mutator, mutate_message_bytes
 
 _MAGIC = b"treadle-cache v1"
@@ -150,22 +150,7 @@ def _mutate_record(rng, record):
 
 
 def _mutate_data(rng, data):
-    records = split_records(data)
-    if records is None or rng.random() < 0.1:
-        return Mutator(rng).damage(data)
-    records = list(records)
-    r = rng.random()
-    if records and r < 0.6:
-        i = rng.randrange(len(records))
-        records[i] = _mutate_record(rng, records[i])
-    elif records and r < 0.75:
-        del records[rng.randrange(len(records))]
-    elif records and r < 0.9:
-        records.insert(rng.randrange(len(records) + 1), records[rng.randrange(len(records))])
-    elif records:
-        i, j = rng.randrange(len(records)), rng.randrange(len(records))
-        records[i], records[j] = records[j], records[i]
-    return frame_records(records, rng)
+    return mutate_records(rng, data, _mutate_record)
 
 
 # ---------------------------------------------------------------- the oracle

@@ -21,7 +21,8 @@ from treadle.io.container import MAGIC
 from treadle.loom import saving as loom_saving
 
 # fuzz.targets' names for the supervisor, the worker and the tests, defined in fuzz.base
-from fuzz.base import DEADLINE_S, REJECTIONS, Kind, KnownFinding, Wrong, frame_records, split_records  # noqa: F401
+from fuzz.base import (DEADLINE_S, REJECTIONS, Kind, KnownFinding, Wrong, frame_records, mutate_records,  # noqa: F401
+                       split_records)
 from fuzz.cache_file import CacheFileKind
 from fuzz.mutate import Mutator, mutate_message_bytes
 
@@ -241,19 +242,7 @@ class ScheduleFileKind(Kind):
         return [frame_records(msgs[:1]), frame_records(msgs), frame_records([])]
 
     def mutate(self, rng, data):
-        records = split_records(data)
-        if records is None or rng.random() < 0.1:
-            return Mutator(rng).damage(data)
-        records = list(records)
-        r = rng.random()
-        if records and r < 0.6:
-            i = rng.randrange(len(records))
-            records[i] = mutate_message_bytes(rng, loom_pb2.WeaverMessage, records[i])
-        elif records and r < 0.75:
-            del records[rng.randrange(len(records))]
-        elif records:
-            records.append(records[rng.randrange(len(records))])
-        return frame_records(records, rng)
+        return mutate_records(rng, data, lambda rng, record: mutate_message_bytes(rng, loom_pb2.WeaverMessage, record))
 
     def consume(self, data):
         loom = _loom()
