@@ -4,9 +4,9 @@
 // backward pass from that record.
 #include <climits>
 #include <cstring>
+#include <iterator>
 #include <list>
 #include <mutex>
-#include <iterator>
 #include <unordered_map>
 
 #include "graph/graph_def_writer.h"
@@ -30,20 +30,13 @@ class RuntimeCache {
   std::shared_ptr<const LoomRuntime> Find(uint64_t hash, const graph::FunctionLibrary* library,
                                           const AttrMap& attrs) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto [first, last] = index_.equal_range(hash);
-    for (auto it = first; it != last; ++it) {
-      const Entry& e = *it->second;
-      if (e.library == library && SameLoomAttrs(e.attrs, attrs)) {
-        entries_.splice(entries_.begin(), entries_, it->second);  // now the most recent
-        return e.runtime;
-      }
-    }
-    return nullptr;
+    return FindLocked(hash, library, attrs);
   }
 
   std::shared_ptr<const LoomRuntime> Insert(uint64_t hash, const graph::FunctionLibrary* library,
                                             const AttrMap& attrs, std::shared_ptr<const LoomRuntime> rt) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (auto built = FindLocked(hash, library, attrs)) return built;  // another thread built it first
     entries_.push_front(Entry{hash, library, LoomAttrsOf(attrs), std::move(rt)});
     index_.emplace(hash, entries_.begin());
     if (entries_.size() > kMaxRuntimes) {
@@ -60,6 +53,19 @@ class RuntimeCache {
   }
 
  private:
+  std::shared_ptr<const LoomRuntime> FindLocked(uint64_t hash, const graph::FunctionLibrary* library,
+                                                const AttrMap& attrs) {
+    auto [first, last] = index_.equal_range(hash);
+    for (auto it = first; it != last; ++it) {
+      const Entry& e = *it->second;
+      if (e.library == library && SameLoomAttrs(e.attrs, attrs)) {
+        entries_.splice(entries_.begin(), entries_, it->second);  // now the most recent
+        return e.runtime;
+      }
+    }
+    return nullptr;
+  }
+
   static constexpr size_t kMaxRuntimes = 64;
   struct Entry {
     uint64_t hash;
