@@ -30,10 +30,6 @@ class IntReader {
     if (x < INT32_MIN || x > INT32_MAX) ThrowInvalidArgument("attr '", name_, "' holds ", x, " (at ", where, ")");
     return static_cast<int32_t>(x);
   }
-  int64_t NextInt64(const std::string& where) {
-    if (pos_ >= v_.size()) ThrowInvalidArgument("attr '", name_, "' ends early (at ", where, ")");
-    return v_[pos_++];
-  }
   // A count, then that many values, appended to *out.
   void Counted(const std::string& where, google::protobuf::RepeatedField<int32_t>* out) {
     const int32_t n = Next(where);

@@ -529,6 +529,12 @@ struct PyLoomLibrary {
   std::shared_ptr<const graph::FunctionLibrary> library;
 };
 
+py::list PreparedAttrNames(const PyPreparedAttrs& p) {
+  py::list names;
+  for (const auto& item : p.attrs.items()) names.append(py::str(item.first));
+  return names;
+}
+
 // The runtime's checks and facts.
 void RegisterLoomRuntime(py::module_& m) {
   py::class_<PyLoomLibrary>(m, "LoomLibrary", "The library of a loom's ops' functions, for its eager runs.")
@@ -581,16 +587,8 @@ void RegisterLoomRuntime(py::module_& m) {
            })
       .def("__contains__", [](const PyPreparedAttrs& p, const std::string& name) { return p.attrs.Find(name) != nullptr; })
       .def("__len__", [](const PyPreparedAttrs& p) { return p.attrs.items().size(); })
-      .def("keys", [](const PyPreparedAttrs& p) {
-             py::list names;
-             for (const auto& item : p.attrs.items()) names.append(py::str(item.first));
-             return names;
-           })
-      .def("__iter__", [](const PyPreparedAttrs& p) {
-             py::list names;
-             for (const auto& item : p.attrs.items()) names.append(py::str(item.first));
-             return py::iter(names);
-           });
+      .def("keys", &PreparedAttrNames)
+      .def("__iter__", [](const PyPreparedAttrs& p) { return py::iter(PreparedAttrNames(p)); });
   m.def("loom_node_attrs", [](const py::bytes& metadata) {
     auto md = ParseProto<proto::LoomMetadata>(metadata, "LoomMetadata");
     AttrMap attrs;
