@@ -84,18 +84,21 @@ def _postorder(node, types, kinds, kids):
     return len(kinds) - 1
 
 
+def node_heights(kids):
+    """Each node's height (a leaf's is 1) in a post-ordered tree, whose
+    children come before their parent."""
+    h = [0] * len(kids)
+    for i, k in enumerate(kids):
+        h[i] = 1 + max((h[j] for j in k), default=0)
+    return h
+
+
 def describe(trees):
     import numpy as np
 
-    def heights(kids):
-        h = [0] * len(kids)
-        for i, k in enumerate(kids):
-            h[i] = 1 + max((h[j] for j in k), default=0)
-        return h[-1]
-
     return {"trees": len(trees), "nodes": int(sum(len(t[0]) for t in trees)),
             "max_children": int(max(max(len(k) for k in t[1]) for t in trees)),
-            "max_height": int(max(heights(t[1]) for t in trees)),
+            "max_height": int(max(node_heights(t[1])[-1] for t in trees)),
             "mean_nodes": float(np.mean([len(t[0]) for t in trees]))}
 
 
@@ -314,10 +317,7 @@ class TorchByHeight:
         heights, kinds_all, kids_all, roots = [], [], [], []
         base = 0
         for kinds, kids, _ in batch:
-            h = [0] * len(kinds)
-            for i, k in enumerate(kids):
-                h[i] = 1 + max((h[j] for j in k), default=0)
-            heights += h
+            heights += node_heights(kids)
             kinds_all += kinds
             kids_all += [[base + j for j in k] for k in kids]
             base += len(kinds)
@@ -396,11 +396,8 @@ def gemm_shapes(batch, vocab, table, per_depth_table, leaf_op):
     per step for PyTorch, once per depth for treadle's loom); the output layer.
     The backward of y = a b is a' = y' b^T and b' = a^T y'."""
     heights, kids_all = [], []
-    for kinds, kids, _ in batch:
-        h = [0] * len(kinds)
-        for i, k in enumerate(kids):
-            h[i] = 1 + max((h[j] for j in k), default=0)
-        heights += h
+    for _, kids, _ in batch:
+        heights += node_heights(kids)
         kids_all += kids
     levels = max(heights)
     nodes = [0] * levels
