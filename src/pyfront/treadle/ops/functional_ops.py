@@ -1,5 +1,5 @@
 """TensorFlow's higher-order functions and control-dependency helpers:
-map_fn (and vectorized_map, which runs as map_fn), scan, foldl, foldr,
+map_fn, scan, foldl, foldr,
 switch_case, case, control_dependencies and group. The loops are td.while_loop
 over TensorArrays (a While node in a graph, a Python loop eagerly), the
 branches td.cond, so gradients come from those."""
@@ -72,11 +72,6 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
     _, writers = while_loop(lambda i, outs: _less(i, n), body, [convert_to_tensor(0), writers],
                             parallel_iterations=parallel_iterations or 10)
     return nest.pack_sequence_as(out_structure, [w.stack() for w in writers])
-
-
-def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
-    """map_fn's result: treadle has no vectorizing rewrite, so this runs as map_fn."""
-    return map_fn(fn, elems)
 
 
 # ---------------------------------------------------------------- scan and folds
@@ -241,5 +236,5 @@ def group(*inputs, name=None):
         return graph.create_noop(name or "group_deps")
 
 
-PUBLIC = {"": ["map_fn", "vectorized_map", "scan", "foldl", "foldr", "switch_case", "case", "control_dependencies",
+PUBLIC = {"": ["map_fn", "scan", "foldl", "foldr", "switch_case", "case", "control_dependencies",
                "group"]}
