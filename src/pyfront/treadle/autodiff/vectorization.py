@@ -95,6 +95,20 @@ class BatchContext:
         ConcreteFunction) on `inputs` here; returns (outputs, batched flags)."""
         return vectorize_graph(self, fn.graph, fn.outputs, inputs, batched)
 
+    def call_vectorized(self, fn, inputs, batched):
+        """A call of `fn`'s batched form (traced once per signature and kept),
+        on `inputs`: its outputs as a rule returns them."""
+        if not any(batched):
+            raise NotBatchable(f"{fn.name} draws per example but none of its inputs is batched")
+        entry = _vectorized_callee(fn, inputs, batched, self.fallback, self.warn)
+        outs = entry[0]._call_in_graph(context.current_graph(), list(inputs))
+        return [v if b else Unbatched(v) for v, b in zip(outs, entry[1])]
+
+    def batched_outputs(self, fn, batched):
+        """Which outputs of library function `fn` depend on a batched input (or
+        on an op that draws per example), without building anything."""
+        return depends_on_batched(fn.graph, fn.outputs, batched)
+
     def per_example(self, op, inputs, batched, why):
         """Runs `op` once per example, in a loop over the batch."""
         if not self.fallback:
@@ -173,12 +187,64 @@ def vectorize_graph(ctx, graph, outputs, inputs, batched):
     return [v for v, _ in found], [b for _, b in found]
 
 
+def depends_on_batched(graph, outputs, batched):
+    """For each of `outputs`, whether it depends on an input flagged in
+    `batched` or on an op whose rule runs even unbatched (a conservative
+    reading of which outputs a vectorization makes batched)."""
+    flags = {_key(ph): b for ph, b in zip(graph.inputs, batched)}
+    for op in _needed_ops(graph, outputs):
+        if op.type == "Placeholder":
+            continue
+        b = batching_registry.runs_even_unbatched(op.type) or any(flags.get(_key(t), False) for t in op.inputs)
+        if not b and function_attrs(op.type):  # a call: what its callee does
+            b = _calls_per_example_ops(op)
+        for t in op.outputs:
+            flags[_key(t)] = b
+    return [flags[_key(t)] for t in outputs]
+
+
+def _calls_per_example_ops(op):
+    for fa in function_attrs(op.type):
+        callee = op.graph.functions[op.attrs[fa.attr]]
+        if any(depends_on_batched(callee.graph, callee.outputs, [False] * len(callee.graph.inputs))):
+            return True
+    return False
+
+
+_CALLEES = {}  # (function name, input signature, flags, options) -> (batched ConcreteFunction, output flags)
+
+
+def _vectorized_callee(fn, inputs, batched, fallback, warn):
+    """The batched form of library function `fn` for inputs of this signature."""
+    shapes = tuple((t.dtype, tuple(t.shape.dims[1:] if b else t.shape.dims) if t.shape.rank is not None else None)
+                   for t, b in zip(inputs, batched))
+    key = (fn.name, shapes, tuple(batched), fallback, warn)
+    entry = _CALLEES.get(key)
+    if entry is not None:
+        return entry
+    graph = FuncGraph(f"vectorized_{fn.name}", outer_graph=None)
+    with graph:
+        args = []
+        for i, ((dtype, dims), b) in enumerate(zip(shapes, batched)):
+            shape = None if dims is None else ((None,) + dims if b else dims)
+            args.append(graph.add_placeholder(dtype, shape, f"arg{i}"))
+        example = next((a for a, b in zip(args, batched) if b), None)
+        ctx = BatchContext(None, fallback, warn, example=example)
+        outs, flags = vectorize_graph(ctx, fn.graph, fn.outputs, args, batched)
+        flat_out = [execute("Identity", [graph._graph_input(v)])[0] for v in outs]
+    graph.structured_outputs = list(flat_out)
+    entry = (finish_function(graph, unique_function_name(f"vectorized_{fn.name}"), flat_out), tuple(flags))
+    _remember(_CALLEES, key, entry)
+    return entry
+
+
 def apply_rule(ctx, op, inputs, batched):
     """The outputs of `op` on `inputs` and whether each has the batch dimension."""
     op_type = op.type
     if not any(batched) and not batching_registry.runs_even_unbatched(op_type):
         reason = batching_registry.per_example_reason(op_type)
-        if reason is None or not SIGNATURES[op_type].stateful:
+        if (reason is None or not SIGNATURES[op_type].stateful) and not (
+                function_attrs(op_type) and _calls_per_example_ops(op)):
             outs = reemit(op, inputs)
             return outs, [False] * len(outs)
     rule = batching_registry.get_batching_rule(op_type)
