@@ -343,7 +343,9 @@ def _segments_batched(ctx, op, inputs, batched):
     rows = run("Range", [scalar(0, ids.dtype), helpers.cast(ctx.size_tensor(), ids.dtype), scalar(1, ids.dtype)])
     offsets = bh.expand_to_rank(run("Mul", [rows, count]), 0, bh.per_example_rank(op, 1))
     total = run("Mul", [count, helpers.cast(ctx.size_tensor(), ids.dtype)])
-    out = run(op.type, [data, run("AddV2", [ids, offsets]), total])
+    # Negative ids (dropped values) stay negative.
+    moved = run("SelectV2", [run("Less", [ids, scalar(0, ids.dtype)]), ids, run("AddV2", [ids, offsets])])
+    out = run(op.type, [data, moved, total])
     shape = run("ConcatV2", [ints([-1]), run("Reshape", [helpers.cast(count, dtypes.int32), ints([1])]),
                              _dims(out, 1), scalar(0, dtypes.int32)])
     return [run("Reshape", [out, shape])]

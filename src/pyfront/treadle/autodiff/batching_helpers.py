@@ -52,6 +52,12 @@ def elementwise(ctx, op, inputs, batched):
     return reemit(op, broadcastable(op, inputs, batched))
 
 
+def same_shapes(ctx, op, inputs, batched):
+    """Rule of ops whose operands have one shape (no broadcasting): the
+    unbatched ones are repeated for every example."""
+    return reemit(op, ctx.batched_all(inputs, batched))
+
+
 def reemit(op, inputs):
     """`op` with its attributes on new inputs."""
     return list(run_all(op.type, list(inputs), dict(op.attrs)))

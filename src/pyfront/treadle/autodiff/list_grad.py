@@ -15,18 +15,23 @@ NotDifferentiable("TensorListReserve", "TensorListLength", "TensorListZerosLike"
 # stacked. Indices must be the same for every example.
 
 
-def _swap_first_axes(x, rank):
-    """x with its first two axes swapped ([n, B, ...] <-> [B, n, ...])."""
-    return run("Transpose", [x, ints([1, 0] + list(range(2, rank)))])
+def _swap_first_axes(x, rank=None):
+    """x with its first two axes swapped ([n, B, ...] <-> [B, n, ...]); its
+    rank read when it runs where it is not given."""
+    if rank is not None:
+        return run("Transpose", [x, ints([1, 0] + list(range(2, rank)))])
+    rest = run("Range", [ints(2), helpers.rank(x), ints(1)])
+    return run("Transpose", [x, run("ConcatV2", [ints([1, 0]), rest, ints(0)])])
 
 
-def _batched_list(ctx, op, lst, item_shape):
+def _batched_list(ctx, dtype, lst, item_shape):
     """An unbatched list as a batched one (each example starts with the same items)."""
-    dtype = get_attr(op, "element_dtype")
     items = run("TensorListStack", [lst, item_shape], {"element_dtype": dtype})
-    rank = len(helpers.static_shape(items) or ()) + 1
-    tiled = _swap_first_axes(ctx.tile(items), rank)
-    return run("TensorListFromTensor", [tiled, bh.prepend(item_shape, -1)], {"element_dtype": dtype})
+    known = helpers.static_shape(items)
+    tiled = _swap_first_axes(ctx.tile(items), None if known is None else len(known) + 1)
+    unknown = item_shape.shape.rank == 0  # -1: an item shape not known
+    batched_item_shape = item_shape if unknown else bh.prepend(item_shape, -1)
+    return run("TensorListFromTensor", [tiled, batched_item_shape], {"element_dtype": dtype})
 
 
 @RegisterBatchingRule("TensorListReserve")
@@ -59,7 +64,8 @@ def _set_item_batched(ctx, op, inputs, batched):
     bh.unbatched_only(batched, [1], "the index")
     lst, index, item = inputs
     if not batched[0]:
-        lst = _batched_list(ctx, op, lst, helpers.shape(item if not batched[2] else op.inputs[2]))
+        item_shape = helpers.shape(item if not batched[2] else op.inputs[2])
+        lst = _batched_list(ctx, get_attr(op, "element_dtype"), lst, item_shape)
     if not batched[2]:
         item = ctx.tile(item)
     return bh.reemit(op, [lst, index, item])
@@ -75,11 +81,19 @@ def _zeros_like_list_batched(ctx, op, inputs, batched):
     return bh.reemit(op, inputs)
 
 
+def _item_dtype(lst):
+    producer = lst.op
+    if "element_dtype" in producer.attrs:
+        return producer.attrs["element_dtype"]
+    raise NotBatchable("the dtype of the list's items is not known here")
+
+
 @RegisterBatchingRule("TensorListAddN")
 def _add_n_lists_batched(ctx, op, inputs, batched):
-    if not all(batched):
-        raise NotBatchable("lists of one example and of the batch cannot be added item by item")
-    return bh.reemit(op, inputs)
+    # The items' dtype is the one of the lists that came from the per-example graph.
+    dtype = _item_dtype(op.inputs[0])
+    lists = [lst if b else _batched_list(ctx, dtype, lst, ints(-1)) for lst, b in zip(inputs, batched)]
+    return bh.reemit(op, lists)
 
 
 @RegisterGradient("TensorListFromTensor")

@@ -143,7 +143,7 @@ def _add_n_grad(op, dz):
 
 RegisterBatchingRule("Neg", "Abs", "Sign", "Square", "Sqrt", "Rsqrt", "Exp", "Log", "Reciprocal", "Tanh", "Sigmoid",
                      "Cast")(bh.same_op)
-RegisterBatchingRule("TanhGrad", "SigmoidGrad")(bh.elementwise)
+RegisterBatchingRule("TanhGrad", "SigmoidGrad")(bh.same_shapes)
 
 @RegisterGradient("Neg")
 def _neg_grad(op, dz):

@@ -8,7 +8,7 @@ from treadle.autodiff.registry import RegisterGradient, get_attr
 from treadle.framework import dtypes
 
 RegisterBatchingRule("Relu")(bh.same_op)
-RegisterBatchingRule("ReluGrad")(bh.elementwise)
+RegisterBatchingRule("ReluGrad")(bh.same_shapes)
 
 
 @RegisterBatchingRule("Softmax", "LogSoftmax")

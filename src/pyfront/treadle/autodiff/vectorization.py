@@ -34,6 +34,11 @@ def _int32(value):
     return convert_to_tensor(value, dtype=dtypes.int32)
 
 
+class CannotRunPerExample(ValueError):
+    """An op with no batched form whose results cannot be stacked either:
+    vectorized_map then runs the whole function once per example."""
+
+
 class BatchContext:
     """What batching rules need besides their op: the batch size, tiling, and
     the ways out (vectorize a library function, run an op once per example)."""
@@ -119,9 +124,9 @@ class BatchContext:
                           "run once per example, in a loop over the batch", stacklevel=4)
         for t in op.outputs:
             if t.dtype in (dtypes.resource, dtypes.variant):
-                raise ValueError(f"vectorized_map: op {op.type} ('{op.name}') cannot be vectorized ({why}) and "
-                                 f"cannot run once per example either: it returns a {t.dtype.name} value, which "
-                                 "cannot be stacked")
+                raise CannotRunPerExample(
+                    f"vectorized_map: op {op.type} ('{op.name}') cannot be vectorized ({why}) and cannot run once "
+                    f"per example on its own either: it returns a {t.dtype.name} value, which cannot be stacked")
         where = [i for i, b in enumerate(batched) if b]
         elems = tuple(inputs[i] for i in where)
         if not elems:  # an op with effects and no batched input: one run per example all the same
@@ -335,8 +340,16 @@ def _vectorize_here(fn, elems, flat, static_size, fallback, warn):
     traced = _trace_example(fn, elems, flat)
     ctx = BatchContext(static_size, fallback, warn, example=flat[0])
     captured = traced.captured_inputs
-    outs, flags = vectorize_graph(ctx, traced.graph, traced.outputs, flat + captured,
-                                  [True] * len(flat) + [False] * len(captured))
+    try:
+        outs, flags = vectorize_graph(ctx, traced.graph, traced.outputs, flat + captured,
+                                      [True] * len(flat) + [False] * len(captured))
+    except CannotRunPerExample as e:
+        if warn:
+            warnings.warn(f"{e}; the whole function will run once per example, in a loop over the batch",
+                          stacklevel=3)
+        specs = [TensorSpec(t.shape, t.dtype) for t in traced.outputs]
+        structure = nest.pack_sequence_as(traced.structured_outputs, specs)
+        return functional_ops.map_fn(fn, nest.pack_sequence_as(elems, flat), fn_output_signature=structure)
     outs = [v if b else ctx.tile(v) for v, b in zip(outs, flags)]
     return nest.pack_sequence_as(traced.structured_outputs, outs)
 
