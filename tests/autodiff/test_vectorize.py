@@ -11,7 +11,6 @@ import pytest
 import treadle as td
 from treadle.autodiff import batching_registry
 
-from .gradcheck import GradCheck
 from .vectorize_cases import CASES, NO_CASE, RUNS_PER_EXAMPLE_CASES
 
 BATCH = 3

@@ -190,6 +190,21 @@ def test_the_tree_lstm_cell_vectorizes_to_the_hand_batched_graph():
         np.testing.assert_allclose(g.numpy(), h.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def test_a_td_function_cell_is_built_inline():
+    w = td.Variable(u(2 * H, 5 * H).astype(np.float32))
+    b = td.Variable(u(5 * H).astype(np.float32))
+    cell = td.function(tree_lstm_cell(w, b))
+    inputs = [td.constant(u(16, H).astype(np.float32)) for _ in range(4)]
+    fn = td.function(lambda *xs: td.vectorized_map(cell, xs))
+    types = [op.type for op in fn.get_concrete_function(*inputs).graph.operations]
+    assert types.count("MatMul") == 1 and "PartitionedCall" not in types
+    got, eager = fn(*inputs), td.vectorized_map(cell, tuple(inputs))
+    want = hand_batched(w, b, *inputs)
+    for g, e, h in zip(got, eager, want):
+        np.testing.assert_allclose(g.numpy(), h.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(e.numpy(), h.numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_fn_is_traced_once_per_signature():
     traces = []
 
