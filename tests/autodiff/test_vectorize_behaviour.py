@@ -21,6 +21,11 @@ def u(*shape):
 
 # ---------------------------------------------------------------- gradients
 
+@td.function
+def _gated(x, w):
+    return td.sigmoid(td.matmul(x[None], w)[0]) * td.tanh(x)
+
+
 GRADIENT_CASES = {
     "matmul with a shared weight": (lambda x, w: td.vectorized_map(lambda r: td.matmul(r[None], w)[0] * r[0], x),
                                     [u(4, 3), u(3, 3)]),
@@ -33,6 +38,8 @@ GRADIENT_CASES = {
         [u(4, 2) + np.sign(u(4, 2)) * 0.3]),
     "softmax and a reduction": (lambda x: td.vectorized_map(lambda r: td.reduce_max(td.nn.softmax(r), 1), x),
                                 [u(3, 2, 4)]),
+    "a td.function called inside": (lambda x, w: td.vectorized_map(lambda r: _gated(r, w) * r, x),
+                                    [u(4, 3), u(3, 3)]),
 }
 
 
