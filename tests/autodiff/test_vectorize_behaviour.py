@@ -242,3 +242,23 @@ def test_bad_elems_raise():
         td.vectorized_map(lambda e: e[0], (td.constant(np.ones(3)), td.constant(np.ones(4))))
     with pytest.raises(ValueError, match="non-empty"):
         td.vectorized_map(lambda e: e, ())
+
+
+# ---------------------------------------------------------------- loops inside fn
+
+@pytest.mark.parametrize("in_function", [False, True])
+def test_map_fn_scan_and_vectorized_map_inside_fn_are_batched_without_a_loop_over_examples(in_function):
+    x = u(4, 3, 2)
+    fns = {
+        "vectorized_map": (lambda r: td.vectorized_map(lambda q: td.reduce_sum(q * q), r), (x * x).sum(-1)),
+        "map_fn": (lambda r: td.map_fn(lambda q: td.reduce_sum(q * q), r), (x * x).sum(-1)),
+        "scan": (lambda r: td.scan(lambda acc, q: acc + q, r), np.cumsum(x, 1)),
+    }
+    for name, (fn, want) in fns.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no op runs once per example
+            if in_function:
+                got = td.function(lambda v, fn=fn: td.vectorized_map(fn, v))(td.constant(x))
+            else:
+                got = td.vectorized_map(fn, td.constant(x))
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, err_msg=name)

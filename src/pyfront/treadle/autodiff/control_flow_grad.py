@@ -25,6 +25,7 @@ from treadle.autodiff import helpers
 from treadle.autodiff import batching_helpers as bh
 from treadle.autodiff.backprop import dense
 from treadle.autodiff.batching_registry import NotBatchable, RegisterBatchingRule, Unbatched
+from treadle.autodiff.list_grad import tile_list
 from treadle.autodiff.function_gradients import (
     GraphBackward, function_gradient, list_element_dtype, reopened, zeros_for)
 from treadle.autodiff.registry import RegisterGradient
@@ -142,8 +143,13 @@ def _branches(op, *names):
     return [op.graph.functions[op.attrs[n]] for n in names]
 
 
+def _tiled(ctx, v):
+    """Unbatched v for every example (a tensor list: a list of batched items)."""
+    return tile_list(ctx, v) if v.dtype == dtypes.variant else ctx.tile(v)
+
+
 def _all_batched(ctx, outs, flags):
-    return [v if b else ctx.tile(v) for v, b in zip(outs, flags)]
+    return [v if b else _tiled(ctx, v) for v, b in zip(outs, flags)]
 
 
 def _where(pred, then_value, else_value):
@@ -352,9 +358,10 @@ def _passed_through(body_fn, i):
 
 def _invariants(op, flags):
     shapes = []
-    for dims, b in zip(op.attrs["output_shapes"], flags):
+    for dims, b, t in zip(op.attrs["output_shapes"], flags, op.inputs):
         shape = TensorShape(dims)
-        shapes.append(TensorShape([None]).concatenate(shape) if b else shape)
+        # A batched list is still one list (of batched items).
+        shapes.append(TensorShape([None]).concatenate(shape) if b and t.dtype != dtypes.variant else shape)
     return shapes
 
 
@@ -370,7 +377,7 @@ def _while_batched(ctx, op, inputs, batched):
         # and a finished example keeps its values. Every variable the body
         # changes is then per example.
         flags = [b or not _passed_through(body_fn, i) for i, b in enumerate(flags)]
-    start = [v if b == f else ctx.tile(v) for v, b, f in zip(inputs, batched, flags)]
+    start = [v if b == f else _tiled(ctx, v) for v, b, f in zip(inputs, batched, flags)]
 
     def running(*values):
         outs, _ = ctx.vectorize_function(cond_fn, list(values), flags)
@@ -378,7 +385,7 @@ def _while_batched(ctx, op, inputs, batched):
 
     def body(*values):
         outs, out_flags = ctx.vectorize_function(body_fn, list(values), flags)
-        outs = [ctx.tile(v) if f and not b else v for v, f, b in zip(outs, flags, out_flags)]
+        outs = [_tiled(ctx, v) if f and not b else v for v, f, b in zip(outs, flags, out_flags)]
         if not masked:
             return outs
         going = running(*values)

@@ -100,6 +100,10 @@ class BatchContext:
         ConcreteFunction) on `inputs` here; returns (outputs, batched flags)."""
         return vectorize_graph(self, fn.graph, fn.outputs, inputs, batched)
 
+    def reemit(self, op, inputs):
+        """`op` as it is, on `inputs` (none of which has the batch dimension)."""
+        return reemit(op, inputs)
+
     def call_vectorized(self, fn, inputs, batched):
         """A call of `fn`'s batched form (traced once per signature and kept),
         on `inputs`: its outputs as a rule returns them."""
@@ -148,6 +152,8 @@ class BatchContext:
 def reemit(op, inputs):
     """`op` as it is, on `inputs`, in the graph being built (or eagerly)."""
     graph = context.current_graph()
+    if op.type == "Const":  # a Const node that rules can read the value of
+        return [graph.constant(op.value) if graph is not None else op.value]
     attrs = op.attrs
     if graph is not None:
         for fa in function_attrs(op.type):
