@@ -152,13 +152,15 @@ def _all_batched(ctx, outs, flags):
     return [v if b else _tiled(ctx, v) for v, b in zip(outs, flags)]
 
 
-def _where(pred, then_value, else_value):
+def _where(pred, then_value, else_value, example):
     """Per example, then_value where pred holds, else else_value ([B] pred
-    against batched or unbatched values)."""
-    rank = max(len(helpers.static_shape(v) or ()) for v in (then_value, else_value))
+    against batched or unbatched values of one example's shape like `example`)."""
     if then_value.dtype in (dtypes.variant, dtypes.resource):
         raise NotBatchable(f"a {then_value.dtype.name} value cannot be chosen per example")
-    return helpers.select(bh.expand_to_rank(pred, 0, max(rank - 1, 0)), then_value, else_value)
+    rank = example.shape.rank
+    if rank is None:
+        raise NotBatchable("the rank of a value chosen per example is unknown")
+    return helpers.select(bh.expand_to_rank(pred, 0, rank), then_value, else_value)
 
 
 @RegisterBatchingRule("If", "StatelessIf")
@@ -174,7 +176,7 @@ def _if_batched(ctx, op, inputs, batched):
     # Both branches for the whole batch, each example keeping its own branch's results.
     then_out, _ = ctx.vectorize_function(then_fn, args, flags)
     else_out, _ = ctx.vectorize_function(else_fn, args, flags)
-    return [_where(pred, t, e) for t, e in zip(then_out, else_out)]
+    return [_where(pred, t, e, out) for t, e, out in zip(then_out, else_out, op.outputs)]
 
 
 @RegisterGradient("If", "StatelessIf")
@@ -389,7 +391,8 @@ def _while_batched(ctx, op, inputs, batched):
         if not masked:
             return outs
         going = running(*values)
-        return [_where(going, new, old) if f else new for new, old, f in zip(outs, values, flags)]
+        return [_where(going, new, old, example) if f else new
+                for new, old, f, example in zip(outs, values, flags, op.inputs)]
 
     def any_running(*values):
         return helpers.run("Any", [running(*values), helpers.ints(0)])
