@@ -9,6 +9,8 @@ and `x @ W` for a batched x and an unbatched W is one matmul. An op that has
 no rule for its inputs runs once per example (a loop over the batch), with a
 warning that names it."""
 
+import os
+import sys
 import warnings
 
 from treadle.autodiff import batching_registry
@@ -24,6 +26,19 @@ from treadle.ops import functional_ops
 from treadle.util import nest
 
 PUBLIC = {"": ["vectorized_map"]}
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _warn(message):
+    """A warning attributed to the first caller outside treadle (the user's
+    vectorized_map call, or the td.function being traced)."""
+    level, frame = 2, sys._getframe(1)
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        level += 1
+        frame = frame.f_back
+    warnings.warn(message, stacklevel=level)
 
 
 def _key(t):
@@ -124,8 +139,8 @@ class BatchContext:
             raise ValueError(f"vectorized_map: op {op.type} ('{op.name}') cannot be vectorized ({why}), and "
                              "fallback_to_while_loop is False")
         if self.warn:
-            warnings.warn(f"vectorized_map: op {op.type} ('{op.name}') has no batched form here ({why}); it will "
-                          "run once per example, in a loop over the batch", stacklevel=4)
+            _warn(f"vectorized_map: op {op.type} ('{op.name}') has no batched form here ({why}); it will run once "
+                  "per example, in a loop over the batch")
         for t in op.outputs:
             if t.dtype in (dtypes.resource, dtypes.variant):
                 raise CannotRunPerExample(
@@ -363,8 +378,7 @@ def _vectorize_here(fn, elems, flat, static_size, fallback, warn):
                                       [True] * len(flat) + [False] * len(captured))
     except CannotRunPerExample as e:
         if warn:
-            warnings.warn(f"{e}; the whole function will run once per example, in a loop over the batch",
-                          stacklevel=3)
+            _warn(f"{e}; the whole function will run once per example, in a loop over the batch")
         structure = traced._pack_outputs([TensorSpec(t.shape, t.dtype) for t in traced.outputs])
         return functional_ops.map_fn(fn, nest.pack_sequence_as(elems, flat), fn_output_signature=structure)
     return traced._pack_outputs([v if b else ctx.tile(v) for v, b in zip(outs, flags)])
