@@ -63,7 +63,7 @@ class BatchContext:
         self.fallback = fallback
         self.warn = warn
         self._example = example  # a batched tensor, to read the batch size from
-        self._sizes = {}  # id(graph) -> the batch size as an int32 scalar tensor of that graph
+        self._sizes = {}  # graph -> the batch size as an int32 scalar tensor of that graph
 
     def note_batched(self, t):
         if self._example is None and isinstance(t, Tensor):
@@ -79,7 +79,7 @@ class BatchContext:
         """The batch size as an int32 scalar tensor of the graph being built."""
         if self.static_size is not None:
             return _int32(self.static_size)
-        key = id(context.current_graph())
+        key = context.current_graph()
         t = self._sizes.get(key)
         if t is None:
             shape = execute("Shape", [self._example], {"out_type": dtypes.int32})[0]
@@ -221,12 +221,22 @@ def depends_on_batched(graph, outputs, batched):
     for op in _needed_ops(graph, outputs):
         if op.type == "Placeholder":
             continue
-        b = batching_registry.runs_even_unbatched(op.type) or any(flags.get(_key(t), False) for t in op.inputs)
-        if not b and function_attrs(op.type):  # a call: what its callee does
-            b = _calls_per_example_ops(op)
+        b = any(flags.get(_key(t), False) for t in op.inputs) or _runs_per_example_anyway(op)
         for t in op.outputs:
             flags[_key(t)] = b
     return [flags[_key(t)] for t in outputs]
+
+
+def _runs_per_example_anyway(op):
+    """Whether `op` gives per-example results even with no batched input: a
+    random draw, an effect that runs once per example, or a call of a
+    function that has one of those."""
+    op_type = op.type
+    if batching_registry.runs_even_unbatched(op_type):
+        return True
+    if batching_registry.per_example_reason(op_type) is not None and SIGNATURES[op_type].stateful:
+        return True
+    return bool(function_attrs(op_type)) and _calls_per_example_ops(op)
 
 
 def _calls_per_example_ops(op):
@@ -267,12 +277,9 @@ def _vectorized_callee(fn, inputs, batched, fallback, warn):
 def apply_rule(ctx, op, inputs, batched):
     """The outputs of `op` on `inputs` and whether each has the batch dimension."""
     op_type = op.type
-    if not any(batched) and not batching_registry.runs_even_unbatched(op_type):
-        reason = batching_registry.per_example_reason(op_type)
-        if (reason is None or not SIGNATURES[op_type].stateful) and not (
-                function_attrs(op_type) and _calls_per_example_ops(op)):
-            outs = reemit(op, inputs)
-            return outs, [False] * len(outs)
+    if not any(batched) and not _runs_per_example_anyway(op):
+        outs = reemit(op, inputs)
+        return outs, [False] * len(outs)
     rule = batching_registry.get_batching_rule(op_type)
     if rule is None:
         return ctx.per_example(op, inputs, batched, batching_registry.per_example_reason(op_type))
