@@ -262,3 +262,41 @@ def test_map_fn_scan_and_vectorized_map_inside_fn_are_batched_without_a_loop_ove
             else:
                 got = td.vectorized_map(fn, td.constant(x))
         np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, err_msg=name)
+
+
+# ---------------------------------------------------------------- inside a LoomOp
+
+def test_a_loom_op_batching_a_per_node_cell_matches_the_hand_batched_op():
+    h = 4
+    vec = td.loom.TypeShape("float64", (h,))
+    w = td.Variable(u(2 * h, h))
+
+    @td.function
+    def node(args):
+        a, b = args
+        return td.tanh(td.matmul(td.concat([a, b], 0)[None], w)[0])
+
+    class Vectorized(td.loom.LoomOp):
+        def __init__(self):
+            super().__init__([vec, vec], [vec])
+
+        def instantiate_batch(self, inputs):
+            return [td.vectorized_map(node, list(inputs))]
+
+    class Hand(Vectorized):
+        def instantiate_batch(self, inputs):
+            return [td.tanh(td.matmul(td.concat(list(inputs), 1), w))]
+
+    leaves = [u(h) for _ in range(4)]
+    results = []
+    for op in (Vectorized(), Hand()):
+        loom = td.loom.Loom(named_ops={"node": op})
+        weaver = loom.make_weaver()
+        t = [weaver(v) for v in leaves]
+        weaver.add_output(weaver.node(weaver.node(t[0], t[1]), weaver.node(t[2], t[3])))
+        with td.GradientTape() as tape:
+            out = loom.output_tensor(vec, weaver.serialize())
+            loss = td.reduce_sum(out * out)
+        results.append((out.numpy(), np.asarray(tape.gradient(loss, w))))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-12)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-10)
