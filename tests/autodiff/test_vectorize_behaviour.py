@@ -75,8 +75,12 @@ def test_a_td_function_called_inside_fn_is_vectorized_once_per_signature():
 def test_a_captured_variable_stays_unbatched_and_gets_its_gradient():
     w = td.Variable(u(3, 2))
     x = td.constant(u(5, 3))
+
+    def fn(r):
+        return td.reduce_sum(td.tanh(td.matmul(r[None], w)))
+    td.vectorized_map(fn, x)  # traced and kept before the tape records: the tape still sees w read
     with td.GradientTape() as tape:
-        y = td.vectorized_map(lambda r: td.reduce_sum(td.tanh(td.matmul(r[None], w))), x)
+        y = td.vectorized_map(fn, x)
         loss = td.reduce_sum(y * y)
     grad = tape.gradient(loss, w)
     want = np.tanh(x.numpy() @ w.numpy()).sum(1)
