@@ -304,3 +304,24 @@ def test_a_loom_op_batching_a_per_node_cell_matches_the_hand_batched_op():
         results.append((out.numpy(), np.asarray(tape.gradient(loss, w))))
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-12)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-10)
+
+
+def test_a_custom_gradient_inside_fn_runs_fn_per_example_and_keeps_its_gradient():
+    @td.custom_gradient
+    def clipped(x):
+        return x * 1.0, lambda dy: td.clip_by_value(dy, -0.1, 0.1)
+
+    x = td.constant(u(4, 3))
+    grads = {}
+    for name, mapper in (("vectorized_map", td.vectorized_map), ("map_fn", td.map_fn)):
+        with td.GradientTape() as tape:
+            tape.watch(x)
+            if name == "vectorized_map":
+                with pytest.warns(UserWarning, match="custom gradient .* whole function will run once per example"):
+                    y = mapper(lambda r: clipped(r * 3.0), x)
+            else:
+                y = mapper(lambda r: clipped(r * 3.0), x)
+            loss = td.reduce_sum(y * y)
+        grads[name] = tape.gradient(loss, x).numpy()
+    np.testing.assert_allclose(grads["vectorized_map"], np.full((4, 3), 0.3) * np.sign(x.numpy()), rtol=1e-12)
+    np.testing.assert_allclose(grads["vectorized_map"], grads["map_fn"], rtol=1e-12)

@@ -14,7 +14,7 @@ import sys
 import warnings
 
 from treadle.autodiff import batching_registry
-from treadle.autodiff.batching_registry import NotBatchable, Unbatched
+from treadle.autodiff.batching_registry import NeedsWholeFunction, NotBatchable, Unbatched
 from treadle.framework import context, dtypes
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.op_def_library import SIGNATURES, function_attrs
@@ -47,11 +47,6 @@ def _key(t):
 
 def _int32(value):
     return convert_to_tensor(value, dtype=dtypes.int32)
-
-
-class CannotRunPerExample(ValueError):
-    """An op with no batched form whose results cannot be stacked either:
-    vectorized_map then runs the whole function once per example."""
 
 
 class BatchContext:
@@ -143,7 +138,7 @@ class BatchContext:
                   "per example, in a loop over the batch")
         for t in op.outputs:
             if t.dtype in (dtypes.resource, dtypes.variant):
-                raise CannotRunPerExample(
+                raise NeedsWholeFunction(
                     f"vectorized_map: op {op.type} ('{op.name}') cannot be vectorized ({why}) and cannot run once "
                     f"per example on its own either: it returns a {t.dtype.name} value, which cannot be stacked")
         where = [i for i, b in enumerate(batched) if b]
@@ -383,7 +378,7 @@ def _vectorize_here(fn, elems, flat, static_size, fallback, warn):
     try:
         outs, flags = vectorize_graph(ctx, traced.graph, traced.outputs, flat + captured,
                                       [True] * len(flat) + [False] * len(captured))
-    except CannotRunPerExample as e:
+    except NeedsWholeFunction as e:
         if warn:
             _warn(f"{e}; the whole function will run once per example, in a loop over the batch")
         structure = traced._pack_outputs([TensorSpec(t.shape, t.dtype) for t in traced.outputs])
