@@ -325,3 +325,29 @@ def test_a_custom_gradient_inside_fn_runs_fn_per_example_and_keeps_its_gradient(
         grads[name] = tape.gradient(loss, x).numpy()
     np.testing.assert_allclose(grads["vectorized_map"], np.full((4, 3), 0.3) * np.sign(x.numpy()), rtol=1e-12)
     np.testing.assert_allclose(grads["vectorized_map"], grads["map_fn"], rtol=1e-12)
+
+
+# ---------------------------------------------------------------- a condition per example
+
+def test_each_example_computes_only_the_branch_it_takes():
+    table = td.constant(np.arange(6.0).reshape(3, 2))
+    rows = td.constant(np.array([0, 5, 2, -1, 1], np.int32))  # 5 and -1 would be out of range for the gather
+
+    def lookup(i):
+        return td.cond(td.logical_and(i >= 0, i < 3), lambda: td.gather(table, i), lambda: td.zeros([2], td.float64))
+    got = td.vectorized_map(lookup, rows)
+    np.testing.assert_array_equal(got.numpy(), [[0, 1], [0, 0], [4, 5], [0, 0], [2, 3]])
+
+    x = td.constant(np.array([4.0, -1.0, 9.0, -4.0]))
+    with td.GradientTape() as tape:
+        tape.watch(x)
+        y = td.reduce_sum(td.vectorized_map(lambda v: td.cond(v > 0, lambda: td.sqrt(v), lambda: v * 0.0), x))
+    grad = td.convert_to_tensor(tape.gradient(y, x))  # the rows of each branch: IndexedSlices
+    np.testing.assert_allclose(grad.numpy(), [0.25, 0.0, 1.0 / 6.0, 0.0])  # no NaN from sqrt(-1)
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0, 3.0], [-1.0, -2.0, -3.0]])
+def test_a_condition_that_every_example_takes_alike(values):
+    x = td.constant(np.array(values))
+    got = td.function(lambda v: td.vectorized_map(lambda r: td.cond(r > 0, lambda: r * 2.0, lambda: r - 1.0), v))(x)
+    np.testing.assert_allclose(got.numpy(), np.where(np.array(values) > 0, np.array(values) * 2, np.array(values) - 1))

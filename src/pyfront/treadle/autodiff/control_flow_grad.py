@@ -173,10 +173,27 @@ def _if_batched(ctx, op, inputs, batched):
         return list(cond(pred, branch(then_fn), branch(else_fn)))
     if op.type == "If":
         raise NotBatchable("the condition differs per example and a branch has effects")
-    # Both branches for the whole batch, each example keeping its own branch's results.
-    then_out, _ = ctx.vectorize_function(then_fn, args, flags)
-    else_out, _ = ctx.vectorize_function(else_fn, args, flags)
-    return [_where(pred, t, e, out) for t, e, out in zip(then_out, else_out, op.outputs)]
+    for t in op.outputs:
+        if t.dtype in (dtypes.variant, dtypes.resource):
+            raise NotBatchable(f"a {t.dtype.name} result cannot be chosen per example")
+    # The batch split by the condition, each part through its own branch
+    # (no example computes the branch it does not take), and the results put
+    # back in the examples' order.
+    groups = [_rows_where(pred), _rows_where(helpers.run("LogicalNot", [pred]))]
+    parts = []
+    for fn, rows in zip((then_fn, else_fn), groups):
+        part = ctx.for_examples(rows)
+        part_args = [helpers.run("GatherV2", [a, rows, helpers.ints(0)]) if b else a for a, b in zip(args, flags)]
+        outs, out_flags = part.vectorize_function(fn, part_args, flags)
+        parts.append([v if b else part.tile(v) for v, b in zip(outs, out_flags)])
+    back = helpers.run("InvertPermutation", [helpers.run("ConcatV2", groups + [helpers.ints(0)])])
+    return [helpers.run("GatherV2", [helpers.run("ConcatV2", [t, e, helpers.ints(0)]), back, helpers.ints(0)])
+            for t, e in zip(*parts)]
+
+
+def _rows_where(mask):
+    """The indices of the examples where `mask` ([batch] bool) holds, as a vector."""
+    return helpers.run("Reshape", [helpers.run("Where", [mask]), helpers.ints([-1])])
 
 
 @RegisterGradient("If", "StatelessIf")

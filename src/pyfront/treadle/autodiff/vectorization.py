@@ -104,6 +104,10 @@ class BatchContext:
         """Every input with the batch dimension (the unbatched ones tiled)."""
         return [v if b else self.tile(v) for v, b in zip(inputs, batched)]
 
+    def for_examples(self, rows):
+        """A context for the examples `rows` (an index vector) of this batch."""
+        return BatchContext(None, self.fallback, self.warn, example=rows)
+
     # ---------------------------------------------------------- ways out
     def vectorize_function(self, fn, inputs, batched):
         """Builds the batched computation of library function `fn` (a
