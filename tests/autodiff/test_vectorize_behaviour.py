@@ -351,3 +351,17 @@ def test_a_condition_that_every_example_takes_alike(values):
     x = td.constant(np.array(values))
     got = td.function(lambda v: td.vectorized_map(lambda r: td.cond(r > 0, lambda: r * 2.0, lambda: r - 1.0), v))(x)
     np.testing.assert_allclose(got.numpy(), np.where(np.array(values) > 0, np.array(values) * 2, np.array(values) - 1))
+
+
+def test_a_loop_runs_each_iteration_on_the_examples_still_running():
+    table = td.constant(np.array([1.0, 10.0, 100.0]))
+    limits = td.constant(np.array([1, 3, 2, 0], np.int32))
+
+    def total(limit):
+        # A finished example's next read would be out of range: it must not run again.
+        _, acc = td.while_loop(lambda i, acc: i < limit, lambda i, acc: (i + 1, acc + td.gather(table, i)),
+                               [td.constant(0), td.constant(0.0, td.float64)])
+        return acc
+    for run in (lambda: td.vectorized_map(total, limits),
+                lambda: td.function(lambda v: td.vectorized_map(total, v))(limits)):
+        np.testing.assert_allclose(run().numpy(), [1.0, 111.0, 11.0, 0.0])

@@ -22,7 +22,6 @@ which rewrites it once more."""
 import weakref
 
 from treadle.autodiff import helpers
-from treadle.autodiff import batching_helpers as bh
 from treadle.autodiff.backprop import dense
 from treadle.autodiff.batching_registry import NotBatchable, RegisterBatchingRule, Unbatched
 from treadle.autodiff.list_grad import tile_list
@@ -150,17 +149,6 @@ def _tiled(ctx, v):
 
 def _all_batched(ctx, outs, flags):
     return [v if b else _tiled(ctx, v) for v, b in zip(outs, flags)]
-
-
-def _where(pred, then_value, else_value, example):
-    """Per example, then_value where pred holds, else else_value ([B] pred
-    against batched or unbatched values of one example's shape like `example`)."""
-    if then_value.dtype in (dtypes.variant, dtypes.resource):
-        raise NotBatchable(f"a {then_value.dtype.name} value cannot be chosen per example")
-    rank = example.shape.rank
-    if rank is None:
-        raise NotBatchable("the rank of a value chosen per example is unknown")
-    return helpers.select(bh.expand_to_rank(pred, 0, rank), then_value, else_value)
 
 
 @RegisterBatchingRule("If", "StatelessIf")
@@ -393,9 +381,12 @@ def _while_batched(ctx, op, inputs, batched):
         if op.type == "While":
             raise NotBatchable("the loop condition differs per example and the body has effects")
         # Examples stop at different iterations: the loop runs while any runs,
-        # and a finished example keeps its values. Every variable the body
-        # changes is then per example.
+        # each iteration on the examples still running, and a finished example
+        # keeps its values. Every variable the body changes is then per example.
         flags = [b or not _passed_through(body_fn, i) for i, b in enumerate(flags)]
+        for v, f in zip(op.inputs, flags):
+            if f and v.dtype in (dtypes.variant, dtypes.resource):
+                raise NotBatchable(f"a {v.dtype.name} loop variable cannot be kept per example")
     start = [v if b == f else _tiled(ctx, v) for v, b, f in zip(inputs, batched, flags)]
 
     def running(*values):
@@ -403,13 +394,21 @@ def _while_batched(ctx, op, inputs, batched):
         return outs[0]
 
     def body(*values):
-        outs, out_flags = ctx.vectorize_function(body_fn, list(values), flags)
-        outs = [_tiled(ctx, v) if f and not b else v for v, f, b in zip(outs, flags, out_flags)]
         if not masked:
-            return outs
-        going = running(*values)
-        return [_where(going, new, old, example) if f else new
-                for new, old, f, example in zip(outs, values, flags, op.inputs)]
+            outs, out_flags = ctx.vectorize_function(body_fn, list(values), flags)
+            return [_tiled(ctx, v) if f and not b else v for v, f, b in zip(outs, flags, out_flags)]
+        rows = _rows_where(running(*values))
+        part = ctx.for_examples(rows)
+        part_values = [helpers.run("GatherV2", [v, rows, helpers.ints(0)]) if f else v for v, f in zip(values, flags)]
+        outs, out_flags = part.vectorize_function(body_fn, part_values, flags)
+        at = helpers.run("ExpandDims", [rows, helpers.ints(1)])
+        new_values = []
+        for i, (new, old, f, b) in enumerate(zip(outs, values, flags, out_flags)):
+            if not f or _passed_through(body_fn, i):
+                new_values.append(new if not f else old)
+            else:  # the running examples' new values, written over their old ones
+                new_values.append(helpers.run("TensorScatterUpdate", [old, at, new if b else part.tile(new)]))
+        return new_values
 
     def any_running(*values):
         return helpers.run("Any", [running(*values), helpers.ints(0)])
