@@ -204,7 +204,9 @@ class Recorder:
 
     # -------------------------------------------------- recording a cell call
     def call(self, function, args, kwargs):
-        """A td.function called with per-example values: one node."""
+        """A td.function called inside the per-example function with tensors: one node."""
+        if self.current is None:
+            return NotImplemented
         leaves = nest.flatten((args, kwargs))
         specs, key_parts, has_value = [], [], False
         for x in leaves:
@@ -217,9 +219,10 @@ class Recorder:
                     continue
                 specs.append(x)
                 key_parts.append((x._dtype, x._shape_tuple_))
-            elif t is EagerTensor:
+            elif t is EagerTensor:  # a constant of this example: a row of a batch input
                 specs.append(x)
                 key_parts.append((x.dtype, x._shape_tuple()))
+                has_value = True
             else:
                 key_parts.append(_static_key(x))
         if not has_value:
@@ -252,7 +255,7 @@ class Recorder:
                 r.arg_value.append(len(rows))
                 r.arg_output.append(0)
                 r.arg_group.append(g)
-                rows.append(x._numpy_view())
+                rows.append(x)  # stacked with the round's other rows (by a taped op when a tape records)
             elif src[0] == PENDING:
                 r.arg_source.append(NODE_SOURCE)
                 r.arg_value.append(src[1])

@@ -63,7 +63,7 @@ class Registry:
             with scratch:
                 placeholders = [scratch.add_placeholder(s.dtype, s.shape) for s in specs]
                 args = [placeholders[x.index] if _is_slot(x) else
-                        (x.read_value() if isinstance(x, Variable) else scratch._graph_input(x)) for x in inputs]
+                        (x.read_value() if isinstance(x, Variable) else scratch.constant(x)) for x in inputs]
                 outputs = scratch.create_op(op_name, args, attrs)
             op = PrimitiveOp(op_name, attrs, inputs, [type_shape(s.dtype, s.shape) for s in specs],
                              [type_shape(t.dtype, _static_shape(t, op_name)) for t in outputs])

@@ -6,6 +6,7 @@ variable), and the values still in use are added to the store."""
 
 import numpy as np
 
+from treadle.framework import op_execution
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
@@ -65,7 +66,7 @@ def _batch_inputs(recorder, r, loom):
         for g, kind, var, rows in groups:
             arg_value[arg_group == g] += offset
             if kind == CONSTANT:
-                pieces.append(convert_to_tensor(np.stack(rows).astype(ts.dtype.as_numpy_dtype, copy=False)))
+                pieces.append(_stacked_constants(rows, ts))
             else:
                 pieces.append(array_ops.gather(var, convert_to_tensor(np.asarray(rows, np.int64))))
             offset += len(rows)
@@ -90,3 +91,11 @@ def _store(recorder, live, registry, loom, results):
         recorder.store[ts] = out if old is None else array_ops.concat([old, out], 0)
     for v, ts, k in new_rows:
         v.src = (STORED, ts, base[ts] + k)
+
+
+def _stacked_constants(rows, ts):
+    """The constant rows (eager tensors) as one batch. While a tape records,
+    a row may be computed from a variable: stacked by an op the tape sees."""
+    if op_execution.op_recorders:
+        return array_ops.stack([convert_to_tensor(r, dtype=ts.dtype) for r in rows], 0)
+    return convert_to_tensor(np.stack([np.asarray(r) for r in rows]).astype(ts.dtype.as_numpy_dtype, copy=False))
