@@ -52,7 +52,8 @@ class AutoBatched:
             raise TypeError(f"td.loom.autobatch takes a function, got {fn!r}")
         self._fn = fn
         self._registry = Registry()
-        self.last_stats = None  # per round of the last call: (nodes, loom depth)
+        self.last_stats = None  # per round of the last call: {"nodes", "loom_depth", ...}
+        self.count_launches = False  # True: last_stats also give launch_counts of each round
         self.__name__ = getattr(fn, "__name__", "autobatched")
         self.__doc__ = getattr(fn, "__doc__", None)
 
@@ -66,11 +67,11 @@ class AutoBatched:
         return self._registry.loom()
 
     def __call__(self, examples):
-        examples = list(examples)
         if _active:
             raise RuntimeError("td.loom.autobatch: an autobatched function was called inside another's "
                                "per-example function; call it on its own")
         recorder = Recorder(self._registry)
+        recorder.count_launches = self.count_launches
         _active.append(recorder)
         polymorphic_function.call_interceptors.append(recorder.call)
         variables.read_overrides.append(recorder.read_override)

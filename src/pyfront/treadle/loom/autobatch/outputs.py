@@ -26,7 +26,7 @@ def _flat(result, i, structure):
     try:
         nest.assert_same_structure(structure, result, check_types=True)
     except (TypeError, ValueError) as e:
-        raise type(e)(f"td.loom.autobatch: example {i} returned a structure other than example 0's: {e}") from None
+        raise TypeError(f"td.loom.autobatch: example {i} returned a structure other than example 0's: {e}") from None
     leaves = nest.flatten(result)
     for leaf in leaves:
         if not isinstance(leaf, Tensor):

@@ -81,6 +81,9 @@ class Recorder:
         """A value of example i may only be used by example i's computation."""
         owner = value._example
         if owner is not None and owner != self.current:
+            if self.finished:
+                raise ValueError(f"td.loom.autobatch: a tensor of example {owner} is used ({what}) after the "
+                                 "autobatched call returned; use the call's outputs instead")
             if self.current is None:
                 raise CrossExampleError(f"td.loom.autobatch: a tensor of example {owner} is used outside the "
                                         f"per-example function ({what}) while the batch is recording")

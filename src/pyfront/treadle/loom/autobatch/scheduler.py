@@ -12,39 +12,43 @@ _WAITING = object()
 
 
 def run_examples(recorder, fn, examples):
-    """fn(example) for every example, rounds run as examples wait; returns
-    their results, in order. An exception in fn propagates with a note naming
-    the example (its own traceback kept)."""
+    """fn(example) for every example of the iterable (each started as it is
+    drawn from it), rounds run as examples wait; returns their results, in
+    order. An exception in fn propagates with a note naming the example (its
+    own traceback kept)."""
     main = greenlet.getcurrent()
-    results = [None] * len(examples)
+    results = []
 
     def wait(value):
-        if greenlet.getcurrent() is main:
-            raise RuntimeError("td.loom.autobatch: a value was read outside an example")
         main.switch(_WAITING)
 
     recorder.wait = wait
-    runnable = [(i, greenlet.greenlet(_starter(fn, example), parent=main)) for i, example in enumerate(examples)]
-    while runnable:
-        waiting = []
+    waiting = []
+    for i, example in enumerate(examples):
+        results.append(None)
+        _step(recorder, i, greenlet.greenlet(_starter(fn, example), parent=main), results, waiting)
+    while waiting:
+        run_round(recorder)
+        runnable, waiting = waiting, []
         for i, g in runnable:
-            recorder.current = i
-            try:
-                out = g.switch()
-            except BaseException as e:
-                if isinstance(e, Exception):
-                    e.add_note(f"(raised by td.loom.autobatch's function on example {i})")
-                raise
-            finally:
-                recorder.current = None
-            if g.dead:
-                results[i] = out
-            else:
-                waiting.append((i, g))
-        if waiting:
-            run_round(recorder)
-        runnable = waiting
+            _step(recorder, i, g, results, waiting)
     return results
+
+
+def _step(recorder, i, g, results, waiting):
+    """Runs example i until it finishes (its result kept) or waits (kept in `waiting`)."""
+    recorder.current = i
+    try:
+        out = g.switch()
+    except Exception as e:
+        e.add_note(f"(raised by td.loom.autobatch's function on example {i})")
+        raise
+    finally:
+        recorder.current = None
+    if g.dead:
+        results[i] = out
+    else:
+        waiting.append((i, g))
 
 
 def _starter(fn, example):
