@@ -54,6 +54,7 @@ class AutoBatched:
         self._registry = Registry()
         self.last_stats = None  # per round of the last call: {"nodes", "loom_depth", ...}
         self.count_launches = False  # True: last_stats also give launch_counts of each round
+        self.last_recording_seconds = None  # how long the last call's examples ran (recording)
         self.__name__ = getattr(fn, "__name__", "autobatched")
         self.__doc__ = getattr(fn, "__doc__", None)
 
@@ -85,6 +86,7 @@ class AutoBatched:
             _active.remove(recorder)
             recorder.finished = True
         self.last_stats = list(recorder.stats)
+        self.last_recording_seconds = recorder.recording_seconds
         return out
 
     def __repr__(self):

@@ -4,6 +4,8 @@ so far; its batch inputs hold, per type shape, the rows the nodes read
 (computed by earlier rounds, constants, rows of variables: one gather per
 variable), and the values still in use are added to the store."""
 
+import sys
+
 import numpy as np
 
 from treadle.framework import op_execution
@@ -23,16 +25,18 @@ def run_round(recorder):
         return
     registry = recorder.registry
     loom = registry.loom()
-    live = [v for v in (ref() for ref in r.fresh) if v is not None and v.src[0] == PENDING]
+    live = _live(r.fresh)
+    r.fresh = None
     outputs = np.fromiter((v.src[1] for v in live), np.int64, len(live))
     output_index = np.fromiter((v.src[2] for v in live), np.int32, len(live))
-    batch, arg_value = _batch_inputs(recorder, r, loom)
+    arg_input, arg_source, arg_value, arg_output, arg_group = r.arg_columns()
+    batch, arg_value = _batch_inputs(recorder, r, loom, arg_value, arg_group)
     weaver = loom.make_weaver()
-    weaver.weave(registry.op_names(), r.node_op, r.arg_splits, r.arg_input, r.arg_source, arg_value, r.arg_output,
+    weaver.weave(registry.op_names(), r.node_op, r.arg_splits, arg_input, arg_source, arg_value, arg_output,
                  outputs, output_index)
     recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
     if recorder.count_launches:
-        recorder.stats[-1].update(launch_counts(r.node_op, r.arg_splits, r.arg_source, r.arg_value))
+        recorder.stats[-1].update(launch_counts(r.node_op, r.arg_splits, arg_source, arg_value))
     inputs = [batch.get(ts) if ts in batch else loom._batch_inputs[ts] for ts in loom._batch_input_order]
     captures = [c.read_value() if isinstance(c, Variable) else c for c in loom._captures]
     results = execute("LoomRun", [weaver._schedule()] + inputs + captures, loom._eager_run_attrs)[:-1]
@@ -41,14 +45,20 @@ def run_round(recorder):
     recorder.rounds_run += 1
 
 
-def _batch_inputs(recorder, r, loom):
+def _live(fresh):
+    """The values of `fresh` referenced from anywhere else (an example's
+    frame, another value's structure, an output): only they need their
+    value after the round. A value held only by `fresh` has three references
+    here: the list, the loop variable and getrefcount's argument."""
+    return [v for v in fresh if sys.getrefcount(v) > 3]
+
+
+def _batch_inputs(recorder, r, loom, arg_value, arg_group):
     """({type shape: batch input}, the arguments' final rows): per type
     shape, the store's rows, then the constants' rows, then each variable's
     rows (a variable alone is its own batch input, read whole)."""
-    arg_value = np.asarray(r.arg_value, np.int64)
     if not r.groups:
         return {ts: recorder.store[ts] for ts in recorder.store}, arg_value
-    arg_group = np.asarray(r.arg_group, np.int64)
     by_ts = {}
     for g, (ts, kind, var, rows) in enumerate(r.groups):
         by_ts.setdefault(ts, []).append((g, kind, var, rows))

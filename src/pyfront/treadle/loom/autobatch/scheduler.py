@@ -4,6 +4,8 @@ the scheduler; once every unfinished example waits, the scheduler runs the
 round they wait for and resumes them. A greenlet switches stacks in C,
 cheaply and without threads, which is why td.loom.autobatch uses it."""
 
+import time
+
 import greenlet
 
 from treadle.loom.autobatch.rounds import run_round
@@ -38,6 +40,7 @@ def run_examples(recorder, fn, examples):
 def _step(recorder, i, g, results, waiting):
     """Runs example i until it finishes (its result kept) or waits (kept in `waiting`)."""
     recorder.current = i
+    t0 = time.perf_counter()
     try:
         out = g.switch()
     except Exception as e:
@@ -45,6 +48,7 @@ def _step(recorder, i, g, results, waiting):
         raise
     finally:
         recorder.current = None
+        recorder.recording_seconds += time.perf_counter() - t0
     if g.dead:
         results[i] = out
     else:
