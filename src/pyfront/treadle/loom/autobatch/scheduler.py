@@ -13,7 +13,7 @@ from treadle.loom.autobatch.rounds import run_round
 _WAITING = object()
 
 
-def run_examples(recorder, fn, examples):
+def run_examples(recorder, fn, examples, run_rounds=True):
     """fn(example) for every example of the iterable (each started as it is
     drawn from it), rounds run as examples wait; returns their results, in
     order. An exception in fn propagates with a note naming the example (its
@@ -30,6 +30,10 @@ def run_examples(recorder, fn, examples):
         results.append(None)
         _step(recorder, i, greenlet.greenlet(_starter(fn, example), parent=main), results, waiting)
     while waiting:
+        if not run_rounds:
+            raise ValueError(f"td.loom.autobatch: example {waiting[0][0]} reads a computed value; a recording "
+                             "for a td.function must compute without reading values (call the autobatched "
+                             "function itself instead)")
         run_round(recorder)
         runnable, waiting = waiting, []
         for i, g in runnable:
