@@ -80,6 +80,20 @@ class AutobatchedTreeLSTM:
 
         self.root_state = td.loom.autobatch(root_state)
 
+        out_w, out_b, trainable, optimizer = v["W_out"], v["b_out"], self.trainable, self.optimizer
+
+        @td.function
+        def train_step(recording, labels):
+            # The recorded work arrives as an argument: one trace for every batch.
+            with td.GradientTape() as tape:
+                logits = td.matmul(recording.outputs(), out_w) + out_b
+                loss = td.reduce_mean(td.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+            grads = tape.gradient(loss, trainable)
+            optimizer.apply_gradients(zip(grads, trainable))
+            return loss
+
+        self.train_step = train_step
+
     def logits(self, trees):
         h = self.root_state(trees)
         return self.td.matmul(h, self.vars["W_out"]) + self.vars["b_out"]
@@ -88,6 +102,12 @@ class AutobatchedTreeLSTM:
         return self.logits(trees).numpy()
 
     def train(self, trees, labels):
+        """One SGD step: the per-example Python records, a td.function does the rest."""
+        td = self.td
+        return float(self.train_step(self.root_state.record(trees), td.constant(labels, dtype=td.int32)))
+
+    def train_eagerly(self, trees, labels):
+        """The same step run eagerly under a GradientTape (what a function reading values needs)."""
         td = self.td
         with td.GradientTape() as tape:
             logits = self.logits(trees)
@@ -96,6 +116,17 @@ class AutobatchedTreeLSTM:
         grads = tape.gradient(loss, self.trainable)
         self.optimizer.apply_gradients(zip(grads, self.trainable))
         return float(loss)
+
+    def launch_report(self, trees):
+        """Batched launches of one step over `trees` under depth order,
+        an agenda and treadle's default, against the lower bound (the
+        longest chain of dependent cell calls): td.loom.autobatch.launch_counts."""
+        self.root_state.count_launches = True
+        try:
+            self.root_state(trees)
+        finally:
+            self.root_state.count_launches = False
+        return self.root_state.last_stats[0]
 
     def recording_us_per_cell_call(self):
         """Microseconds of recording (the examples' Python, cell calls
@@ -163,9 +194,37 @@ def main():
         print(f"{mode}: hand-woven {statistics.median(per_round['hand-woven']):.0f} trees/s, autobatch "
               f"{statistics.median(per_round['autobatch']):.0f} trees/s, autobatch / hand-woven (median of "
               f"per-round ratios) {statistics.median(ratios):.3f}")
-    auto.infer(trees[:args.batch])
+    batch = trees[:args.batch]
+    auto.infer(batch)
     print(f"recording: {auto.recording_us_per_cell_call():.2f} µs per cell call "
-          f"({auto.root_state.last_recording_seconds * 1e3:.1f} ms for {args.batch} trees)")
+          f"({auto.root_state.last_recording_seconds * 1e3:.1f} ms for {args.batch} trees); the same recursion "
+          f"calling plain Python functions: {python_baseline_us(batch):.2f} µs per call (the machine's yardstick)")
+    print("batched launches per step:", auto.launch_report(batch))
+
+
+def python_baseline_us(trees):
+    """µs per call of the same recursion calling two plain Python functions."""
+    def leaf(x):
+        return x, x
+
+    def node(c_l, h_l, c_r, h_r):
+        return c_l, h_r
+
+    def root(tree):
+        left, right, token = tree.left, tree.right, tree.token
+
+        def visit(k):
+            if left[k] < 0:
+                return leaf(int(token[k]))
+            c_l, h_l = visit(left[k])
+            c_r, h_r = visit(right[k])
+            return node(c_l, h_l, c_r, h_r)
+        return visit(tree.size - 1)
+
+    t0 = time.perf_counter()
+    for t in trees:
+        root(t)
+    return 1e6 * (time.perf_counter() - t0) / sum(t.size for t in trees)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,8 @@ round's schedule (kept as the arrays of Weaver.weave, filled as they come),
 and the shared inputs they read (constants, rows of variables, values
 computed by earlier rounds) rows of the round's batch inputs."""
 
+from threading import get_ident
+
 import numpy as np
 
 from treadle.framework import context
@@ -72,6 +74,7 @@ class Recorder:
         self.stats = []           # per round: {"nodes", "loom_depth", and with count_launches launch_counts'}
         self.count_launches = False
         self.recording_seconds = 0.0  # time the examples ran (recording), rounds excluded
+        self.thread = get_ident()     # the thread whose examples record (others' calls run as usual)
         self._variable_values = {}    # id(variable) -> its shared Value
         self._row_type_shapes = {}    # id(variable) -> (TypeShape of a row, signature, rows)
 
@@ -131,7 +134,7 @@ class Recorder:
 
     def read_override(self, var):
         """While an example runs (not while tracing), reading a variable gives a shared value."""
-        if self.current is None or context.graph_being_built() is not None:
+        if self.current is None or context.graph_being_built() is not None or get_ident() != self.thread:
             return None
         value = self._variable_values.get(id(var))
         if value is None:
@@ -214,8 +217,8 @@ class Recorder:
     # -------------------------------------------------- recording a cell call
     def call(self, function, args, kwargs):
         """A td.function called inside the per-example function with tensors: one node."""
-        if self.current is None:
-            return NotImplemented
+        if self.current is None or context.graph_being_built() is not None or get_ident() != self.thread:
+            return NotImplemented  # not an example's call: between examples, while tracing, another thread
         if args and not kwargs:  # the fast path: positional tensors, a signature seen before
             key = [function]
             for x in args:
