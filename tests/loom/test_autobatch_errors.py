@@ -2,6 +2,7 @@
 against their lower bound, and the errors of mismatched outputs, of
 exceptions in the function and of values used across examples."""
 
+import threading
 import traceback
 
 import numpy as np
@@ -167,3 +168,23 @@ def test_not_a_function():
 def test_no_examples():
     with pytest.raises(ValueError, match="no examples"):
         td.loom.autobatch(lambda x: x)([])
+
+
+def test_calls_of_other_threads_run_as_usual_while_a_batch_records():
+    seen = []
+
+    def other_thread():
+        seen.append(np.asarray(cell_b(td.constant(np.zeros(2)))))  # an eager call, not recorded
+
+    def fn(x):
+        y = cell_b(td.constant(np.asarray(x)))
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+        return y
+
+    batched = td.loom.autobatch(fn)
+    out = batched([[0.0, 1.0]])
+    np.testing.assert_allclose(seen[0], [1.0, 1.0])
+    np.testing.assert_allclose(out.numpy(), 2 / (1 + np.exp(-np.array([[0.0, 1.0]]))))
+    assert batched.last_stats[0]["nodes"] == 1

@@ -3,7 +3,7 @@ function, a value a recorded op or cell call will compute. Ops on them are
 recorded (execute() hands an op with such an input to its `graph`, the
 recorder); reading one suspends its example until the batch computes it."""
 
-from treadle.framework.tensor import Tensor, _TensorRef
+from treadle.framework.tensor import TENSOR_CLASSES, Tensor, _TensorRef
 from treadle.framework.tensor_shape import TensorShape
 
 # Where a value comes from (its `src`, a tuple whose first entry is one of these):
@@ -100,3 +100,5 @@ class Value(Tensor):
             raise TypeError("len() of unsized object: scalar tensor")
         return self._shape_tuple_[0]
 
+
+TENSOR_CLASSES.add(Value)  # `type(x) in TENSOR_CLASSES` answers isinstance(x, Tensor) without ABCMeta
