@@ -10,6 +10,7 @@ import pytest
 
 import treadle as td
 from treadle.loom.autobatch import CrossExampleError, launch_counts
+from treadle.loom.autobatch.agenda import agenda_arrays
 
 W = td.Variable(np.array([[0.5, -1.0], [2.0, 0.25]]))
 
@@ -188,3 +189,60 @@ def test_calls_of_other_threads_run_as_usual_while_a_batch_records():
     np.testing.assert_allclose(seen[0], [1.0, 1.0])
     np.testing.assert_allclose(out.numpy(), 2 / (1 + np.exp(-np.array([[0.0, 1.0]]))))
     assert batched.last_stats[0]["nodes"] == 1
+
+
+def test_agenda_order_computes_the_same_values():
+    # mixed cells whose calls interleave at different depths, and a DAG
+    def fn(n):
+        x = td.constant(np.full(2, 0.1 * n))
+        for k in range(n):
+            x = cell_a(x) if k % 2 == 0 else cell_b(x)
+        y = cell_b(td.constant(np.ones(2)))
+        return cell_a(x + y) * x
+
+    examples = [1, 4, 2, 3, 5]
+    depth, agenda = td.loom.autobatch(fn), td.loom.autobatch(fn, schedule="agenda")
+    agenda.count_launches = True
+    np.testing.assert_allclose(agenda(examples).numpy(), depth(examples).numpy(), rtol=1e-12)
+    stats = agenda.last_stats[0]
+    assert stats["agenda"] < stats["depth"]  # the agenda batches what depth order launches apart
+    with pytest.raises(ValueError, match="schedule must be"):
+        td.loom.autobatch(fn, schedule="random")
+
+
+def test_agenda_order_gradients_match_depth_order():
+    def fn(n):
+        x = td.constant(np.full(2, 0.3 * n))
+        for k in range(n):
+            x = cell_b(x) if k % 3 == 1 else cell_a(x)
+        return x
+
+    grads = []
+    for schedule in ("depth", "agenda"):
+        with td.GradientTape() as tape:
+            loss = td.reduce_sum(td.loom.autobatch(fn, schedule=schedule)([3, 1, 4, 2]))
+        grads.append(np.asarray(tape.gradient(loss, W)))
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
+
+
+def test_agenda_arrays_realize_the_agenda_launches():
+    # chain A-B-A-B of one example beside a chain B-A of another, and a lone A reading batch input rows
+    node_op = [0, 1, 0, 1, 1, 0, 0]
+    parents = [[], [0], [1], [2], [], [4], []]
+    splits, args = [0], []
+    for ps in parents:
+        if ps:
+            args += [(0, 0, p, 0, -1) for p in ps]
+        else:
+            args.append((0, 1, 0, 0, -1))
+        splits.append(len(args))
+    DELAY = 9
+    new_op, new_splits, new_args, new_index = agenda_arrays(node_op, splits, args, lambda i, j: DELAY)
+    depth = []
+    for i in range(len(new_op)):
+        ds = [depth[a[2]] for a in new_args[new_splits[i]:new_splits[i + 1]] if a[1] == 0]
+        depth.append(1 + max(ds, default=0))
+    launches = {(d, o) for d, o in zip(depth, new_op) if o != DELAY}
+    counts = launch_counts(node_op, splits, [a[1] for a in args], [a[2] for a in args])
+    assert len(launches) == counts["agenda"] < counts["depth"]
+    assert [new_op[k] for k in new_index] == node_op

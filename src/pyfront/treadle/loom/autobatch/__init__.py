@@ -12,7 +12,9 @@ batches the tensor work of all of them:
   its per-example computation through `td.vectorized_map`.
 - Scheduling. Nodes are woven in one bulk call per round and run by the
   Loom in depth order: each op once per depth on all its calls there; a
-  value used twice is computed once.
+  value used twice is computed once. `autobatch(fn, schedule="agenda")`
+  runs DyNet's agenda order instead (pass-throughs delay the calls it
+  launches later); `launch_counts` compares the orders' batched launches.
 - Values mid-computation. Each example runs as a greenlet. Reading a value
   (`float(p)`, `bool(p > 0.5)`, `p.numpy()`, an `if` or `while` on it)
   suspends that example; once every unfinished example waits or is done,
@@ -62,10 +64,13 @@ _active = []  # the recorder of the autobatched call running now (one at a time)
 class AutoBatched:
     """What td.loom.autobatch(fn) returns: call it on an iterable of examples."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, schedule="depth"):
         if not callable(fn):
             raise TypeError(f"td.loom.autobatch takes a function, got {fn!r}")
+        if schedule not in ("depth", "agenda"):
+            raise ValueError(f"td.loom.autobatch: schedule must be 'depth' or 'agenda', got {schedule!r}")
         self._fn = fn
+        self.schedule = schedule
         self._registry = Registry()
         self.last_stats = None  # per round of the last call: {"nodes", "loom_depth", ...}
         self.count_launches = False  # True: last_stats also give launch_counts of each round
@@ -109,6 +114,7 @@ class AutoBatched:
                                "per-example function; call it on its own")
         recorder = Recorder(self._registry)
         recorder.count_launches = self.count_launches
+        recorder.schedule = self.schedule
         _active.append(recorder)
         polymorphic_function.call_interceptors.append(recorder.call)
         variables.read_overrides.append(recorder.read_override)
@@ -128,10 +134,13 @@ class AutoBatched:
         return f"<td.loom.autobatch of {self.__name__}: {len(self._registry.ops)} batched ops>"
 
 
-def autobatch(fn):
+def autobatch(fn, schedule="depth"):
     """Returns a callable running `fn` on every example of an iterable and
-    batching their tensor work through the Loom (see the module's docstring)."""
-    return AutoBatched(fn)
+    batching their tensor work through the Loom (see the module's docstring).
+    `schedule`: "depth" (the default: each op once per depth, the fast path
+    for trees) or "agenda" (DyNet's order, for DAGs and mixed cells whose
+    calls interleave at different depths; see agenda.py)."""
+    return AutoBatched(fn, schedule)
 
 
 __all__ = ["autobatch", "AutoBatched", "CrossExampleError", "Recording", "launch_counts"]

@@ -52,12 +52,6 @@ class Round:
             self.groups.append((ts, kind, var, []))
         return g
 
-    def arg_columns(self):
-        """(input, source, value, output, group) as int64 arrays."""
-        if not self.args:
-            return [np.zeros(0, np.int64) for _ in range(5)]
-        return list(np.array(self.args, np.int64).T)
-
 
 class Recorder:
     """One call of an autobatched function: what it records, and the store of
@@ -75,6 +69,7 @@ class Recorder:
         self.count_launches = False
         self.recording_seconds = 0.0  # time the examples ran (recording), rounds excluded
         self.thread = get_ident()     # the thread whose examples record (others' calls run as usual)
+        self.schedule = "depth"       # or "agenda": the order a round's nodes run in (agenda.py)
         self._variable_values = {}    # id(variable) -> its shared Value
         self._row_type_shapes = {}    # id(variable) -> (TypeShape of a row, signature, rows)
 

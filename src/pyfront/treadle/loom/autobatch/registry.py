@@ -10,6 +10,7 @@ from treadle.framework.tensor_spec import TensorSpec
 from treadle.framework.variables import Variable
 from treadle.loom.autobatch.batched_ops import CellOp, PrimitiveOp, Slot
 from treadle.loom.loom import Loom
+from treadle.loom.loom_op import PassThroughLoomOp
 from treadle.loom.type_shape import TypeShape
 from treadle.util import nest
 
@@ -85,6 +86,15 @@ class Registry:
             op = CellOp(function, template, concrete, [type_shape(s.dtype, tuple(s.shape.as_list())) for s in specs],
                         [type_shape(t.dtype, _static_shape(t, function)) for t in outputs])
             info = self._add(key, op, concrete.structured_outputs)
+        return info
+
+    def delay_op(self, ts):
+        """The OpInfo of the pass-through op of type shape `ts` (agenda order's delays)."""
+        key = ("delay", ts)
+        info = self.by_key.get(key)
+        if info is None:
+            info = self._add(key, PassThroughLoomOp(ts))
+            info.op.what = f"pass-through of {ts}"
         return info
 
     def alias(self, key, info):

@@ -12,6 +12,7 @@ from treadle.framework import context, op_execution
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
+from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
 from treadle.loom.autobatch.values import CONSTANT, STORED
 from treadle.loom.library import add_to_graph
@@ -39,14 +40,22 @@ def plan_round(recorder):
     r.fresh = None
     outputs = np.fromiter((v.src[1] for v in live), np.int64, len(live))
     output_index = np.fromiter((v.src[2] for v in live), np.int32, len(live))
-    arg_input, arg_source, arg_value, arg_output, arg_group = r.arg_columns()
+    node_op, arg_splits, args = r.node_op, r.arg_splits, r.args
+    if recorder.schedule == "agenda":
+        def delay_op_of(node, j):
+            return registry.delay_op(registry.ops[node_op[node]].in_type_shapes[j]).index
+        node_op, arg_splits, args, new_index = agenda_arrays(node_op, arg_splits, args, delay_op_of)
+        outputs = new_index[outputs]
+        loom = registry.loom()  # with the pass-through ops
+    arg_input, arg_source, arg_value, arg_output, arg_group = _columns(args)
     layout, arg_value = _layout(recorder, r, arg_value, arg_group)
     weaver = loom.make_weaver()
-    weaver.weave(registry.op_names(), r.node_op, r.arg_splits, arg_input, arg_source, arg_value, arg_output,
+    weaver.weave(registry.op_names(), node_op, arg_splits, arg_input, arg_source, arg_value, arg_output,
                  outputs, output_index)
     recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
     if recorder.count_launches:
-        recorder.stats[-1].update(launch_counts(r.node_op, r.arg_splits, arg_source, arg_value))
+        arg_source0, arg_value0 = _columns(r.args)[1:3]
+        recorder.stats[-1].update(launch_counts(r.node_op, r.arg_splits, arg_source0, arg_value0))
     counts, output_rows = {}, []
     for v in live:
         ts = registry.ops[r.node_op[v.src[1]]].out_type_shapes[v.src[2]]
@@ -99,6 +108,13 @@ def batch_input(pieces, ts, store=None, parts=None):
         else:
             tensors.append(piece[1])
     return tensors[0] if len(tensors) == 1 else array_ops.concat(tensors, 0)
+
+
+def _columns(args):
+    """(input, source, value, output, group) argument rows as int64 arrays."""
+    if not args:
+        return [np.zeros(0, np.int64) for _ in range(5)]
+    return list(np.array(args, np.int64).T)
 
 
 def _live(fresh):
