@@ -246,3 +246,14 @@ def test_agenda_arrays_realize_the_agenda_launches():
     counts = launch_counts(node_op, splits, [a[1] for a in args], [a[2] for a in args])
     assert len(launches) == counts["agenda"] < counts["depth"]
     assert [new_op[k] for k in new_index] == node_op
+
+
+def test_called_inside_a_td_function():
+    batched = td.loom.autobatch(lambda x: cell_b(td.constant(np.asarray(x))))
+
+    @td.function
+    def f():
+        return batched([[0.0, 1.0]])
+
+    with pytest.raises(RuntimeError, match="record"):
+        f()

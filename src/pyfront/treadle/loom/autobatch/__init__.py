@@ -48,7 +48,7 @@ batches the tensor work of all of them:
       train_step(batched.record(trees), labels)
 """
 
-from treadle.framework import variables
+from treadle.framework import context, variables
 from treadle.function import polymorphic_function
 from treadle.loom.autobatch.outputs import check_results, stacked_outputs
 from treadle.loom.autobatch.recorded import Recording, make_recording
@@ -109,6 +109,10 @@ class AutoBatched:
         return make_recording(recorder, plan_round(recorder), results, self._plans)
 
     def _run(self, examples, finish, run_rounds=True):
+        if context.graph_being_built() is not None:
+            raise RuntimeError("td.loom.autobatch runs its examples eagerly (their Python decides the schedule); "
+                               "inside a td.function, pass it `autobatched.record(examples)` made outside and "
+                               "call the recording's outputs() there")
         if _active:
             raise RuntimeError("td.loom.autobatch: an autobatched function was called inside another's "
                                "per-example function; call it on its own")
