@@ -10,7 +10,7 @@ import numpy as np
 
 from treadle.framework import context
 from treadle.framework.op_execution import execute
-from treadle.framework.tensor import EagerTensor, convert_to_tensor
+from treadle.framework.tensor import EagerTensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.registry import type_shape
@@ -34,7 +34,6 @@ class Round:
 
     def __init__(self):
         self.node_op = []
-        self.node_example = []
         self.arg_splits = [0]
         self.args = []
         self.groups = []      # (type shape, kind, variable or None, rows list)
@@ -62,7 +61,6 @@ class Recorder:
         self.current = None       # the index of the example running now (None: no example runs)
         self.finished = False
         self.round = Round()
-        self.rounds_run = 0
         self.store = {}           # type shape -> tensor of the rows computed so far
         self.wait = None          # set by the scheduler: wait(value) suspends the running example
         self.stats = []           # per round: {"nodes", "loom_depth", and with count_launches launch_counts'}
@@ -106,8 +104,6 @@ class Recorder:
         src = value.src
         if src[0] == STORED:
             return np.asarray(self.store[src[1]])[src[2]]
-        if src[0] == CONSTANT:
-            return src[2]
         if src[0] == VAR_ROW:
             return np.asarray(src[2].numpy())[src[3]]
         if src[0] == VARIABLE:
@@ -119,8 +115,6 @@ class Recorder:
         src = value.src
         if src[0] == STORED:
             return self.store[src[1]][src[2]]
-        if src[0] == CONSTANT:
-            return convert_to_tensor(src[2])
         if src[0] == VAR_ROW:
             return src[2].read_value()[src[3]]
         if src[0] == VARIABLE:
@@ -147,14 +141,13 @@ class Recorder:
             gathered = self._variable_row(inputs, attrs)
             if gathered is not None:
                 return [gathered]
-        slots, specs, shared, per_example, key_parts = [], [], [], False, []
+        slots, specs, per_example, key_parts = [], [], False, []
         for x in inputs:
             if type(x) is Value:
                 self.check_owner(x, f"op {op_name}")
                 if x.src[0] == VARIABLE:
                     slots.append(x.src[1])
                     key_parts.append(("v", id(x.src[1])))
-                    shared.append(x)
                     continue
                 per_example = True
             elif type(x) is EagerTensor and x.dtype.is_integer and x._num_elements() <= _SMALL_INT_STATIC:
@@ -273,7 +266,6 @@ class Recorder:
         node = len(r.node_op)
         current = self.current
         r.node_op.append(info.index)
-        r.node_example.append(current)
         append = r.args.append
         for j, x in enumerate(inputs):
             if type(x) is not Value:  # an eager tensor: a constant row
@@ -293,11 +285,11 @@ class Recorder:
                 append((j, NODE_SOURCE, src[1], src[2], -1))
             elif kind == STORED:
                 append((j, BATCH_INPUT_SOURCE, src[2], 0, -1))
-            else:
-                g = r.group(src[1], kind, src[2] if kind == VAR_ROW else None)
+            else:  # VAR_ROW (a variable itself is a shared input, never a node's argument)
+                g = r.group(src[1], VAR_ROW, src[2])
                 rows = r.groups[g][3]
                 append((j, BATCH_INPUT_SOURCE, len(rows), 0, g))
-                rows.append(src[3] if kind == VAR_ROW else src[2])
+                rows.append(src[3])
         r.arg_splits.append(len(r.args))
         fresh = r.fresh
         outputs = [Value(self, current, (PENDING, node, k, r), dtype, shape, sig)

@@ -75,7 +75,6 @@ def run_round(recorder):
     results = loom_run(planned.loom, planned.weaver._schedule(), batch)
     _store(recorder, planned, results)
     recorder.round = type(recorder.round)()
-    recorder.rounds_run += 1
 
 
 def loom_run(loom, schedule, batch):

@@ -9,7 +9,7 @@ from treadle.framework.tensor_shape import TensorShape
 # Where a value comes from (its `src`, a tuple whose first entry is one of these):
 PENDING = 0   # (PENDING, node of the current round, output index, the round): not computed yet
 STORED = 1    # (STORED, type shape, row): computed by an earlier round, a row of the store
-CONSTANT = 2  # (CONSTANT, type shape, numpy value): known while recording
+CONSTANT = 2  # not a value's source: the rows of eager tensors (constants) an op reads, by type shape
 VAR_ROW = 3   # (VAR_ROW, type shape, variable, row): a row of a variable (td.gather(variable, id))
 VARIABLE = 4  # (VARIABLE, variable): a variable read inside the function (shared by every example)
 
