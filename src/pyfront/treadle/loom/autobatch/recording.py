@@ -105,10 +105,18 @@ class Recorder:
         if src[0] == STORED:
             return np.asarray(self.store[src[1]])[src[2]]
         if src[0] == VAR_ROW:
-            return np.asarray(src[2].numpy())[src[3]]
+            return self._variable_value(src[2])[src[3]]
         if src[0] == VARIABLE:
-            return np.asarray(src[1].numpy())
+            return self._variable_value(src[1])
         raise AssertionError("a pending value is read before its round ran")
+
+    def _variable_value(self, var):
+        """The variable's value now (a real read, not the shared value recording gives)."""
+        current, self.current = self.current, None
+        try:
+            return np.asarray(var.read_value())
+        finally:
+            self.current = current
 
     def eager_of(self, value):
         """The value as an eager tensor (outside recording; a tape sees the ops)."""
