@@ -14,10 +14,9 @@ from treadle.framework.tensor import EagerTensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.registry import type_shape
-from treadle.loom.autobatch.values import CONSTANT, PENDING, STORED, VAR_ROW, VARIABLE, Value
+from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, Value
 from treadle.util import nest
 
-NODE_SOURCE, BATCH_INPUT_SOURCE = 0, 1  # Weaver.NODE, Weaver.BATCH_INPUT
 _SMALL_INT_STATIC = 8  # an integer eager tensor of at most this many elements is an attribute-like input
 
 
@@ -26,11 +25,10 @@ class CrossExampleError(ValueError):
 
 
 class Round:
-    """The schedule being recorded: per node its op and example, per
-    argument a tuple (input, source, value, output, group): Weaver.weave's
-    arrays, row by row. A batch-input argument numbers a row of its group
-    (a type shape and where its rows come from: constants or a variable's
-    rows; group -1: a row of the store, final)."""
+    """The schedule being recorded: per node its op, per argument an int
+    code (values.py: a node's output, or a row of a batch input numbered in
+    its group: a type shape and where its rows come from, constants or a
+    variable's rows; or a row of the store, final)."""
 
     def __init__(self):
         self.node_op = []
@@ -47,6 +45,8 @@ class Round:
         key = (id(ts), kind, id(var))
         g = self.group_index.get(key)
         if g is None:
+            if len(self.groups) >= MAX_GROUPS:
+                raise ValueError(f"td.loom.autobatch: more than {MAX_GROUPS} kinds of batch input rows in one round")
             g = self.group_index[key] = len(self.groups)
             self.groups.append((ts, kind, var, []))
         return g
@@ -279,7 +279,7 @@ class Recorder:
             if type(x) is not Value:  # an eager tensor: a constant row
                 g = r.group(info.in_type_shapes[j], CONSTANT, None)
                 rows = r.groups[g][3]
-                append((j, BATCH_INPUT_SOURCE, len(rows), 0, g))
+                append(-1 - ((len(rows) << 16) | (g + 1)))  # row_code(len(rows), g)
                 rows.append(x)  # stacked with the round's other rows (by a taped op when a tape records)
                 continue
             if x._example is not None and x._example != current:
@@ -290,17 +290,17 @@ class Recorder:
                 if src[3] is not r:
                     raise RuntimeError("td.loom.autobatch: a value was not kept by the round that computed it "
                                        "(it seemed unreferenced then); please report this")
-                append((j, NODE_SOURCE, src[1], src[2], -1))
+                append(src[4])
             elif kind == STORED:
-                append((j, BATCH_INPUT_SOURCE, src[2], 0, -1))
+                append(src[3])
             else:  # VAR_ROW (a variable itself is a shared input, never a node's argument)
                 g = r.group(src[1], VAR_ROW, src[2])
                 rows = r.groups[g][3]
-                append((j, BATCH_INPUT_SOURCE, len(rows), 0, g))
+                append(-1 - ((len(rows) << 16) | (g + 1)))
                 rows.append(src[3])
         r.arg_splits.append(len(r.args))
         fresh = r.fresh
-        outputs = [Value(self, current, (PENDING, node, k, r), dtype, shape, sig)
+        outputs = [Value(self, current, (PENDING, node, k, r, (node << 8) | k), dtype, shape, sig)
                    for k, (dtype, shape, sig) in enumerate(info.outputs)]
         fresh.extend(outputs)
         return outputs

@@ -9,6 +9,7 @@ from treadle.framework.tensor import EagerTensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.framework.variables import Variable
 from treadle.loom.autobatch.batched_ops import CellOp, PrimitiveOp, Slot
+from treadle.loom.autobatch.values import MAX_OUTPUTS
 from treadle.loom.loom import Loom
 from treadle.loom.loom_op import PassThroughLoomOp
 from treadle.loom.type_shape import TypeShape
@@ -118,6 +119,9 @@ class Registry:
         return info
 
     def _add(self, key, op, structure=None):
+        if len(op.output_type_shapes) > MAX_OUTPUTS:
+            raise ValueError(f"td.loom.autobatch: {getattr(op, 'what', 'an op')} returns "
+                             f"{len(op.output_type_shapes)} tensors; at most {MAX_OUTPUTS} are supported")
         info = OpInfo(len(self.ops), op, self, structure)
         self.ops.append(info)
         self.by_key[key] = info

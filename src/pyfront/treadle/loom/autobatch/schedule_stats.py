@@ -28,7 +28,7 @@ def launch_counts(node_op, arg_splits, arg_source, arg_value):
         depth[i] = 1 + max((depth[p] for p in parents[i]), default=0)
     lower = int(depth.max()) if n else 0
     by_depth = len({(int(d), int(o)) for d, o in zip(depth, node_op)})
-    agenda = (max(agenda_launches(node_op, parents), default=-1) + 1)
+    agenda = int(max(agenda_launches(node_op, parents), default=-1)) + 1
     return {"nodes": n, "lower_bound": lower, "depth": by_depth, "agenda": agenda, "default": by_depth}
 
 
