@@ -5,6 +5,7 @@ so far; its batch inputs hold, per type shape, the rows the nodes read
 variable), and the values still in use are added to the store."""
 
 import sys
+import time
 
 import numpy as np
 
@@ -73,10 +74,13 @@ def run_round(recorder):
     referenced (by an example, or as an output) becomes a row of the store."""
     if not len(recorder.round):
         return
+    t0 = time.perf_counter()
     planned = plan_round(recorder)
+    t1 = time.perf_counter()
     batch = {ts: batch_input(pieces, ts, recorder.store) for ts, pieces in planned.layout.items()}
     results = loom_run(planned.loom, planned.weaver._schedule(), batch)
     _store(recorder, planned, results)
+    recorder.stats[-1].update(plan_seconds=t1 - t0, run_seconds=time.perf_counter() - t1)
     recorder.round = type(recorder.round)()
 
 
