@@ -126,7 +126,8 @@ class AutoBatched:
         variables.read_overrides.append(recorder.read_override)
         # Recording makes many small objects that live until the round runs;
         # the cyclic collector would scan them again and again (about a fifth
-        # of the recording time), and they hold no cycles: it waits meanwhile.
+        # of the recording time) and find no garbage (the round breaks the one
+        # cycle, values -> recorder -> round), so it waits meanwhile.
         collecting = gc.isenabled()
         gc.disable()
         try:
