@@ -279,7 +279,7 @@ class Recorder:
             if type(x) is not Value:  # an eager tensor: a constant row
                 g = r.group(info.in_type_shapes[j], CONSTANT, None)
                 rows = r.groups[g][3]
-                append(-1 - ((len(rows) << 16) | (g + 1)))  # row_code(len(rows), g)
+                append(-1 - ((len(rows) << 16) | (g + 1)))  # row_code(len(rows), g), inline: the hot path
                 rows.append(x)  # stacked with the round's other rows (by a taped op when a tape records)
                 continue
             if x._example is not None and x._example != current:

@@ -5,8 +5,7 @@ returns, and the loom of all of them (rebuilt only when an op is added)."""
 import numpy as np
 
 from treadle.framework.func_graph import FuncGraph
-from treadle.framework.tensor import EagerTensor, convert_to_tensor
-from treadle.framework.tensor_spec import TensorSpec
+from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.autobatch.batched_ops import CellOp, PrimitiveOp, Slot
 from treadle.loom.autobatch.values import MAX_OUTPUTS
@@ -158,9 +157,3 @@ def _static_shape(t, what):
                          "its shape must be known from the shapes of its per-example inputs")
     return tuple(dims)
 
-
-def spec_of(dtype, shape):
-    return TensorSpec(shape, dtype)
-
-
-__all__ = ["Registry", "OpInfo", "type_shape", "spec_of", "EagerTensor"]

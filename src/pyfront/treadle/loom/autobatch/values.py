@@ -21,10 +21,6 @@ MAX_OUTPUTS = 256
 MAX_GROUPS = 0xFFFF - 1
 
 
-def node_code(node, k):
-    return (node << 8) | k
-
-
 def row_code(row, group=-1):
     return -1 - ((row << 16) | (group + 1))
 
