@@ -257,3 +257,24 @@ def test_called_inside_a_td_function():
 
     with pytest.raises(RuntimeError, match="record"):
         f()
+
+
+def test_calls_from_two_threads_take_turns():
+    def fn(x):
+        return cell_a(cell_b(td.constant(np.asarray(x))))
+
+    batched = td.loom.autobatch(fn)
+    examples = [[0.1 * k, -0.2 * k] for k in range(6)]
+    expected = batched(examples).numpy()
+    results = [None, None]
+
+    def worker(k):
+        results[k] = batched(examples).numpy()
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results:
+        np.testing.assert_allclose(r, expected, rtol=1e-12)

@@ -49,6 +49,7 @@ batches the tensor work of all of them:
 """
 
 import gc
+import threading
 
 from treadle.framework import context, variables
 from treadle.function import polymorphic_function
@@ -61,6 +62,7 @@ from treadle.loom.autobatch.scheduler import run_examples
 from treadle.loom.autobatch.schedule_stats import launch_counts
 
 _active = []  # the recorder of the autobatched call running now (one at a time)
+_one_at_a_time = threading.Lock()
 
 
 class AutoBatched:
@@ -115,9 +117,13 @@ class AutoBatched:
             raise RuntimeError("td.loom.autobatch runs its examples eagerly (their Python decides the schedule); "
                                "inside a td.function, pass it `autobatched.record(examples)` made outside and "
                                "call the recording's outputs() there")
-        if _active:
+        if _active and _active[0].thread == threading.get_ident():
             raise RuntimeError("td.loom.autobatch: an autobatched function was called inside another's "
                                "per-example function; call it on its own")
+        with _one_at_a_time:  # the recording hooks are the process's: calls of other threads wait
+            return self._record_and_finish(examples, finish, run_rounds)
+
+    def _record_and_finish(self, examples, finish, run_rounds):
         recorder = Recorder(self._registry)
         recorder.count_launches = self.count_launches
         recorder.schedule = self.schedule
