@@ -1,0 +1,166 @@
+"""td.loom.autobatch: plain per-example Python, batched by the Loom.
+
+`td.loom.autobatch(fn)(examples)` runs `fn(example)` for every example and
+batches the tensor work of all of them:
+
+- Recording. Inside `fn`, tensors computed from the example are per-example
+  values. A td.function called with them is one node of the schedule (one
+  LoomOp per function and per-example input signature, traced once); a plain
+  op on them is a node too (one LoomOp per op, attributes and signature);
+  `td.gather(variable, id)` with a known id is a row of the variable (all of
+  them one gather); constants are rows of a batch input. Each batched op runs
+  its per-example computation through `td.vectorized_map`.
+- Scheduling. Nodes are woven in one bulk call per round and run by the
+  Loom in depth order: each op once per depth on all its calls there; a
+  value used twice is computed once. `autobatch(fn, schedule="agenda")`
+  runs DyNet's agenda order instead (pass-throughs delay the calls it
+  launches later); `launch_counts` compares the orders' batched launches.
+- Values mid-computation. Each example runs as a greenlet. Reading a value
+  (`float(p)`, `bool(p > 0.5)`, `p.numpy()`, an `if` or `while` on it)
+  suspends that example; once every unfinished example waits or is done,
+  the recorded work runs as one round and they resume. Values a later round
+  reads come from the store of earlier rounds' results (batch inputs).
+- Gradients. Every round is an eager LoomRun whose inputs are the variables'
+  values and the store, so a td.GradientTape around the call gives gradients
+  to every variable `fn` reads, through every round; rows of a variable get
+  a td.IndexedSlices gradient.
+- Training. The per-example Python runs at every step (it decides the
+  schedule, as weaving does). The rest of the step (loss, gradients,
+  optimizer) can be a td.function that takes the recorded work as an
+  argument: `autobatched.record(examples)` runs the examples and returns a
+  `Recording` (not run). Passed to a td.function, it traces as its plan
+  (the loom and where its batch inputs come from) and arrives as tensors:
+  the schedule as a string tensor (as a Weaver does), the constants' rows,
+  the variables' row ids and the outputs' rows; there `recording.outputs()`
+  runs the loom and returns fn's outputs stacked, so the function is traced
+  once for all batches. This needs a function whose examples read no
+  computed value (one round); one that does runs eagerly under a
+  GradientTape instead:
+
+      @td.function
+      def train_step(recording, labels):
+          with td.GradientTape() as tape:
+              loss = loss_of(recording.outputs(), labels)
+          grads = tape.gradient(loss, variables)
+          optimizer.apply_gradients(zip(grads, variables))
+          return loss
+
+      train_step(batched.record(trees), labels)
+"""
+
+import gc
+import threading
+
+from treadle.framework import context, variables
+from treadle.function import polymorphic_function
+from treadle.loom.autobatch.outputs import check_results, stacked_outputs
+from treadle.loom.autobatch.recorded import Recording, make_recording
+from treadle.loom.autobatch.recording import CrossExampleError, Recorder
+from treadle.loom.autobatch.registry import Registry
+from treadle.loom.autobatch.rounds import plan_round, run_round
+from treadle.loom.autobatch.scheduler import run_examples
+from treadle.loom.autobatch.schedule_stats import launch_counts
+
+_active = []  # the recorder of the autobatched call running now (one at a time)
+_one_at_a_time = threading.Lock()
+
+
+class AutoBatched:
+    """What td.loom.autobatch(fn) returns: call it on an iterable of examples."""
+
+    def __init__(self, fn, schedule="depth"):
+        if not callable(fn):
+            raise TypeError(f"td.loom.autobatch takes a function, got {fn!r}")
+        if schedule not in ("depth", "agenda"):
+            raise ValueError(f"td.loom.autobatch: schedule must be 'depth' or 'agenda', got {schedule!r}")
+        self._fn = fn
+        self.schedule = schedule
+        self._registry = Registry()
+        self.last_stats = None  # per round of the last call: {"nodes", "loom_depth", ...}
+        self.count_launches = False  # True: last_stats also give launch_counts of each round
+        self.last_recording_seconds = None  # how long the last call's examples ran (recording)
+        self._plans = {}  # Recording plans by key: one object (one td.function trace) per plan
+        self.__name__ = getattr(fn, "__name__", "autobatched")
+        self.__doc__ = getattr(fn, "__doc__", None)
+
+    @property
+    def python_function(self):
+        return self._fn
+
+    @property
+    def loom(self):
+        """The loom of every op recorded so far."""
+        return self._registry.loom()
+
+    def __call__(self, examples):
+        """fn's outputs for every example, each leaf stacked along a new axis 0."""
+        return self._run(examples, self._finish_call)
+
+    def record(self, examples):
+        """Runs fn on every example and returns the recorded work, not run:
+        a Recording, to pass to a td.function that calls its `outputs()`
+        (see the module's docstring). fn must read no computed value."""
+        return self._run(examples, self._finish_recording, run_rounds=False)
+
+    def _finish_call(self, recorder, results):
+        run_round(recorder)  # what the finished examples' outputs still need
+        return stacked_outputs(recorder, results)
+
+    def _finish_recording(self, recorder, results):
+        check_results(results)
+        if not len(recorder.round):
+            raise ValueError("td.loom.autobatch: the examples recorded no batched work to run")
+        return make_recording(recorder, plan_round(recorder), results, self._plans)
+
+    def _run(self, examples, finish, run_rounds=True):
+        if context.graph_being_built() is not None:
+            raise RuntimeError("td.loom.autobatch runs its examples eagerly (their Python decides the schedule); "
+                               "inside a td.function, pass it `autobatched.record(examples)` made outside and "
+                               "call the recording's outputs() there")
+        if _active and _active[0].thread == threading.get_ident():
+            raise RuntimeError("td.loom.autobatch: an autobatched function was called inside another's "
+                               "per-example function; call it on its own")
+        with _one_at_a_time:  # the recording hooks are the process's: calls of other threads wait
+            return self._record_and_finish(examples, finish, run_rounds)
+
+    def _record_and_finish(self, examples, finish, run_rounds):
+        recorder = Recorder(self._registry)
+        recorder.count_launches = self.count_launches
+        recorder.schedule = self.schedule
+        _active.append(recorder)
+        polymorphic_function.call_interceptors.append(recorder.call)
+        variables.read_overrides.append(recorder.read_override)
+        # Recording makes many small objects that live until the round runs;
+        # the cyclic collector would scan them again and again (about a fifth
+        # of the recording time) and find no garbage (the round breaks the one
+        # cycle, values -> recorder -> round), so it waits meanwhile.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            results = run_examples(recorder, self._fn, examples, run_rounds)
+            out = finish(recorder, results)
+        finally:
+            if collecting:
+                gc.enable()
+            variables.read_overrides.remove(recorder.read_override)
+            polymorphic_function.call_interceptors.remove(recorder.call)
+            _active.remove(recorder)
+            recorder.finished = True
+        self.last_stats = list(recorder.stats)
+        self.last_recording_seconds = recorder.recording_seconds
+        return out
+
+    def __repr__(self):
+        return f"<td.loom.autobatch of {self.__name__}: {len(self._registry.ops)} batched ops>"
+
+
+def autobatch(fn, schedule="depth"):
+    """Returns a callable running `fn` on every example of an iterable and
+    batching their tensor work through the Loom (see the module's docstring).
+    `schedule`: "depth" (the default: each op once per depth, the fast path
+    for trees) or "agenda" (DyNet's order, for DAGs and mixed cells whose
+    calls interleave at different depths; see agenda.py)."""
+    return AutoBatched(fn, schedule)
+
+
+__all__ = ["autobatch", "AutoBatched", "CrossExampleError", "Recording", "launch_counts"]

@@ -1,0 +1,196 @@
+"""Running a round: the nodes recorded since the last round, woven in one
+bulk call (Weaver.weave) and run by one LoomRun over the loom of every op
+so far; its batch inputs hold, per type shape, the rows the nodes read
+(computed by earlier rounds, constants, rows of variables: one gather per
+variable), and the values still in use are added to the store."""
+
+import sys
+import time
+
+import numpy as np
+
+from treadle.framework import context, op_execution
+from treadle.framework.op_execution import execute
+from treadle.framework.tensor import convert_to_tensor
+from treadle.framework.variables import Variable
+from treadle.loom.autobatch.agenda import agenda_arrays
+from treadle.loom.autobatch.schedule_stats import launch_counts
+from treadle.loom.autobatch.values import CONSTANT, STORED, row_code
+from treadle.loom.library import add_to_graph
+from treadle.ops import array_ops
+
+STORE, CONSTANTS, VARIABLE_ROWS, WHOLE_VARIABLE = "store", "constants", "variable rows", "variable"
+
+
+class PlannedRound:
+    """A round woven but not run: the loom, the weaver, the live values
+    (outputs, in order) and, per type shape, the pieces of its batch input:
+    (STORE,), (CONSTANTS, rows), (VARIABLE_ROWS, variable, rows) or
+    (WHOLE_VARIABLE, variable) (the variable alone, read whole)."""
+
+    def __init__(self, loom, weaver, live, layout, output_rows):
+        self.loom, self.weaver, self.live, self.layout = loom, weaver, live, layout
+        self.output_rows = output_rows  # per live value: (type shape, its row in the loom's outputs of it)
+
+
+def plan_round(recorder):
+    r = recorder.round
+    registry = recorder.registry
+    loom = registry.loom()
+    live = _live(r.fresh)
+    r.fresh = None
+    outputs = np.fromiter((v.src[1] for v in live), np.int64, len(live))
+    output_index = np.fromiter((v.src[2] for v in live), np.int32, len(live))
+    node_op, arg_splits = r.node_op, np.asarray(r.arg_splits, np.int64)
+    columns = decode_arguments(r.args, arg_splits)
+    if recorder.count_launches:
+        launches = launch_counts(node_op, arg_splits, columns[1], columns[2])
+    if recorder.schedule == "agenda":
+        def delay_op_of(node, j):
+            return registry.delay_op(registry.ops[node_op[node]].in_type_shapes[j]).index
+        node_op, arg_splits, rows, new_index = agenda_arrays(node_op, arg_splits, list(zip(*columns)), delay_op_of)
+        columns = _columns(rows)
+        outputs = new_index[outputs]
+        loom = registry.loom()  # with the pass-through ops
+    arg_input, arg_source, arg_value, arg_output, arg_group = columns
+    layout, arg_value = _layout(recorder, r, arg_value, arg_group)
+    weaver = loom.make_weaver()
+    weaver.weave(registry.op_names(), node_op, arg_splits, arg_input, arg_source, arg_value, arg_output,
+                 outputs, output_index)
+    recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
+    if recorder.count_launches:
+        recorder.stats[-1].update(launches)
+    counts, output_rows = {}, []
+    for v in live:
+        ts = registry.ops[r.node_op[v.src[1]]].out_type_shapes[v.src[2]]
+        k = counts.get(ts, 0)
+        counts[ts] = k + 1
+        output_rows.append((ts, k))
+    return PlannedRound(loom, weaver, live, layout, output_rows)
+
+
+def run_round(recorder):
+    """Computes every node recorded since the last round; each value still
+    referenced (by an example, or as an output) becomes a row of the store."""
+    if not len(recorder.round):
+        return
+    t0 = time.perf_counter()
+    planned = plan_round(recorder)
+    t1 = time.perf_counter()
+    batch = {ts: batch_input(pieces, ts, recorder.store) for ts, pieces in planned.layout.items()}
+    results = loom_run(planned.loom, planned.weaver._schedule(), batch)
+    _store(recorder, planned, results)
+    recorder.stats[-1].update(plan_seconds=t1 - t0, run_seconds=time.perf_counter() - t1)
+    recorder.round = type(recorder.round)()
+
+
+def loom_run(loom, schedule, batch):
+    """LoomRun of `schedule` (a string tensor) with `batch` ({type shape: a
+    batch input}; the loom's empty ones elsewhere), eagerly or in the graph
+    being traced; returns the outputs per type shape, in the loom's order."""
+    inputs = [batch.get(ts, loom._batch_inputs[ts]) for ts in loom._batch_input_order]
+    inputs = [v.read_value() if isinstance(v, Variable) else v for v in inputs]
+    captures = [c.read_value() if isinstance(c, Variable) else c for c in loom._captures]
+    graph = context.current_graph()
+    if graph is not None:
+        add_to_graph(graph, loom._functions)
+    attrs = loom._eager_run_attrs if graph is None else loom._run_attrs
+    return execute("LoomRun", [schedule] + inputs + captures, attrs)[:-1]
+
+
+def batch_input(pieces, ts, store=None, parts=None):
+    """The batch input of type shape `ts` from its pieces (a layout entry);
+    `parts` (an iterator) gives the tensors of the pieces, when not made here."""
+    tensors = []
+    for piece in pieces:
+        kind = piece[0]
+        if kind == STORE:
+            tensors.append(store[ts])
+        elif kind == CONSTANTS:
+            tensors.append(next(parts) if parts is not None else stacked_constants(piece[1], ts))
+        elif kind == VARIABLE_ROWS:
+            rows = next(parts) if parts is not None else convert_to_tensor(np.asarray(piece[2], np.int64))
+            tensors.append(array_ops.gather(piece[1], rows))
+        else:
+            tensors.append(piece[1])
+    return tensors[0] if len(tensors) == 1 else array_ops.concat(tensors, 0)
+
+
+def decode_arguments(codes, arg_splits):
+    """(input, source, value, output, group) arrays of the round's argument
+    codes (values.py): source 0 reads output `output` of node `value`,
+    source 1 row `value` of a batch input, numbered in `group` (-1: final)."""
+    codes = np.asarray(codes, np.int64)
+    counts = np.diff(arg_splits)
+    arg_input = np.arange(len(codes), dtype=np.int64) - np.repeat(arg_splits[:-1], counts)
+    is_node = codes >= 0
+    rows = -1 - codes
+    source = np.where(is_node, 0, 1)
+    value = np.where(is_node, codes >> 8, rows >> 16)
+    output = np.where(is_node, codes & 0xFF, 0)
+    group = np.where(is_node, -1, (rows & 0xFFFF) - 1)
+    return [arg_input, source, value, output, group]
+
+
+def _columns(args):
+    """(input, source, value, output, group) argument rows as int64 arrays."""
+    if not args:
+        return [np.zeros(0, np.int64) for _ in range(5)]
+    return list(np.array(args, np.int64).T)
+
+
+def _live(fresh):
+    """The values of `fresh` referenced from anywhere else (an example's
+    frame, another value's structure, an output): only they need their
+    value after the round. A value held only by `fresh` has three references
+    here: the list, the loop variable and getrefcount's argument."""
+    return [v for v in fresh if sys.getrefcount(v) > 3]
+
+
+def _layout(recorder, r, arg_value, arg_group):
+    """({type shape: pieces of its batch input}, the arguments' final rows):
+    per type shape, the store's rows, then the constants' rows, then each
+    variable's rows (a variable alone is its own batch input, read whole)."""
+    layout = {ts: [(STORE,)] for ts in recorder.store}
+    if not r.groups:
+        return layout, arg_value
+    by_ts = {}
+    for g, (ts, kind, var, rows) in enumerate(r.groups):
+        by_ts.setdefault(ts, []).append((g, kind, var, rows))
+    for ts, groups in by_ts.items():
+        stored = recorder.store.get(ts)
+        if stored is None and len(groups) == 1 and groups[0][1] != CONSTANT:
+            g, _, var, rows = groups[0]
+            mask = arg_group == g
+            arg_value[mask] = np.asarray(rows, np.int64)[arg_value[mask]]
+            layout[ts] = [(WHOLE_VARIABLE, var)]
+            continue
+        pieces = [] if stored is None else [(STORE,)]
+        offset = 0 if stored is None else int(stored.shape[0])
+        for g, kind, var, rows in groups:
+            arg_value[arg_group == g] += offset
+            pieces.append((CONSTANTS, rows) if kind == CONSTANT else (VARIABLE_ROWS, var, rows))
+            offset += len(rows)
+        layout[ts] = pieces
+    return layout, arg_value
+
+
+def stacked_constants(rows, ts):
+    """The constant rows (eager tensors) as one batch. While a tape records,
+    a row may be computed from a variable: stacked by an op the tape sees."""
+    if op_execution.op_recorders:
+        return array_ops.stack([convert_to_tensor(r, dtype=ts.dtype) for r in rows], 0)
+    return convert_to_tensor(np.stack([np.asarray(r) for r in rows]).astype(ts.dtype.as_numpy_dtype, copy=False))
+
+
+def _store(recorder, planned, results):
+    """The live values become rows of the store (appended per type shape)."""
+    base = {}
+    for ts in {ts for ts, _ in planned.output_rows}:
+        out = results[planned.loom._type_shape_index(ts)]
+        old = recorder.store.get(ts)
+        base[ts] = 0 if old is None else int(old.shape[0])
+        recorder.store[ts] = out if old is None else array_ops.concat([old, out], 0)
+    for v, (ts, k) in zip(planned.live, planned.output_rows):
+        row = base[ts] + k
+        v.src = (STORED, ts, row, row_code(row))
