@@ -1,0 +1,126 @@
+"""Feeding replicas: distributed datasets and the InputContext.
+
+`strategy.experimental_distribute_dataset(dataset)` takes a dataset of
+global batches and gives each replica its share of every batch: the rows
+are cut into num_replicas_in_sync contiguous parts (sizes differing by at
+most one, as numpy.array_split cuts), and replica i takes part i. So N
+replicas on parts b1..bN see exactly the rows one process would see in the
+whole batch. Every process reads the whole dataset and keeps its parts.
+
+`strategy.distribute_datasets_from_function(dataset_fn)` calls dataset_fn
+with an InputContext once per process; the dataset it returns yields
+per-replica batches (shard it with ctx.input_pipeline_id, as TensorFlow's
+users do), and the process's replicas take successive elements."""
+
+from treadle.framework.tensor import convert_to_tensor
+from treadle.distribute.values import PerReplica
+from treadle.util import nest
+
+
+class InputContext:
+    """Where this input pipeline stands (TensorFlow's tf.distribute.InputContext)."""
+
+    def __init__(self, num_input_pipelines=1, input_pipeline_id=0, num_replicas_in_sync=1):
+        self.num_input_pipelines = num_input_pipelines
+        self.input_pipeline_id = input_pipeline_id
+        self.num_replicas_in_sync = num_replicas_in_sync
+
+    def get_per_replica_batch_size(self, global_batch_size):
+        """global_batch_size / num_replicas_in_sync, which must divide evenly."""
+        if global_batch_size % self.num_replicas_in_sync:
+            raise ValueError(f"The `global_batch_size` {global_batch_size} is not divisible by "
+                             f"`num_replicas_in_sync` {self.num_replicas_in_sync}")
+        return global_batch_size // self.num_replicas_in_sync
+
+    def __repr__(self):
+        return (f"InputContext(num_input_pipelines={self.num_input_pipelines}, "
+                f"input_pipeline_id={self.input_pipeline_id}, num_replicas_in_sync={self.num_replicas_in_sync})")
+
+
+def _bounds(rows, parts):
+    """numpy.array_split's cut points of `rows` rows into `parts` parts."""
+    base, extra = divmod(rows, parts)
+    bounds, start = [], 0
+    for i in range(parts):
+        stop = start + base + (1 if i < extra else 0)
+        bounds.append((start, stop))
+        start = stop
+    return bounds
+
+
+def _rows(leaf):
+    shape = getattr(leaf, "shape", None)
+    if shape is None or len(shape) == 0:
+        raise ValueError(f"a distributed dataset's elements must be batches (a leading batch dimension); got {leaf!r}")
+    rows = shape[0]
+    if rows is None:
+        rows = int(leaf.nrows()) if hasattr(leaf, "nrows") else len(leaf)
+    return int(rows)
+
+
+def split_for_replicas(element, shares):
+    """This process's replicas' parts of one global batch `element` (a nest):
+    one part as it is, several as PerReplica leaves."""
+    parts, mine = shares
+
+    def split(leaf):
+        if not hasattr(leaf, "shape"):
+            leaf = convert_to_tensor(leaf)
+        bounds = _bounds(_rows(leaf), parts)
+        pieces = [leaf[bounds[i][0]:bounds[i][1]] for i in mine]
+        return pieces[0] if len(pieces) == 1 else PerReplica(pieces)
+
+    return nest.map_structure(split, element)
+
+
+class DistributedDataset:
+    """A dataset of global batches, each cut into the replicas' shares."""
+
+    def __init__(self, dataset, strategy):
+        self._dataset = dataset
+        self._strategy = strategy
+
+    @property
+    def element_spec(self):
+        return self._dataset.element_spec
+
+    def __iter__(self):
+        shares = self._strategy._replica_shares()
+        for element in self._dataset:
+            yield split_for_replicas(element, shares)
+
+    def reduce(self, initial_state, reduce_fn):
+        state = initial_state
+        for element in self:
+            state = reduce_fn(state, element)
+        return state
+
+
+class DatasetsFromFunction:
+    """The per-process dataset of dataset_fn, its elements dealt to this
+    process's replicas in turn."""
+
+    def __init__(self, dataset_fn, strategy):
+        self._strategy = strategy
+        self._dataset = dataset_fn(strategy._input_context())
+
+    @property
+    def element_spec(self):
+        return self._dataset.element_spec
+
+    def __iter__(self):
+        local = self._strategy._num_local_replicas
+        iterator = iter(self._dataset)
+        while True:
+            group = []
+            for _ in range(local):
+                try:
+                    group.append(next(iterator))
+                except StopIteration:
+                    return
+            yield group[0] if local == 1 else _per_replica_nest(group)
+
+
+def _per_replica_nest(elements):
+    flats = [nest.flatten(e) for e in elements]
+    return nest.pack_sequence_as(elements[0], [PerReplica(vs) for vs in zip(*flats)])
