@@ -125,8 +125,7 @@ class Optimizer:
         if replica is not None:
             # Under td.distribute: the gradients summed over the replicas,
             # applied once to each copy of the variables.
-            pairs = replica.all_reduce_gradients(pairs)
-            return replica.merge_call(lambda _strategy: self._apply_pairs(pairs))
+            return replica.apply_gradients(pairs, self._apply_pairs)
         return self._apply_pairs(pairs)
 
     def _apply_pairs(self, pairs):

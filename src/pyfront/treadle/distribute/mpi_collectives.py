@@ -132,7 +132,7 @@ class MPIGroup:
         """Each array summed (or averaged) over the processes, bucketed."""
         start = time.perf_counter()
         self._check_failures("all_reduce")
-        arrays = [np.ascontiguousarray(a) for a in arrays]
+        arrays = [np.asarray(a, order="C") for a in arrays]
         out = [np.empty_like(a) for a in arrays]
         requests, unpack = [], []
         for bucket in pack_buckets(arrays, self.bucket_bytes):
@@ -161,7 +161,7 @@ class MPIGroup:
         self._check_failures("all_gather")
         result = []
         for a in arrays:
-            a = np.ascontiguousarray(a)
+            a = np.asarray(a, order="C")
             counts = np.empty(self.size, np.int64)
             self._wait([self.comm.Iallgather(np.array([a.shape[0] if a.ndim else 1], np.int64), counts)],
                        "all_gather")
