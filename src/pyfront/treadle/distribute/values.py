@@ -1,6 +1,7 @@
 """Values that differ per replica (PerReplica), and moving them in and out of
 nested structures."""
 
+from treadle.function import trace_type
 from treadle.util import nest
 
 
@@ -20,6 +21,31 @@ class PerReplica:
     def __repr__(self):
         inner = ",\n".join(f"  {i}: {v!r}" for i, v in enumerate(self.values))
         return f"PerReplica:{{\n{inner}\n}}"
+
+    def __tf_tracing_type__(self, context):
+        """As a td.function argument: the trace types of its values, so a step
+        taking a distributed batch is traced once per batch signature."""
+        return PerReplicaType([trace_type.from_value(v, context) for v in self.values])
+
+
+class PerReplicaType(trace_type.SequenceType):
+    """The trace type of a PerReplica: one component per replica."""
+
+    rebuilt_in_signatures = False
+
+    def _make(self, values):
+        return PerReplica(values)
+
+    def to_tensors(self, value):
+        return super().to_tensors(value.values)
+
+    def cast(self, value, casting_context=None):
+        if not isinstance(value, PerReplica) or len(value.values) != len(self.components):
+            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        return PerReplica([c.cast(v, casting_context) for c, v in zip(self.components, value.values)])
+
+    def __repr__(self):
+        return f"PerReplica[{', '.join(map(repr, self.components))}]"
 
 
 def select_replica(replica_id, structure):
