@@ -72,14 +72,23 @@ class MultiWorkerMirroredStrategy(Strategy):
             raise
 
     def _broadcast_new_variables(self):
-        """Process 0's values of the scope's variables not yet broadcast."""
-        if context.current_graph() is not None:
-            return
+        """Process 0's values of the scope's variables not yet broadcast (done
+        eagerly, also when `run` is being traced: every process traces it)."""
+        with context.init_scope():
+            self._broadcast_fresh()
+
+    def _broadcast_fresh(self):
         fresh = []
-        for key, ref in sorted(self._scope_variables.items()):
+        for key, ref in list(self._scope_variables.items()):   # in the order they were created
             v = ref()
             if v is not None and key not in self._synced:
                 fresh.append((key, v))
+        signature = [(v.name, tuple(v.shape.as_list()), v.dtype.name) for _, v in fresh]
+        chief = self._group.comm.bcast(signature, root=0)
+        if signature != chief:
+            raise ValueError(
+                f"replica {self._group.rank} created other variables in strategy.scope() than replica 0 "
+                f"(every process must create the same ones, in the same order): {signature} here, {chief} there")
         if not fresh:
             return
         values = self._group.broadcast([v.numpy() for _, v in fresh], root=0)
