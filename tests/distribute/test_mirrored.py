@@ -230,3 +230,25 @@ def test_device_configuration():
     finally:
         td.config.set_logical_device_configuration(CPU, None)
     assert td.distribute.MirroredStrategy().num_replicas_in_sync == 1
+
+
+def test_autograph_loop_over_a_distributed_dataset(two_cpus):
+    strategy = td.distribute.MirroredStrategy()
+    dataset = td.data.Dataset.range(10).map(lambda x: td.cast(x, td.float32)).batch(4)   # 4, 4, 2 rows
+    distributed = strategy.experimental_distribute_dataset(dataset)
+
+    def weighted(rows):
+        replica = td.distribute.get_replica_context().replica_id_in_sync_group
+        return td.reduce_sum(rows) * (replica + 1)
+
+    @td.function
+    def loop(batches):
+        total = td.constant(0.0)
+        for x in batches:
+            total += strategy.reduce("SUM", strategy.run(weighted, args=(x,)), axis=None)
+        return total
+
+    # shares [0,1]|[2,3], [4,5]|[6,7], [8]|[9]: 1 + 2*5 + 9 + 2*13 + 8 + 2*9
+    assert loop(distributed).numpy() == 72.0
+    assert loop(distributed).numpy() == 72.0
+    assert loop.experimental_get_tracing_count() == 1

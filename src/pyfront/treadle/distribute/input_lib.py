@@ -12,7 +12,9 @@ with an InputContext once per process; the dataset it returns yields
 per-replica batches (shard it with ctx.input_pipeline_id, as TensorFlow's
 users do), and the process's replicas take successive elements."""
 
+from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
+from treadle.ops import array_ops, math_ops
 from treadle.distribute.values import PerReplica
 from treadle.util import nest
 
@@ -58,6 +60,23 @@ def _rows(leaf):
     return int(rows)
 
 
+def _static_rows(leaf):
+    shape = getattr(leaf, "shape", None)
+    if shape is not None and len(shape) and shape[0] is not None:
+        return int(shape[0])
+    return None
+
+
+def _traced_share(leaf, parts, i):
+    """Part i of a traced batch whose row count is known only when it runs
+    (the same cut as _bounds, computed with ops)."""
+    rows = array_ops.shape(leaf)[0]
+    base, extra = rows // parts, rows % parts
+    start = base * i + execute("Minimum", [extra, convert_to_tensor(i, dtype=rows.dtype)])[0]
+    stop = start + base + math_ops.cast(extra > i, rows.dtype)
+    return leaf[start:stop]
+
+
 def split_for_replicas(element, shares):
     """This process's replicas' parts of one global batch `element` (a nest):
     one part as it is, several as PerReplica leaves."""
@@ -66,11 +85,37 @@ def split_for_replicas(element, shares):
     def split(leaf):
         if not hasattr(leaf, "shape"):
             leaf = convert_to_tensor(leaf)
-        bounds = _bounds(_rows(leaf), parts)
-        pieces = [leaf[bounds[i][0]:bounds[i][1]] for i in mine]
+        rows = _static_rows(leaf)
+        if rows is None and not hasattr(leaf, "numpy"):
+            pieces = [_traced_share(leaf, parts, i) for i in mine]
+        else:
+            bounds = _bounds(_rows(leaf) if rows is None else rows, parts)
+            pieces = [leaf[bounds[i][0]:bounds[i][1]] for i in mine]
         return pieces[0] if len(pieces) == 1 else PerReplica(pieces)
 
     return nest.map_structure(split, element)
+
+
+class _SplitStagedIteration:
+    """AutoGraph's staged iteration of a distributed dataset (`for x in
+    dist_dataset` inside a td.function): the dataset's own, each element cut
+    into the replicas' shares as the loop body receives it."""
+
+    def __init__(self, inner, shares):
+        self._inner = inner
+        self._shares = shares
+
+    def start(self):
+        return self._inner.start()
+
+    def get_next(self, handle):
+        return self._inner.get_next(handle)
+
+    def pack(self, flat):
+        return split_for_replicas(self._inner.pack(flat), self._shares)
+
+    def finish(self, handle, after):
+        return self._inner.finish(handle, after)
 
 
 class DistributedDataset:
@@ -88,6 +133,9 @@ class DistributedDataset:
         shares = self._strategy._replica_shares()
         for element in self._dataset:
             yield split_for_replicas(element, shares)
+
+    def _ag_staged_iteration(self):
+        return _SplitStagedIteration(self._dataset._ag_staged_iteration(), self._strategy._replica_shares())
 
     def reduce(self, initial_state, reduce_fn):
         state = initial_state
@@ -107,6 +155,13 @@ class DatasetsFromFunction:
     @property
     def element_spec(self):
         return self._dataset.element_spec
+
+    def _ag_staged_iteration(self):
+        if self._strategy._num_local_replicas != 1:
+            raise NotImplementedError(
+                "`for x in strategy.distribute_datasets_from_function(...)` inside a td.function with several "
+                "replicas in this process; iterate it outside the td.function and pass each element in")
+        return self._dataset._ag_staged_iteration()
 
     def __iter__(self):
         local = self._strategy._num_local_replicas
