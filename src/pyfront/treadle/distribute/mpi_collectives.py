@@ -158,6 +158,7 @@ class MPIGroup:
     def all_gather(self, arrays):
         """For each array (same dtype and trailing shape everywhere, any first
         dimension), the list of every process's array."""
+        start = time.perf_counter()
         self._check_failures("all_gather")
         result = []
         for a in arrays:
@@ -174,6 +175,8 @@ class MPIGroup:
             parts = np.split(recv, np.cumsum(sizes)[:-1])
             result.append([p.reshape((int(c),) + a.shape[1:]) if a.ndim else p.reshape(()) for p, c in
                            zip(parts, counts)])
+            self.stats.add(recv.nbytes, 0.0)
+        self.stats.seconds += time.perf_counter() - start
         return result
 
     def broadcast(self, arrays, root=0):
