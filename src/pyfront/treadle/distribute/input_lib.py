@@ -14,6 +14,7 @@ users do), and the process's replicas take successive elements."""
 
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
+from treadle.function import trace_type
 from treadle.ops import array_ops, math_ops
 from treadle.distribute.values import PerReplica
 from treadle.util import nest
@@ -130,12 +131,76 @@ class DistributedDataset:
         return self._dataset.element_spec
 
     def __iter__(self):
-        shares = self._strategy._replica_shares()
-        for element in self._dataset:
-            yield split_for_replicas(element, shares)
+        return DistributedIterator(iter(self._dataset), self._strategy)
 
     def _ag_staged_iteration(self):
         return _SplitStagedIteration(self._dataset._ag_staged_iteration(), self._strategy._replica_shares())
+
+    def __tf_tracing_type__(self, context):
+        """As a td.function argument: its dataset's trace type (one trace per
+        element_spec and strategy)."""
+        return DistributedDatasetType(trace_type.from_value(self._dataset, context), self._strategy)
+
+
+class DistributedIterator:
+    """iter(distributed dataset): `next()` gives the replicas' shares of the
+    next batch; inside a td.function it pulls from the graph's iterator (an
+    OutOfRangeError when the function runs past the end)."""
+
+    def __init__(self, iterator, strategy):
+        self._iterator = iterator
+        self._strategy = strategy
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        return split_for_replicas(next(self._iterator), self._strategy._replica_shares())
+
+    def get_next(self):
+        return split_for_replicas(self._iterator.get_next(), self._strategy._replica_shares())
+
+    @property
+    def element_spec(self):
+        return self._iterator.element_spec
+
+    def _ag_staged_iteration(self):
+        return _SplitStagedIteration(self._iterator._ag_staged_iteration(), self._strategy._replica_shares())
+
+
+class DistributedDatasetType(trace_type.TraceType):
+    """The trace type of a distributed dataset argument."""
+
+    def __init__(self, dataset_type, strategy):
+        self.dataset_type = dataset_type
+        self.strategy = strategy
+
+    def is_subtype_of(self, other):
+        return self == other
+
+    def most_specific_common_supertype(self, others):
+        return self if all(self == o for o in others) else None
+
+    def placeholder_value(self, placeholder_context=None):
+        return DistributedDataset(self.dataset_type.placeholder_value(placeholder_context), self.strategy)
+
+    def to_tensors(self, value):
+        return self.dataset_type.to_tensors(value._dataset)
+
+    def cast(self, value, casting_context=None):
+        if not isinstance(value, DistributedDataset) or value._strategy is not self.strategy:
+            raise ValueError(f"{value!r} is not a dataset distributed by {self.strategy!r}")
+        return value
+
+    def __eq__(self, other):
+        return (type(other) is DistributedDatasetType and other.dataset_type == self.dataset_type
+                and other.strategy is self.strategy)
+
+    def __hash__(self):
+        return hash((self.dataset_type, id(self.strategy)))
+
+    def __repr__(self):
+        return f"DistributedDataset[{self.dataset_type!r}]"
 
     def reduce(self, initial_state, reduce_fn):
         state = initial_state
