@@ -59,6 +59,7 @@ from treadle import experimental  # noqa: E402
 from treadle import optimizers  # noqa: E402
 from treadle.ragged import RaggedTensor  # noqa: E402
 from treadle import loom  # noqa: E402
+from treadle import distribute  # noqa: E402
 from treadle import data  # noqa: E402
 from treadle import autograph  # noqa: E402
 from treadle._api import install_api as _install_api  # noqa: E402

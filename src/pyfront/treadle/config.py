@@ -1,6 +1,9 @@
 """td.config: run-time switches."""
 
 from treadle import _core
+from treadle.framework.device_config import (  # noqa: F401
+    LogicalDevice, LogicalDeviceConfiguration, PhysicalDevice, get_logical_device_configuration,
+    list_logical_devices, list_physical_devices, set_logical_device_configuration)
 from treadle.function.polymorphic_function import functions_run_eagerly, run_functions_eagerly  # noqa: F401
 
 

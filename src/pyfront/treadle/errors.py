@@ -42,14 +42,16 @@ InvalidArgumentError = _subclass("InvalidArgumentError", 3, "An op got an invali
 NotFoundError = _subclass("NotFoundError", 5, "Something named (an op, a file, a function) does not exist.")
 AlreadyExistsError = _subclass("AlreadyExistsError", 6, "Something to be created (a file, a cache) already exists.")
 FailedPreconditionError = _subclass("FailedPreconditionError", 9, "The system is not in a state to run the op.")
+AbortedError = _subclass("AbortedError", 10, "The operation was aborted (a collective whose peer replica failed).")
 OutOfRangeError = _subclass("OutOfRangeError", 11, "An iteration or read went past the end.")
 UnimplementedError = _subclass("UnimplementedError", 12, "The operation is not implemented for these arguments.")
 InternalError = _subclass("InternalError", 13, "An invariant of treadle itself was broken.")
+UnavailableError = _subclass("UnavailableError", 14, "A peer is unavailable (a replica process that died).")
 DataLossError = _subclass("DataLossError", 15, "Data is corrupt or truncated (a record file, a serialized message).")
 
 _BY_CODE = {cls.error_code: cls for cls in (
-    CancelledError, UnknownError, DeadlineExceededError, InvalidArgumentError, NotFoundError, AlreadyExistsError, FailedPreconditionError, OutOfRangeError,
-    UnimplementedError, InternalError, DataLossError)}
+    CancelledError, UnknownError, DeadlineExceededError, InvalidArgumentError, NotFoundError, AlreadyExistsError, FailedPreconditionError, AbortedError,
+    OutOfRangeError, UnimplementedError, InternalError, UnavailableError, DataLossError)}
 
 
 class OperatorNotAllowedInGraphError(TypeError):

@@ -18,7 +18,7 @@ the square of their sum, as in TensorFlow)."""
 import inspect
 
 from treadle.autodiff.tape import GradientTape
-from treadle.framework import context, dtypes
+from treadle.framework import context, distribution_context, dtypes
 from treadle.framework.indexed_slices import IndexedSlices, densify
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
@@ -121,6 +121,15 @@ class Optimizer:
                 raise TypeError(f"gradient of dtype {grad.dtype.name} for variable {var.name} of dtype "
                                 f"{var.dtype.name}")
             pairs.append((grad, var))
+        replica = distribution_context.replica_context()
+        if replica is not None:
+            # Under td.distribute: the gradients summed over the replicas,
+            # applied once to each copy of the variables.
+            return replica.apply_gradients(pairs, self._apply_pairs)
+        return self._apply_pairs(pairs)
+
+    def _apply_pairs(self, pairs):
+        """Builds missing slots, updates each variable, then counts the step."""
         iterations = self.iterations
         for _, var in pairs:
             if var._unique_id not in self._built_for:

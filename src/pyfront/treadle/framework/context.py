@@ -54,3 +54,16 @@ def graph_being_built():
     """The innermost graph under construction, even inside init_scope."""
     stack = _context.graph_stack
     return stack[-1] if stack else None
+
+
+def thread_state():
+    """What a thread that continues this thread's work must see: the graphs
+    being built and the init_scope depth (td.distribute's replica threads)."""
+    return list(_context.graph_stack), _context.init_scope_depth
+
+
+def adopt_thread_state(state):
+    """Makes this thread's state `state` (from thread_state() of another thread)."""
+    graphs, depth = state
+    _context.graph_stack = list(graphs)
+    _context.init_scope_depth = depth

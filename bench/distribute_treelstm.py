@@ -1,0 +1,310 @@
+"""Data-parallel training of the binary TreeLSTM (BENCHMARKS' SST-like trees,
+Tai et al. sizes) with td.distribute, against PyTorch DistributedDataParallel.
+
+    python bench/distribute_treelstm.py                  # 3 rounds, 12 timed steps each
+    python bench/distribute_treelstm.py --rounds 5 --steps 20
+
+Each replica trains on its own 256 trees a step (weak scaling: two replicas
+train on 512 trees a step). Configurations, each in fresh processes with one
+BLAS thread per replica, interleaved round by round:
+- treadle, 1 replica (one process, no strategy);
+- treadle, MirroredStrategy, 2 replicas as threads of one process;
+- treadle, MultiWorkerMirroredStrategy, 2 processes under mpiexec;
+- PyTorch batched by height, 1 process; and DDP (gloo), 2 processes.
+Reported: trees/s (median over rounds), scaling efficiency (2-replica
+trees/s over twice the 1-replica trees/s), the bytes and time of treadle's
+collectives per step, and a projection to 8 and 64 replicas from the measured
+compute time and a ring all-reduce on a stated network."""
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+sys.path.insert(0, ROOT)
+sys.path.insert(0, HERE)
+
+PER_REPLICA_BATCH = 256
+CONFIGS = ["treadle 1 replica", "treadle mirrored 2", "treadle mpi 2", "torch 1 process", "torch ddp 2"]
+
+
+# ---------------------------------------------------------------- workers (run in child processes)
+
+def _load_batches(rank, world, steps, batch):
+    from bench.treelstm.data import DEFAULT_PATH, load_trees
+    trees = load_trees(DEFAULT_PATH)
+    need = (steps + 2) * world * batch
+    trees = (trees * (need // len(trees) + 1))[:need]
+    return [trees[(k * world + rank) * batch:(k * world + rank + 1) * batch] for k in range(steps + 2)]
+
+
+def _timed(step, batches):
+    """Seconds of the timed steps (after two warm-up steps)."""
+    for b in batches[:2]:
+        step(b)
+    start = time.perf_counter()
+    for b in batches[2:]:
+        step(b)
+    return time.perf_counter() - start
+
+
+def _treadle_worker(kind, steps, batch):
+    import treadle as td
+    from bench.treelstm.model import initial_weights
+    from bench.treelstm.treadle_impl import TreeLSTM
+
+    if kind == "single":
+        model = TreeLSTM(initial_weights())
+        seconds = _timed(lambda b: model.train(model.weave(b), [t.label for t in b]), _load_batches(0, 1, steps, batch))
+        return {"seconds": seconds, "trees": steps * batch}
+    if kind == "mirrored":
+        cpu = td.config.list_physical_devices("CPU")[0]
+        td.config.set_logical_device_configuration(cpu, [td.config.LogicalDeviceConfiguration()] * 2)
+        strategy = td.distribute.MirroredStrategy()
+        with strategy.scope():
+            model = TreeLSTM(initial_weights())
+        shards = [_load_batches(r, 2, steps, batch) for r in range(2)]
+
+        def replica_step(trees):
+            return model.train(model.weave(trees), [t.label for t in trees])
+
+        def step(k):
+            return strategy.run(replica_step, args=(td.distribute.PerReplica([shards[0][k], shards[1][k]]),))
+
+        seconds = _timed(step, list(range(steps + 2)))
+        return {"seconds": seconds, "trees": 2 * steps * batch, "collectives": _per_step(strategy.stats, 1)}
+    strategy = td.distribute.MultiWorkerMirroredStrategy()
+    rank, world = strategy.cluster_resolver.task_id, strategy.num_replicas_in_sync
+    with strategy.scope():
+        model = TreeLSTM(initial_weights())
+    batches = _load_batches(rank, world, steps, batch)
+
+    def mpi_step(trees):
+        return strategy.run(lambda: model.train(model.weave(trees), [t.label for t in trees]))
+
+    for b in batches[:2]:
+        mpi_step(b)
+    strategy._group.barrier()
+    strategy.stats.reset()
+    start = time.perf_counter()
+    for b in batches[2:]:
+        mpi_step(b)
+    strategy._group.barrier()
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "trees": world * steps * batch, "rank": rank,
+            "collectives": _per_step(strategy.stats, steps)}
+
+
+def _per_step(stats, steps):
+    return {"bytes_per_step": stats.bytes / steps, "seconds_per_step": stats.seconds / steps,
+            "calls_per_step": stats.calls / steps}
+
+
+def _torch_worker(kind, steps, batch):
+    import torch
+    import torch.nn.functional as F
+    from bench.treelstm.model import initial_weights
+    from bench.treelstm.torch_peers import TorchTreeLSTM
+
+    torch.set_num_threads(1)
+    rank, world = 0, 1
+    model = TorchTreeLSTM(initial_weights())
+    forward = model.batched_logits
+    if kind == "ddp":
+        import torch.distributed as dist
+        rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+        dist.init_process_group("gloo", rank=rank, world_size=world)
+        ddp = torch.nn.parallel.DistributedDataParallel(model)
+        forward = ddp.module.batched_logits
+        model_for_step = ddp
+    else:
+        model_for_step = model
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+
+    def step(trees):
+        opt.zero_grad()
+        if kind == "ddp":   # DDP all-reduces in backward only when its forward ran through the wrapper
+            logits = model_for_step(trees)
+        else:
+            logits = forward(trees)
+        F.cross_entropy(logits, torch.tensor([t.label for t in trees])).backward()
+        opt.step()
+
+    if kind == "ddp":
+        model.forward = model.batched_logits
+    seconds = _timed(step, _load_batches(rank, world, steps, batch))
+    if kind == "ddp":
+        dist.barrier()
+        dist.destroy_process_group()
+    return {"seconds": seconds, "trees": world * steps * batch, "rank": rank}
+
+
+def worker_main(argv):
+    kind, steps, batch = argv[0], int(argv[1]), int(argv[2])
+    if kind.startswith("torch-"):
+        result = _torch_worker(kind[len("torch-"):], steps, batch)
+    else:
+        result = _treadle_worker(kind, steps, batch)
+    if result.get("rank", 0) == 0:
+        print("RESULT " + json.dumps(result), flush=True)
+
+
+# ---------------------------------------------------------------- orchestration
+
+def _env(threads):
+    env = dict(os.environ)
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        env[var] = str(threads)
+    env["PYTHONPATH"] = os.pathsep.join([ROOT] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    return env
+
+
+def _result(out, what):
+    for line in out.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise RuntimeError(f"{what} printed no result:\n{out[-3000:]}")
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_config(name, steps, batch):
+    me = [sys.executable, os.path.abspath(__file__), "--worker"]
+    if name == "treadle 1 replica":
+        done = subprocess.run(me + ["single", str(steps), str(batch)], env=_env(1), capture_output=True, text=True)
+    elif name == "treadle mirrored 2":
+        done = subprocess.run(me + ["mirrored", str(steps), str(batch)], env=_env(1), capture_output=True, text=True)
+    elif name == "treadle mpi 2":
+        mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
+        done = subprocess.run([mpiexec, "-n", "2"] + me + ["mpi", str(steps), str(batch)], env=_env(1),
+                              capture_output=True, text=True)
+    elif name == "torch 1 process":
+        done = subprocess.run(me + ["torch-single", str(steps), str(batch)], env=_env(1), capture_output=True, text=True)
+    else:
+        port = str(_free_port())
+        procs = []
+        for rank in range(2):
+            env = _env(1)
+            env.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=port, RANK=str(rank), WORLD_SIZE="2")
+            procs.append(subprocess.Popen(me + ["torch-ddp", str(steps), str(batch)], env=env,
+                                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+        outs = [p.communicate()[0] for p in procs]
+        return _result(outs[0], name)
+    return _result(done.stdout + done.stderr, name)
+
+
+def project(step_seconds, dense_bytes, sparse_bytes_per_replica, replicas, gbit, latency_us=10.0):
+    """Step time of `replicas` replicas: the measured compute, plus a ring
+    all-reduce of the dense gradients (2(N-1)/N of their bytes cross each
+    link) and an all-gather of the sparse rows ((N-1) replicas' rows arrive
+    at each), at `gbit` Gbit/s and `latency_us` per message, not overlapped."""
+    bandwidth = gbit * 1e9 / 8
+    n = replicas
+    ring = 2 * (n - 1) / n * dense_bytes / bandwidth + 2 * (n - 1) * latency_us * 1e-6
+    gather = (n - 1) * sparse_bytes_per_replica / bandwidth + (n - 1) * latency_us * 1e-6
+    total = step_seconds + ring + gather
+    return {"replicas": n, "step_seconds": total, "communication_seconds": ring + gather,
+            "efficiency": step_seconds / total}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (default 3)")
+    parser.add_argument("--steps", type=int, default=12, help="timed training steps per run (default 12)")
+    parser.add_argument("--batch", type=int, default=PER_REPLICA_BATCH, help="trees per replica per step")
+    parser.add_argument("--gbit", type=float, nargs="+", default=[10.0, 100.0],
+                        help="network bandwidths (Gbit/s) for the projection (default 10 100)")
+    parser.add_argument("--no-torch", action="store_true", help="leave out the PyTorch peers")
+    args = parser.parse_args()
+    import bench.common as common
+    configs = [c for c in CONFIGS if not (args.no_torch and c.startswith("torch"))]
+    if common.optional_import("torch") is None and not args.no_torch:
+        print("PyTorch is not installed: its peers are left out (pip install torch)")
+        configs = [c for c in configs if not c.startswith("torch")]
+    runs = {c: [] for c in configs}
+    load_before = os.getloadavg()
+    for r in range(args.rounds):
+        order = configs[r % len(configs):] + configs[:r % len(configs)]
+        for name in order:
+            result = run_config(name, args.steps, args.batch)
+            result["trees_per_second"] = result["trees"] / result["seconds"]
+            runs[name].append(result)
+            print(f"round {r + 1}/{args.rounds}  {name:20s} {result['trees_per_second']:8.0f} trees/s", flush=True)
+    report = summarize(runs, args, load_before, common)
+    print(report["markdown"])
+
+
+def _median(runs, key):
+    return statistics.median(r[key] for r in runs)
+
+
+def summarize(runs, args, load_before, common):
+    rate = {name: _median(rs, "trees_per_second") for name, rs in runs.items()}
+    single = rate["treadle 1 replica"]
+    rows = []
+    for name in runs:
+        base = single if name.startswith("treadle") else rate.get("torch 1 process")
+        replicas = 2 if name.endswith(" 2") else 1
+        eff = rate[name] / (replicas * base) if base else None
+        rows.append((name, rate[name], rate[name] / base if base else None, eff))
+    collectives = runs["treadle mpi 2"][0].get("collectives", {})
+    mpi_coll = {k: statistics.median(r["collectives"][k] for r in runs["treadle mpi 2"]) for k in collectives}
+    step_seconds = args.batch / single
+    dense_bytes, sparse_bytes = _gradient_bytes(args.batch)
+    projections = {g: [project(step_seconds, dense_bytes, sparse_bytes, n, g) for n in (2, 8, 64)] for g in args.gbit}
+    machine = common.machine_info()
+    lines = [f"# Data-parallel TreeLSTM training ({args.batch} trees per replica per step)", "",
+             f"{machine['cpu_model']}, {machine['cores']} cores; {common.kernels_sentence(machine)} "
+             f"One BLAS thread per replica; load average before the run {load_before[0]:.1f}; "
+             f"median of {args.rounds} interleaved rounds of {args.steps} timed steps.", "",
+             "| configuration | trees/s | × its 1-replica run | scaling efficiency |", "|---|---:|---:|---:|"]
+    for name, r, ratio, eff in rows:
+        lines.append(f"| {name} | {r:,.0f} | {common.fmt_ratio(ratio)} | {'—' if eff is None else f'{eff:.0%}'} |")
+    if mpi_coll:
+        lines += ["", f"treadle over MPI moved {mpi_coll['bytes_per_step'] / 1e6:.2f} MB per step and process in "
+                  f"{mpi_coll['calls_per_step']:.0f} collectives, taking {mpi_coll['seconds_per_step'] * 1e3:.1f} ms "
+                  f"of a {2 * args.batch / rate['treadle mpi 2'] * 1e3:.0f} ms step (waiting for the slower replica "
+                  "included)."]
+    lines += ["", f"Projection from the 1-replica step ({step_seconds * 1e3:.0f} ms), dense gradients "
+              f"{dense_bytes / 1e6:.2f} MB (ring all-reduce) and embedding rows {sparse_bytes / 1e6:.2f} MB per "
+              "replica (all-gather), 10 µs per message, no overlap:", "",
+              "| network | replicas | communication per step | scaling efficiency |", "|---|---:|---:|---:|"]
+    for g, ps in projections.items():
+        for p in ps:
+            lines.append(f"| {g:g} Gbit/s | {p['replicas']} | {p['communication_seconds'] * 1e3:.1f} ms | "
+                         f"{p['efficiency']:.0%} |")
+    markdown = "\n".join(lines) + "\n"
+    payload = {"machine": machine, "load_before": load_before, "args": vars(args), "runs": runs, "trees_per_second": rate,
+               "mpi_collectives": mpi_coll, "projection": {str(g): ps for g, ps in projections.items()},
+               "gradient_bytes": {"dense": dense_bytes, "sparse_per_replica": sparse_bytes}}
+    common.write_report("distribute_treelstm", payload, markdown)
+    return {"markdown": markdown}
+
+
+def _gradient_bytes(batch):
+    """float32 bytes of one replica's gradients: the dense weights, and the
+    embedding rows of its leaves (one row per leaf, as the loom's IndexedSlices)."""
+    from bench.treelstm.data import DEFAULT_PATH, load_trees
+    from bench.treelstm.model import EMBED, initial_weights
+    weights = initial_weights()
+    dense = sum(v.size for k, v in weights.items() if k != "embedding") * 4
+    trees = load_trees(DEFAULT_PATH, limit=batch)
+    leaves = sum(t.num_leaves for t in trees)
+    return dense, leaves * (EMBED * 4 + 8)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        worker_main(sys.argv[2:])
+    else:
+        main()

@@ -1,0 +1,217 @@
+"""Programs that the MPI tests start as a two-process world:
+
+    mpiexec -n 2 python -m tests.distribute.mpi_programs NAME DIRECTORY
+
+Each prints "RANK <r> OK" when its checks pass on that process."""
+
+import os
+import signal
+import sys
+import time
+
+import numpy as np
+
+import treadle as td
+from tests.data import weave_helpers
+from tests.loom.loom_testlib import VEC3, vector_loom
+from tests.distribute.dist_models import (GLOBAL_BATCH, DenseModel, LoomModel, dense_data, loom_data, loom_step,
+                                          train_step)
+
+
+def _strategy():
+    return td.distribute.MultiWorkerMirroredStrategy()
+
+
+def _gathered(strategy, variables):
+    """Every process's values of `variables` (a list per variable)."""
+    return strategy._group.all_gather([v.numpy()[None] for v in variables])
+
+
+def _reference_dense(make_optimizer, steps, x, y):
+    model = DenseModel(seed=0)
+    step = train_step(model, make_optimizer())
+    for k in range(steps):
+        rows = slice(k * GLOBAL_BATCH, (k + 1) * GLOBAL_BATCH)
+        step(td.constant(x[rows]), td.constant(y[rows]))
+    return [v.numpy() for v in model.variables]
+
+
+def equivalence(strategy, directory):
+    """Two processes on halves of each batch give the weights of one process
+    on the whole batch: dense models in the three ways a step runs, and the
+    TreeLSTM loom (IndexedSlices gradients of its embedding)."""
+    rank = strategy.cluster_resolver.task_id
+    x, y = dense_data(steps=3)
+    dataset = td.data.Dataset.from_tensor_slices((x, y)).batch(GLOBAL_BATCH)
+    for name, make in (("sgd", lambda: td.optimizers.SGD(0.1, momentum=0.9)), ("adam", lambda: td.optimizers.Adam(0.05))):
+        for mode in ("eager", "function", "traced_run"):
+            with strategy.scope():
+                model = DenseModel(seed=rank + 10)     # different until the first run broadcasts process 0's
+                opt = make()
+            step = train_step(model, opt)
+            if mode == "function":
+                step = td.function(step)
+            run = (lambda xs, ys: strategy.reduce("SUM", strategy.run(step, args=(xs, ys)), axis=None))
+            if mode == "traced_run":
+                run = td.function(run)
+            # process 0's initial values are those of the reference's seed
+            if rank == 0:
+                for v, w in zip(model.variables, DenseModel(seed=0).variables):
+                    v.assign(w.numpy())
+            for xs, ys in strategy.experimental_distribute_dataset(dataset):
+                assert xs.shape[0] == GLOBAL_BATCH // 2
+                run(xs, ys)
+            want = _reference_dense(make, 3, x, y)
+            for got, w in zip(model.variables, want):
+                np.testing.assert_allclose(got.numpy(), w, rtol=1e-10, atol=1e-12, err_msg=f"{name} {mode}")
+    trees, labels = loom_data(GLOBAL_BATCH)
+    with strategy.scope():
+        model = LoomModel(seed=0)
+        opt = td.optimizers.SGD(0.5)
+    step = loom_step(model, opt)
+    half = GLOBAL_BATCH // 2
+    mine = slice(rank * half, (rank + 1) * half)
+    for _ in range(2):
+        strategy.run(step, args=(trees[mine], td.constant(labels[mine])))
+    reference = LoomModel(seed=0)
+    ref_step = loom_step(reference, td.optimizers.SGD(0.5))
+    for _ in range(2):
+        ref_step(trees, td.constant(labels))
+    for got, w in zip(model.variables, reference.variables):
+        np.testing.assert_allclose(got.numpy(), w.numpy(), rtol=1e-10, atol=1e-12, err_msg="loom")
+    _woven_by_each_process(strategy)
+
+
+def _woven_by_each_process(strategy):
+    """Each process weaves its shard of the examples in a worker process
+    (parallel_weave through distribute_datasets_from_function); the update
+    equals one process's on all the examples of a step."""
+    with strategy.scope():
+        loom, x, _ = vector_loom()
+        opt = td.optimizers.SGD(0.1)
+
+    def woven(ctx):
+        examples = range(ctx.input_pipeline_id, 8, ctx.num_input_pipelines)
+        return td.data.experimental.parallel_weave(examples, weave_helpers.weave_vector, loom, processes=1).batch(2)
+
+    @td.function
+    def step(schedules):
+        with td.GradientTape() as tape:
+            loss = td.reduce_sum(td.square(loom.output_tensor(VEC3, schedules))) / 8.0
+        opt.apply_gradients(zip(tape.gradient(loss, [x]), [x]))
+
+    for schedules in strategy.distribute_datasets_from_function(woven):
+        strategy.run(step, args=(schedules,))
+    ref_loom, ref_x, _ = vector_loom()
+    ref_opt = td.optimizers.SGD(0.1)
+    for examples in ([0, 2, 1, 3], [4, 6, 5, 7]):   # process 0 weaves the even examples, process 1 the odd
+        weaver = ref_loom.make_weaver()
+        for i in examples:
+            weave_helpers.weave_vector(weaver, i)
+        with td.GradientTape() as tape:
+            loss = td.reduce_sum(td.square(ref_loom.output_tensor(VEC3, weaver))) / 8.0
+        ref_opt.apply_gradients(zip(tape.gradient(loss, [ref_x]), [ref_x]))
+    np.testing.assert_allclose(x.numpy(), ref_x.numpy(), rtol=1e-12, err_msg="parallel weaving")
+
+
+def identical_after_100_steps(strategy, directory):
+    """Mirrored copies stay bit-identical across processes over 100 steps on
+    different data."""
+    rank = strategy.cluster_resolver.task_id
+    with strategy.scope():
+        model = DenseModel(seed=rank)
+        opt = td.optimizers.Adam(0.01)
+    step = td.function(train_step(model, opt))
+    rng = np.random.default_rng(100 + rank)
+    for _ in range(100):
+        x = rng.normal(size=(GLOBAL_BATCH // 2, 3))
+        strategy.run(step, args=(td.constant(x), td.constant(np.cos(x).sum(axis=1, keepdims=True))))
+    for per_process in _gathered(strategy, model.variables):
+        np.testing.assert_array_equal(per_process[0], per_process[1])
+    assert int(opt.iterations.numpy()) == 100
+
+
+def _failing_step(kind):
+    def step(rank, k):
+        ctx = td.distribute.get_replica_context()
+        if rank == 1 and k == 2:
+            if kind == "raise":
+                raise ZeroDivisionError("the step of replica one divided by zero")
+            os.kill(os.getpid(), signal.SIGKILL)
+        return ctx.all_reduce("SUM", td.constant(float(k)))
+    return step
+
+
+def replica_raises(strategy, directory):
+    rank = strategy.cluster_resolver.task_id
+    step = _failing_step("raise")
+    start = time.monotonic()
+    try:
+        for k in range(5):
+            strategy.run(step, args=(rank, k))
+    except td.errors.AbortedError as e:
+        assert rank == 0, rank
+        print(f"RANK 0 CAUGHT after {time.monotonic() - start:.2f} s: {e}", flush=True)
+        raise
+    raise AssertionError("no error")
+
+
+def replica_killed(strategy, directory):
+    rank = strategy.cluster_resolver.task_id
+    step = _failing_step("kill")
+    for k in range(5):
+        strategy.run(step, args=(rank, k))
+    raise AssertionError("no error")
+
+
+def checkpoint_resume(strategy, directory):
+    """The chief saves; every process restores; training resumes with
+    identical weights everywhere, equal to an uninterrupted run."""
+    rank = strategy.cluster_resolver.task_id
+    x, y = dense_data(steps=5, seed=7)
+    shares = [(td.constant(x[k * 8:(k + 1) * 8][rank * 4:(rank + 1) * 4]),
+               td.constant(y[k * 8:(k + 1) * 8][rank * 4:(rank + 1) * 4])) for k in range(5)]
+
+    def trained(model, opt, steps):
+        step = train_step(model, opt)
+        for xs, ys in steps:
+            strategy.run(step, args=(xs, ys))
+
+    with strategy.scope():
+        model = DenseModel(seed=0)
+        opt = td.optimizers.Adam(0.05)
+    trained(model, opt, shares[:3])
+    prefix = os.path.join(directory, "ckpt")
+    if rank == 0:
+        td.train.Checkpoint(model=_Tracked(model), optimizer=opt).write(prefix)
+    strategy._group.barrier()
+    with strategy.scope():
+        resumed = DenseModel(seed=rank + 50)
+        resumed_opt = td.optimizers.Adam(0.05)
+    trained_once = train_step(resumed, resumed_opt)   # builds the optimizer's slots before the restore
+    del trained_once
+    td.train.Checkpoint(model=_Tracked(resumed), optimizer=resumed_opt).read(prefix)
+    for per_process in _gathered(strategy, resumed.variables):
+        np.testing.assert_array_equal(per_process[0], per_process[1])
+    trained(resumed, resumed_opt, shares[3:])
+    trained(model, opt, shares[3:])
+    for got, want in zip(resumed.variables, model.variables):
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    for per_process in _gathered(strategy, resumed.variables):
+        np.testing.assert_array_equal(per_process[0], per_process[1])
+
+
+class _Tracked(td.Module):
+    def __init__(self, model):
+        super().__init__()
+        self.w1, self.b1, self.w2, self.b2 = model.variables
+
+
+PROGRAMS = {f.__name__: f for f in (equivalence, identical_after_100_steps, replica_raises, replica_killed,
+                                    checkpoint_resume)}
+
+if __name__ == "__main__":
+    name, directory = sys.argv[1], sys.argv[2]
+    strategy = _strategy()
+    PROGRAMS[name](strategy, directory)
+    print(f"RANK {strategy.cluster_resolver.task_id} OK", flush=True)
