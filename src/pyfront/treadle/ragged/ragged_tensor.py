@@ -177,6 +177,37 @@ class RaggedTensor:
     def row_limits(self, name=None):
         return _slice(self._row_splits, 1, None)
 
+    def __getitem__(self, key):
+        """rt[i]: row i as a Tensor (as TensorFlow's RaggedTensor with one
+        ragged dimension); i is an int (negative counts from the end) or an
+        integer scalar tensor."""
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer, Tensor)):
+            raise TypeError(f"td.RaggedTensor indices must be an int or an integer scalar tensor (a row), got "
+                            f"{key!r}")
+        splits = self._row_splits
+        if isinstance(key, Tensor):
+            i = _run1("Cast", [key], {"DstT": splits.dtype})
+        else:
+            n = splits.shape[0]
+            i = int(key)
+            if n is not None and not -(n - 1) <= i < n - 1:
+                raise IndexError(f"td.RaggedTensor: row {i} is out of range for {n - 1} rows")
+            if i < 0:
+                i = _run1("AddV2", [self.nrows(), _scalar(i, splits.dtype)]) if n is None else i + n - 1
+            if not isinstance(i, Tensor):
+                i = _scalar(i, splits.dtype)
+        start = _run1("GatherV2", [splits, i, _scalar(0, dtypes.int32)])
+        limit = _run1("GatherV2", [splits, _run1("AddV2", [i, _scalar(1, splits.dtype)]), _scalar(0, dtypes.int32)])
+        return self._values[start:limit]
+
+    def __iter__(self):
+        """The rows, as Tensors (eagerly; a td.function loops over the rows
+        of a RaggedTensor as a graph loop)."""
+        if type(self._row_splits) is not EagerTensor:
+            raise TypeError("iterating over a symbolic td.RaggedTensor in Python is not supported: use a for loop "
+                            "inside a td.function (AutoGraph makes it a graph loop) or td.map_fn")
+        return (self[i] for i in range(self._row_splits.shape[0] - 1))
+
     def with_values(self, new_values):
         """The same rows holding `new_values` (one per value)."""
         return RaggedTensor(_as_values(new_values), self._row_splits, self._value_rowids, self._row_lengths,
