@@ -47,6 +47,8 @@ from treadle.framework.type_spec import TypeSpec  # noqa: E402
 from treadle.function.polymorphic_function import function  # noqa: E402
 from treadle.framework.context import executing_eagerly, init_scope  # noqa: E402
 from treadle.framework.name_scope import name_scope  # noqa: E402
+from treadle.framework.device import device  # noqa: E402
+from treadle.framework.variable_creators import variable_creator_scope  # noqa: E402
 from treadle.framework.variables import Variable  # noqa: E402
 from treadle.framework.tensor_array import TensorArray  # noqa: E402
 from treadle.io.saving import load, save  # noqa: E402

@@ -12,6 +12,7 @@ from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, _TensorRef, convert_to_tensor, register_tensor_conversion_function
 from treadle.framework.tensor_shape import TensorShape
+from treadle.framework.variable_creators import VariableMetaclass
 from treadle.function import trace_type
 
 _ids = itertools.count(1)
@@ -20,7 +21,7 @@ _creation_hooks = []  # callables(variable) run when a variable is created (td.f
 _read_hooks = []  # callables(variable) run before each read while a GradientTape records (it may watch it)
 
 
-class Variable:
+class Variable(metaclass=VariableMetaclass):
     """A tensor-valued variable: `assign`, `assign_add`, `assign_sub`, `read_value`."""
 
     def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, shape=None, validate_shape=True):
