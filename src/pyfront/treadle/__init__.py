@@ -61,6 +61,8 @@ from treadle import bitwise, config, debugging, linalg, math, nest, nn, random, 
 from treadle import experimental  # noqa: E402
 from treadle import optimizers  # noqa: E402
 from treadle.ragged import RaggedTensor  # noqa: E402
+from treadle import sparse, strings  # noqa: E402
+from treadle.sparse import SparseTensor, SparseTensorSpec  # noqa: E402
 from treadle import loom  # noqa: E402
 from treadle import data  # noqa: E402
 from treadle import autograph  # noqa: E402
