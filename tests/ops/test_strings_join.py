@@ -1,0 +1,75 @@
+"""td.strings.join and td.strings.reduce_join (C++ StringJoin and ReduceJoin)
+against TensorFlow's documented results, eagerly and inside td.function."""
+
+import numpy as np
+import pytest
+
+import treadle as td
+
+GRID = [["a", "b"], ["c", "d"]]
+
+
+def _text(t):
+    return np.vectorize(lambda b: b.decode())(t.numpy()).tolist() if t.shape.rank else t.numpy().decode()
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_join_elementwise_with_scalars_repeated(staged):
+    def join(a, b):
+        return td.strings.join([a, "-", b], separator="|")
+
+    fn = td.function(join) if staged else join
+    out = fn(td.constant(["x", "y"]), td.constant(["1", "2"]))
+    assert _text(out) == ["x|-|1", "y|-|2"]
+    assert _text(fn(td.constant("p"), td.constant("q"))) == "p|-|q"
+    assert _text(td.strings.join([td.constant(GRID), "!"])) == [["a!", "b!"], ["c!", "d!"]]
+
+
+def test_join_refuses_mismatched_shapes():
+    with pytest.raises(td.errors.InvalidArgumentError, match="shapes do not match"):
+        td.strings.join([td.constant(["a", "b"]), td.constant(["a", "b", "c"])])
+    with pytest.raises(ValueError, match="equal or scalars"):
+        td.function(lambda a, b: td.strings.join([a, b]))(td.constant(["a"]), td.constant([["a"]]))
+    with pytest.raises(ValueError, match="at least one"):
+        td.strings.join([])
+    with pytest.raises((TypeError, ValueError)):
+        td.strings.join([td.constant([1, 2])])
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_reduce_join_follows_tensorflows_examples(staged):
+    def rj(a, axis, **kw):
+        return td.strings.reduce_join(a, axis, **kw)
+
+    fn = td.function(rj) if staged else rj
+    a = td.constant(GRID)
+    assert _text(fn(a, 0)) == ["ac", "bd"]
+    assert _text(fn(a, 1)) == ["ab", "cd"]
+    assert _text(fn(a, -2)) == ["ac", "bd"]
+    assert _text(fn(a, 0, keepdims=True)) == [["ac", "bd"]]
+    assert _text(fn(a, 1, keepdims=True)) == [["ab"], ["cd"]]
+    assert _text(fn(a, 0, separator=".")) == ["a.c", "b.d"]
+    assert _text(fn(a, [0, 1])) == "acbd"
+    assert _text(fn(a, [1, 0])) == "abcd"
+    assert _text(fn(a, [])) == GRID
+    assert _text(fn(a, None)) == "abcd"
+
+
+def test_reduce_join_static_shapes_and_errors():
+    @td.function
+    def f(a):
+        out = td.strings.reduce_join(a, 1, keepdims=True)
+        assert out.shape.as_list() == [2, 1]
+        return out
+
+    f(td.constant(GRID))
+    assert _text(td.strings.reduce_join(td.constant([[], []], dtype=td.string), 1)) == ["", ""]
+    with pytest.raises((ValueError, td.errors.InvalidArgumentError), match="Invalid reduction dimension"):
+        td.strings.reduce_join(td.constant(GRID), 2)
+    with pytest.raises((ValueError, td.errors.InvalidArgumentError), match="Duplicate reduction dimension"):
+        td.strings.reduce_join(td.constant(GRID), [0, -2])
+
+
+def test_strings_have_no_gradient():
+    from treadle.autodiff import registry
+    assert {"StringJoin", "ReduceJoin"} <= registry.non_differentiable_ops()
