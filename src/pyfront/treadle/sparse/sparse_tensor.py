@@ -9,6 +9,7 @@ import numpy as np
 from treadle.framework import dtypes
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
+from treadle.framework.tensor_spec import TensorSpec
 from treadle.function.trace_type import TraceType
 
 
@@ -28,6 +29,7 @@ class SparseTensor:
     """`td.SparseTensor(indices, values, dense_shape)`, as tf.sparse.SparseTensor."""
 
     __slots__ = ("_indices", "_values", "_dense_shape", "_shape")
+    _td_extension_type = True  # a td.function returns it as its components, rebuilt by the caller
 
     def __init__(self, indices, values, dense_shape):
         self._indices = convert_to_tensor(indices, dtype=dtypes.int64)
@@ -156,6 +158,10 @@ class SparseTensorSpec(TraceType):
         return sp
 
     def to_tensors(self, value):
+        if isinstance(value, SparseTensorSpec):  # get_concrete_function(spec): the components' specs
+            rank = value.shape.rank
+            return [TensorSpec([None, rank], dtypes.int64), TensorSpec([None], value.dtype),
+                    TensorSpec([rank], dtypes.int64)]
         return [value.indices, value.values, value.dense_shape]
 
     def cast(self, value, casting_context=None):
