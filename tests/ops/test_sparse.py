@@ -179,3 +179,33 @@ def test_gradients_by_finite_differences(in_function):
     for fn, inputs in checks:
         GradCheck(fn, inputs).check_first(in_function=in_function)
     GradCheck(checks[2][0], checks[2][1]).check_second(in_function=in_function)
+
+
+def test_expand_dims():
+    sp = td.SparseTensor([[0, 1], [1, 2]], [1.0, 2.0], [2, 3])
+    for axis, shape in ((None, [1, 2, 3]), (1, [2, 1, 3]), (-1, [2, 3, 1])):
+        out = td.sparse.expand_dims(sp, axis)
+        assert out.shape.as_list() == shape
+        np.testing.assert_array_equal(td.sparse.to_dense(out).numpy(),
+                                      np.expand_dims(sp.numpy(), 0 if axis is None else axis))
+    with pytest.raises(ValueError, match="out of range"):
+        td.sparse.expand_dims(sp, 3)
+
+
+def add_leading_dims(n):
+    v = td.SparseTensor(indices=[[0, 0], [1, 1]], values=[1, 2], dense_shape=[3, 3])
+    i = 0
+    while i < n:
+        td.autograph.experimental.set_loop_options(shape_invariants=[(v, td.TensorShape(None))])
+        v = td.sparse.expand_dims(v)
+        i += 1
+    return v
+
+
+@pytest.mark.parametrize("n", [0, 1, 4])
+def test_loop_changing_the_rank_with_an_unknown_shape_invariant(n):
+    eager = add_leading_dims(td.constant(n))
+    staged = td.function(add_leading_dims)(td.constant(n))
+    assert staged.shape == eager.shape == td.TensorShape([1] * n + [3, 3])
+    np.testing.assert_array_equal(staged.indices.numpy(), eager.indices.numpy())
+    np.testing.assert_array_equal(staged.values.numpy(), [1, 2])

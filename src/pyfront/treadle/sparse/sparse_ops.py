@@ -136,4 +136,28 @@ def transpose(sp_input, perm=None, name=None):
     return reorder(moved)
 
 
-__all__ = ["from_dense", "to_dense", "add", "sparse_dense_matmul", "reduce_sum", "reorder", "retain", "transpose"]
+def expand_dims(sp_input, axis=None, name=None):
+    """The sparse tensor with a dimension of size 1 inserted at `axis` (0 by
+    default; negative counts from the end, -1 appends)."""
+    sp = _sparse(sp_input, "expand_dims")
+    axis = 0 if axis is None else axis
+    rank = sp.shape.rank
+    if isinstance(axis, int) and rank is not None:
+        if not -rank - 1 <= axis <= rank:
+            raise ValueError(f"td.sparse.expand_dims: axis {axis} is out of range for rank {rank}")
+        at = axis + rank + 1 if axis < 0 else axis
+    else:
+        r = execute("Size", [sp.dense_shape], {"out_type": dtypes.int32})[0]
+        a = convert_to_tensor(axis, dtype=dtypes.int32)
+        at = execute("SelectV2", [execute("Less", [a, _ints(0)])[0],
+                                  execute("AddV2", [a, execute("AddV2", [r, _ints(1)])[0]])[0], a])[0]
+    count = execute("Shape", [sp.indices], {"out_type": dtypes.int32})[0][:1]
+    zeros = execute("Fill", [execute("ConcatV2", [count, _ints([1]), _ints(0)])[0],
+                             convert_to_tensor(0, dtype=dtypes.int64)])[0]
+    indices = execute("ConcatV2", [sp.indices[:, :at], zeros, sp.indices[:, at:], _ints(1)])[0]
+    shape = execute("ConcatV2", [sp.dense_shape[:at], convert_to_tensor([1], dtype=dtypes.int64),
+                                 sp.dense_shape[at:], _ints(0)])[0]
+    return SparseTensor(indices, sp.values, shape)
+
+
+__all__ = ["expand_dims", "from_dense", "to_dense", "add", "sparse_dense_matmul", "reduce_sum", "reorder", "retain", "transpose"]
