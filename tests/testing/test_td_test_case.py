@@ -36,6 +36,10 @@ def test_evaluate_and_sessions_give_numpy(case):
     with case.session() as sess, pytest.raises(ValueError, match="feed_dict"):
         sess.run(x, feed_dict={"x:0": 1})
     assert case.evaluate(td.function(lambda: x * 2)()).tolist() == [2.0, 4.0]
+    sparse = case.evaluate(td.SparseTensor([[0, 1]], [5.0], [2, 2]))
+    assert sparse.indices.tolist() == [[0, 1]] and sparse.values.tolist() == [5.0]
+    assert sparse.dense_shape.tolist() == [2, 2]
+    assert case.evaluate(td.ragged.constant([[1], []])) == [[1], []]
 
 
 def test_assert_all_equal(case):

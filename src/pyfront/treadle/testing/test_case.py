@@ -4,6 +4,7 @@ and ragged tensors given to an assertion are evaluated to NumPy first;
 nested structures (lists, tuples, dicts, namedtuples) are compared leaf by
 leaf where TensorFlow does (assertAllClose)."""
 
+import collections
 import contextlib
 import math
 import random as _py_random
@@ -21,6 +22,10 @@ from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.variables import Variable
 from treadle.ops import random_ops
 from treadle.ragged.ragged_tensor import RaggedTensor
+from treadle.sparse.sparse_tensor import SparseTensor
+
+# What evaluate() makes of a td.SparseTensor, as TensorFlow's SparseTensorValue.
+SparseTensorValue = collections.namedtuple("SparseTensorValue", ["indices", "values", "dense_shape"])
 
 DEFAULT_SEED = 87654321  # TensorFlow's default graph seed, which tf.test.TestCase sets
 
@@ -30,6 +35,8 @@ def _evaluate_one(value):
         return value.numpy()
     if isinstance(value, RaggedTensor):
         return value.to_list()
+    if isinstance(value, SparseTensor):
+        return SparseTensorValue(value.indices.numpy(), value.values.numpy(), value.dense_shape.numpy())
     if isinstance(value, Tensor):
         return value.numpy()
     evaluate = getattr(value, "_td_evaluate", None)
