@@ -4,7 +4,6 @@ logical, and no GPU."""
 
 import collections
 
-from treadle.framework.device import check_device_spec
 
 PhysicalDevice = collections.namedtuple("PhysicalDevice", ["name", "device_type"])
 LogicalDevice = collections.namedtuple("LogicalDevice", ["name", "device_type"])

@@ -4,7 +4,6 @@ default), a scope naming another device (a GPU) is accepted and the ops in
 it run on the CPU. A string that is not a device specification is refused,
 as TensorFlow refuses it."""
 
-import re
 
 _SHORT_DEVICE_TYPES = ("CPU", "GPU", "TPU", "CUSTOM", "EPU")  # the types "/gpu:0" may name without "device:"
 

@@ -44,6 +44,7 @@ class FuncGraph:
         self.variables = []
         self._control_dependencies = []  # lists of ops, one per open td.control_dependencies block
         self.name_scope_prefix = ""  # the open td.name_scope's full name ("outer/inner/"), prefixed to op names
+        self.used_scope_names = {}  # lowercased scope name -> times opened (td.name_scope makes them unique)
 
     # -------------------------------------------------------------- scoping
     def __enter__(self):

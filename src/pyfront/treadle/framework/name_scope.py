@@ -27,7 +27,7 @@ def _graph_scope_name(graph, name):
         return name  # an absolute scope, as returned by an earlier name_scope
     if not _VALID_SCOPE_NAME.match(name) or name.startswith(("_", "-", "/", "\\", ">")):
         raise ValueError(f"'{name}' is not a valid scope name")
-    used = graph.__dict__.setdefault("_used_scope_names", {})
+    used = graph.used_scope_names
     base = graph.name_scope_prefix + name
     count = used.get(base.lower(), 0)
     used[base.lower()] = count + 1

@@ -76,7 +76,7 @@ def sparse_dense_matmul(sp_a, b, adjoint_a=False, adjoint_b=False, name=None):
                    {"adjoint_a": bool(adjoint_a), "adjoint_b": bool(adjoint_b)})[0]
 
 
-def _axes(sp, axis, what):
+def _axes(sp, axis):
     if axis is None:
         rank = sp.shape.rank
         if rank is None:
@@ -89,7 +89,7 @@ def reduce_sum(sp_input, axis=None, keepdims=None, output_is_sparse=False, name=
     """The sum of the stored values along `axis` (all axes when None), as a
     dense tensor (or, with output_is_sparse, its non-zero entries)."""
     sp = _sparse(sp_input, "reduce_sum")
-    out = execute("SparseReduceSum", [sp.indices, sp.values, sp.dense_shape, _axes(sp, axis, "reduce_sum")],
+    out = execute("SparseReduceSum", [sp.indices, sp.values, sp.dense_shape, _axes(sp, axis)],
                   {"keep_dims": bool(keepdims)})[0]
     return from_dense(out) if output_is_sparse else out
 

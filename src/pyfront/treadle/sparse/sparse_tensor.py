@@ -7,7 +7,7 @@ graph loops and conds as those components."""
 import numpy as np
 
 from treadle.framework import dtypes
-from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
+from treadle.framework.tensor import EagerTensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.function.trace_type import TraceType
@@ -178,12 +178,3 @@ class SparseTensorSpec(TraceType):
     def __repr__(self):
         return f"SparseTensorSpec(shape={self.shape}, dtype={self.dtype!r})"
 
-
-def is_sparse(value):
-    return isinstance(value, SparseTensor)
-
-
-def as_dense_shape_value(value):
-    """Ints of a dense_shape argument, when known now."""
-    t = value if isinstance(value, Tensor) else convert_to_tensor(value, dtype=dtypes.int64)
-    return _static_shape(t)
