@@ -132,3 +132,19 @@ def test_unimplemented_and_invalid_features_are_refused():
     with pytest.raises(TypeError, match="Feature values"):
         td.function(positive, experimental_autograph_options="ASSERT_STATEMENTS")
     td.function(positive, experimental_autograph_options=(Feature.AUTO_CONTROL_DEPS,))
+
+
+def test_assert_inside_a_graph_loop_runs_each_iteration():
+    @td.function(experimental_autograph_options=Feature.ASSERT_STATEMENTS)
+    def bounded_sum(n):
+        i = 0
+        s = 0
+        while i < n:
+            assert s < 10, ("s too big", s)
+            s += i
+            i += 1
+        return s
+
+    assert bounded_sum(td.constant(4)).numpy() == 6
+    with pytest.raises(td.errors.InvalidArgumentError, match="s too big 10"):
+        bounded_sum(td.constant(10))
