@@ -1,9 +1,11 @@
 """AutoGraph's optional features (td.autograph.experimental.Feature), turned
 on by td.function(experimental_autograph_options=...) and to_graph: assert
 on tensors (an Assert op raising InvalidArgumentError when the graph runs),
-print of tensors (at run time, as Python prints their NumPy values) and
-chained comparisons of tensors (the logical and of the pairs). Without the
-feature each keeps TensorFlow's default behaviour."""
+print of tensors (at run time, as Python prints their NumPy values), ops
+named after the converted function (NAME_SCOPES). Without the feature each
+keeps TensorFlow's default behaviour. Chained comparisons of tensors (the
+logical and of the pairs) are converted whatever the features, as in
+TensorFlow 2.21."""
 
 import numpy as np
 import pytest
@@ -90,22 +92,23 @@ def chained_less(x, y, z):
 
 CHAINS = {fn: td.function(fn, experimental_autograph_options=Feature.EQUALITY_OPERATORS)
           for fn in (chained_equal, chained_less)}
+PLAIN_CHAINS = {fn: td.function(fn) for fn in (chained_equal, chained_less)}
 
 
 @pytest.mark.filterwarnings("ignore:.*retracing")  # Python ints: one trace per value, on purpose
 @pytest.mark.parametrize("values", [(1, 1, 2), (1, 1, 1), (2, 1, 1), (0, 1, 1), (0, 2, 1)])
 def test_chained_comparisons_of_tensors(values):
     tensors = [td.constant(v) for v in values]
-    for fn, f in CHAINS.items():
+    for fn in CHAINS:
         eager = bool(fn(*tensors))
-        assert bool(f(*tensors).numpy()) == eager
-        assert f(*values) == fn(*values)
+        for f in (CHAINS[fn], PLAIN_CHAINS[fn]):
+            assert bool(f(*tensors).numpy()) == eager
+            assert f(*values) == fn(*values)
 
 
 def test_chained_comparisons_in_to_code_and_to_graph():
-    code = td.autograph.to_code(chained_equal, experimental_optional_features=Feature.EQUALITY_OPERATORS)
+    code = td.autograph.to_code(chained_equal)
     assert "ag__.and_(lambda: x == y, lambda: y == z)" in code
-    assert "and_" not in td.autograph.to_code(chained_equal)
     converted = td.autograph.to_graph(chained_less, experimental_optional_features=[Feature.EQUALITY_OPERATORS])
     assert td.function(converted)(td.constant(1), td.constant(2), td.constant(2)).numpy()
 
@@ -124,6 +127,20 @@ def test_features_reach_the_functions_a_converted_function_calls():
     # The same helper, converted without the feature, keeps Python's assert.
     with pytest.raises(Exception, match="(?i)tensor"):
         td.function(lambda x: helper_with_assert(x))(td.constant(1))
+
+
+def scaled(x):
+    return x * 2.0 + 1.0
+
+
+def test_name_scopes_name_ops_after_their_function():
+    f = td.function(lambda x: scaled(x) - 1.0, experimental_autograph_options=Feature.NAME_SCOPES)
+    graph = f.get_concrete_function(td.constant(1.0)).graph
+    assert f(td.constant(1.0)).numpy() == 2.0
+    names = [op.name for op in graph.operations]
+    assert any(n.startswith("lambda_scaled_") for n in names), names  # the lambda's scope, then scaled's
+    plain = td.function(lambda x: scaled(x) - 1.0).get_concrete_function(td.constant(1.0)).graph
+    assert not any("scaled" in op.name for op in plain.operations)
 
 
 def test_unimplemented_and_invalid_features_are_refused():

@@ -50,9 +50,9 @@ def test_output_shapes_and_dtypes_follow_the_returned_structure():
 
     conc = f.get_concrete_function(td.TensorSpec([None, 3], td.float32))
     shapes, dtypes = conc.output_shapes, conc.output_dtypes
-    assert shapes["sum"].as_list() == []
+    assert shapes["sum"].rank == 0
     assert shapes["pair"][0].as_list() == [None, 3]
-    assert shapes["none"] is None
+    assert shapes["none"] == td.TensorShape(None) and shapes["none"].rank is None
     assert dtypes == {"sum": td.float32, "pair": (td.float32, td.int64), "none": None}
     single = td.function(lambda x: x[0]).get_concrete_function(td.zeros([4, 2]))
     assert single.output_shapes.as_list() == [2] and single.output_dtypes == td.float32

@@ -27,8 +27,17 @@ def _add_one_on(y, spec):
                                            ("/cpu:x", "not a device index"), ("/replica:a", "not a device index"),
                                            ("/cpu:0/gpu:0", "Multiple device types")])
 def test_device_refuses_what_is_not_a_specification(spec, message):
+    scope = td.device(spec)  # checked when entered, as in TensorFlow
     with pytest.raises(ValueError, match=message):
-        td.device(spec)
+        with scope:
+            pass
+
+
+@pytest.mark.parametrize("spec", ["/job:worker/device:CPU:0", "/task:1", "/replica:2/cpu:0"])
+def test_device_of_another_process_is_unknown(spec):
+    with pytest.raises(td.errors.InvalidArgumentError, match="unknown device"):
+        with td.device(spec):
+            pass
 
 
 def test_device_functions_are_refused_as_in_tensorflow_2():

@@ -21,6 +21,7 @@ import functools
 import inspect
 import linecache
 import os
+import re
 import sys
 import sysconfig
 import threading
@@ -35,12 +36,14 @@ from treadle.autograph.operators import builtins, errors
 from treadle.autograph.static_analysis import definitions, liveness
 from treadle.autograph.transformer import (asserts, base, break_continue, comparisons, control_flow, directives,
                                            expressions, functions, return_statements)
+from treadle.framework.name_scope import name_scope
 
 
 class AutoGraphWarning(UserWarning):
     """A function runs without conversion."""
 
 
+_SCOPE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")  # what a function name loses to become a scope name ("<lambda>")
 _lock = threading.RLock()
 _function_cache = weakref.WeakKeyDictionary()  # function -> {features: converted function (or itself)}
 _code_cache = {}  # (code object, features) -> _Converted, or a str: why it cannot be converted
@@ -256,7 +259,25 @@ def _convert_function(fn, optional):
     if isinstance(entry, str):
         _warn(fn, entry)
         return fn
-    return entry.instantiate(fn)
+    converted = entry.instantiate(fn)
+    if features.Feature.NAME_SCOPES in optional:
+        return _in_name_scope(converted, fn.__name__)
+    return converted
+
+
+def _in_name_scope(fn, name):
+    """`fn` running inside td.name_scope(<its name>) (Feature.NAME_SCOPES):
+    the ops it makes are named after the function that made them."""
+    scope = _SCOPE_UNSAFE.sub("", name).lstrip("_.-")
+    if not scope:
+        return fn
+
+    @functools.wraps(fn)
+    def scoped(*args, **kwargs):
+        with name_scope(scope):
+            return fn(*args, **kwargs)
+
+    return scoped
 
 
 def _entry(fn, optional):
@@ -308,8 +329,7 @@ def _transform(fn, optional):
                     child.ag_method = True
         for scope in [n for n in ast.walk(node) if isinstance(n, ast.FunctionDef)]:
             _transform_scope(scope, namer, optional)
-    if features.Feature.EQUALITY_OPERATORS in optional:
-        comparisons.transform(node)
+    comparisons.transform(node)
     expressions.transform(node)
     inner = _compile(node, code, fn)
     errors.register(inner, fn.__qualname__)

@@ -6,9 +6,12 @@ td.autograph.to_graph(experimental_optional_features=...) turn them on:
   InvalidArgumentError when the graph runs and the condition is false;
 - BUILTIN_FUNCTIONS: `print` of a tensor prints its value each time the graph
   runs (not the symbolic tensor once, while tracing);
-- EQUALITY_OPERATORS: chained comparisons (`a == b == c`, `a < b < c`) become
-  the logical and of each pair, so that they work on tensors;
-- AUTO_CONTROL_DEPS: accepted; treadle always runs stateful ops in program order.
+- NAME_SCOPES: each converted function runs inside td.name_scope(<its name>),
+  so the ops it makes are named after it;
+- EQUALITY_OPERATORS and AUTO_CONTROL_DEPS: accepted, with nothing more to do:
+  as in TensorFlow 2.21, chained comparisons (`a == b == c`, `a < b < c`)
+  become the logical and of each pair whatever the features, `==` of tensors
+  is elementwise, and treadle always runs stateful ops in program order.
 
 The features in effect while a function is converted and traced are kept per
 thread, so the functions it calls are converted with the same ones."""
@@ -19,7 +22,7 @@ import threading
 
 class Feature(enum.Enum):
     """As tf.autograph.experimental.Feature. ALL turns on every feature treadle
-    implements; LISTS and NAME_SCOPES are not implemented."""
+    implements; LISTS (lists turned into TensorArrays) is not implemented."""
 
     ALL = "ALL"
     AUTO_CONTROL_DEPS = "AUTO_CONTROL_DEPS"
@@ -31,7 +34,7 @@ class Feature(enum.Enum):
 
 
 IMPLEMENTED = frozenset((Feature.AUTO_CONTROL_DEPS, Feature.ASSERT_STATEMENTS, Feature.BUILTIN_FUNCTIONS,
-                         Feature.EQUALITY_OPERATORS))
+                         Feature.EQUALITY_OPERATORS, Feature.NAME_SCOPES))
 NONE = frozenset()
 
 

@@ -5,6 +5,8 @@ it run on the CPU. A string that is not a device specification is refused,
 as TensorFlow refuses it."""
 
 
+from treadle import errors
+
 _SHORT_DEVICE_TYPES = ("CPU", "GPU", "TPU", "CUSTOM", "EPU")  # the types "/gpu:0" may name without "device:"
 
 
@@ -17,19 +19,22 @@ def _index(text, spec):
 
 def check_device_spec(spec):
     """Raises ValueError unless `spec` is a device specification
-    ("/job:localhost/replica:0/task:0/device:CPU:0", "/cpu:0", "GPU:1", "")."""
+    ("/job:localhost/replica:0/task:0/device:CPU:0", "/cpu:0", "GPU:1", "");
+    returns whether it names this process (job localhost, replica and task 0)."""
     if not isinstance(spec, str):
         raise ValueError(f"device specification must be a string, got {spec!r}")
-    types = 0
+    types, local = 0, True
     for part in spec.split("/"):
         fields = part.split(":")
         n = len(fields)
         if not part:
             continue
         if n == 2 and fields[0] == "job":
+            local = local and fields[1] == "localhost"
             continue
         if n == 2 and fields[0] in ("replica", "task"):
             _index(fields[1], spec)
+            local = local and fields[1] in ("0", "*")
         elif n in (1, 2) and fields[0].upper() in _SHORT_DEVICE_TYPES:
             types += 1
             if n == 2:
@@ -42,22 +47,27 @@ def check_device_spec(spec):
                              f"'{spec}'.")
         if types > 1:
             raise ValueError(f"Multiple device types are not allowed while parsing the device spec: {spec}.")
+    return local
 
 
 class device:
     """`with td.device("/CPU:0"):` the ops inside run on the CPU (as every op
-    does in treadle). Device functions are not supported, as in TensorFlow 2."""
+    does in treadle). As in TensorFlow, the specification is checked when the
+    scope is entered; one naming another job, replica or task is an
+    InvalidArgumentError (there is only this process). Device functions are
+    not supported, as in TensorFlow 2."""
 
     __slots__ = ("_name",)
 
     def __init__(self, device_name):
         if callable(device_name):
             raise RuntimeError("td.device does not support functions when eager execution is enabled.")
-        if device_name is not None:
-            check_device_spec(device_name)
         self._name = device_name
 
     def __enter__(self):
+        if self._name is not None and not check_device_spec(self._name):
+            raise errors.InvalidArgumentError(None, None, f"{self._name}: unknown device (this process is "
+                                                          "/job:localhost/replica:0/task:0 and has one CPU)")
         return self._name
 
     def __exit__(self, *exc):

@@ -8,6 +8,7 @@ from treadle.framework import context, graph_serialization, indexed_slices, vari
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
+from treadle.framework.tensor_shape import TensorShape
 from treadle.function import trace_type
 from treadle.function.signature_printing import pretty_signature
 from treadle.util import nest
@@ -78,8 +79,15 @@ class ConcreteFunction:
     @property
     def output_shapes(self):
         """The static shape of each output, in the structure the function
-        returns (None for outputs that are not tensors)."""
-        return nest.map_structure(_output_property("shape"), self.structured_outputs)
+        returns (TensorShape(None) for outputs that are not tensors, as
+        TensorFlow gives for None)."""
+        shape_of = _output_property("shape")
+
+        def shape(leaf):
+            s = shape_of(leaf)
+            return TensorShape(None) if s is None else s
+
+        return nest.map_structure(shape, self.structured_outputs)
 
     @property
     def output_dtypes(self):

@@ -1,4 +1,4 @@
-"""Chained comparisons (with Feature.EQUALITY_OPERATORS):
+"""Chained comparisons (as TensorFlow 2.21's AutoGraph, whatever the features):
 
     a == b == c   ->  ag__.and_(lambda: a == b, lambda: b == c)
 
