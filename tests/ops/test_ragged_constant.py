@@ -88,3 +88,34 @@ def test_rows_by_tensor_index_inside_td_function():
 
     rt = td.ragged.constant([[1.0, 2.0], [], [3.0, 4.0, 5.0]])
     assert [row_sum(rt, td.constant(i)).numpy() for i in range(3)] == [3.0, 0.0, 12.0]
+
+
+def test_ragged_tensors_cross_td_function_returns_conds_and_loops():
+    rt = td.ragged.constant([[1.0, 2.0], [3.0]])
+
+    @td.function
+    def doubled(r):
+        return r.with_values(r.values * 2.0)
+
+    out = doubled(rt)
+    assert isinstance(out, td.RaggedTensor) and out.to_list() == [[2.0, 4.0], [6.0]]
+
+    @td.function
+    def maybe_shift(r, c):
+        if c > 0:
+            r = r.with_values(r.values + 1.0)
+        return r
+
+    assert maybe_shift(rt, td.constant(1)).to_list() == [[2.0, 3.0], [4.0]]
+    assert maybe_shift(rt, td.constant(0)).to_list() == [[1.0, 2.0], [3.0]]
+
+    @td.function
+    def grow(r, n):
+        i = 0
+        while i < n:  # each iteration adds a row: the row count is not a loop invariant
+            r = td.RaggedTensor.from_row_splits(td.concat([r.values, [9.0]], 0),
+                                                td.concat([r.row_splits, r.row_splits[-1:] + 1], 0))
+            i += 1
+        return r
+
+    assert grow(rt, td.constant(2)).to_list() == [[1.0, 2.0], [3.0], [9.0], [9.0]]

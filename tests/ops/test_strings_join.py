@@ -1,4 +1,4 @@
-"""td.strings.join and td.strings.reduce_join (C++ StringJoin and ReduceJoin)
+"""td.strings.join, reduce_join and as_string (C++ StringJoin, ReduceJoin, AsString)
 against TensorFlow's documented results, eagerly and inside td.function."""
 
 import numpy as np
@@ -79,4 +79,36 @@ def test_reduce_join_static_shapes_and_errors():
 
 def test_strings_have_no_gradient():
     from treadle.autodiff import registry
-    assert {"StringJoin", "ReduceJoin"} <= registry.non_differentiable_ops()
+    assert {"StringJoin", "ReduceJoin", "AsString"} <= registry.non_differentiable_ops()
+
+
+@pytest.mark.parametrize("staged", [False, True])
+def test_as_string_formats_as_tensorflow(staged):
+    def fmt(x, **kw):
+        return td.strings.as_string(x, **kw)
+
+    fn = td.function(fmt) if staged else fmt
+    assert fn(td.constant(3)).numpy() == b"3"
+    assert fn(td.constant(-12, td.int64)).numpy() == b"-12"
+    assert fn(td.constant(3.14159)).numpy() == b"3.141590"
+    assert fn(td.constant(2.5, td.float64)).numpy() == b"2.500000"
+    assert fn(td.constant(True)).numpy() == b"true"
+    assert fn(td.constant([1.0, 0.1])).numpy().tolist() == [b"1.000000", b"0.100000"]
+    assert fn(td.constant(3.14159), precision=2).numpy() == b"3.14"
+    assert fn(td.constant(3.14159), scientific=True).numpy() == b"3.141590e+00"
+    assert fn(td.constant(3.14159), shortest=True).numpy() == b"3.14159"
+    assert fn(td.constant(42), width=5).numpy() == b"   42"
+    assert fn(td.constant(42), width=5, fill="0").numpy() == b"00042"
+    assert fn(td.constant(float("nan"))).numpy() == b"nan"
+    assert fn(td.constant("a")).numpy() == b"a"
+
+
+def test_as_string_refuses_what_tensorflow_refuses():
+    with pytest.raises(td.errors.InvalidArgumentError, match="both scientific and shortest"):
+        td.strings.as_string(td.constant(3.0), scientific=True, shortest=True)
+    with pytest.raises(td.errors.InvalidArgumentError, match="apply to floats, not int32"):
+        td.strings.as_string(td.constant(3), precision=2)
+    with pytest.raises(td.errors.InvalidArgumentError, match="one or fewer characters"):
+        td.strings.as_string(td.constant(3), fill="ab")
+    with pytest.raises(td.errors.InvalidArgumentError, match="Fill argument not supported"):
+        td.strings.as_string(td.constant(3), fill="x")

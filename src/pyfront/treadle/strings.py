@@ -1,5 +1,6 @@
-"""td.strings: TensorFlow's string joins (C++ kernels StringJoin and
-ReduceJoin in string_join_ops.cc)."""
+"""td.strings: TensorFlow's string joins and number formatting (C++ kernels
+StringJoin and ReduceJoin in string_join_ops.cc, AsString in
+string_format_ops.cc)."""
 
 from treadle.framework import dtypes
 from treadle.framework.op_execution import execute
@@ -34,4 +35,15 @@ def reduce_join(inputs, axis=None, keepdims=False, separator="", name=None):
                    name=name)[0]
 
 
-__all__ = ["join", "reduce_join"]
+def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, fill="", name=None):  # noqa: A002
+    """Each element as a string: floats as printf's %f (%e with scientific,
+    %g with shortest; `precision` digits), integers in decimal, bools as
+    true/false; padded to `width` with `fill` (one of " ", "0", "+", "-",
+    "#", a printf flag) as TensorFlow does."""
+    t = convert_to_tensor(input)
+    return execute("AsString", [t], {"precision": int(precision), "scientific": bool(scientific),
+                                     "shortest": bool(shortest), "width": int(width), "fill": str(fill)},
+                   name=name)[0]
+
+
+__all__ = ["as_string", "join", "reduce_join"]

@@ -2,4 +2,4 @@
 
 from treadle.autodiff.registry import NotDifferentiable
 
-NotDifferentiable("StringJoin", "ReduceJoin")
+NotDifferentiable("StringJoin", "ReduceJoin", "AsString")

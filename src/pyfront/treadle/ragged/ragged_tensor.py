@@ -54,6 +54,7 @@ class RaggedTensor:
     (as in TensorFlow, not by calling the class)."""
 
     __slots__ = ("_values", "_row_splits", "_value_rowids", "_row_lengths")
+    _td_extension_type = True  # a td.function returns it as its components, rebuilt by the caller
 
     def __init__(self, values, row_splits, value_rowids=None, row_lengths=None, internal=False):
         if not internal:
@@ -112,6 +113,21 @@ class RaggedTensor:
         if validate and type(splits) is EagerTensor:
             _check_splits(splits, _nvalues(values))
         return cls(values, splits, value_rowids=rowids, row_lengths=lengths, internal=True)
+
+    # ------------------------------------------------------------ composite protocol
+    # Graph conds and loops carry a RaggedTensor as its values and row splits.
+    def _to_components(self):
+        return [self._values, self._row_splits]
+
+    def _from_components(self, parts):
+        return RaggedTensor(parts[0], parts[1], internal=True)
+
+    def _component_invariants(self, shape=None):
+        """A loop may change the number of rows and values; the values' inner
+        dimensions stay."""
+        inner = self._values.shape
+        values = TensorShape(None) if inner.rank is None else TensorShape([None]).concatenate(inner[1:])
+        return [values, TensorShape([None])]
 
     def __tf_tracing_type__(self, context):
         # As a td.function argument: one trace per spec (dtype, ragged rank,
