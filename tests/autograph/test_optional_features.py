@@ -165,3 +165,18 @@ def test_assert_inside_a_graph_loop_runs_each_iteration():
     assert bounded_sum(td.constant(4)).numpy() == 6
     with pytest.raises(td.errors.InvalidArgumentError, match="s too big 10"):
         bounded_sum(td.constant(10))
+
+
+def test_a_td_function_keeps_its_own_features_inside_another():
+    inner = td.function(positive)  # no features: Python's assert, refused on a tensor
+
+    @td.function(experimental_autograph_options=Feature.ASSERT_STATEMENTS)
+    def outer(x):
+        return inner(x)
+
+    with pytest.raises(Exception, match="(?i)tensor"):
+        outer(td.constant(1))
+    checked = td.function(positive, experimental_autograph_options=Feature.ASSERT_STATEMENTS)
+    assert td.function(lambda x: checked(x))(td.constant(2)).numpy() == 2
+    with pytest.raises(td.errors.InvalidArgumentError, match="Assertion error"):
+        td.function(lambda x: checked(x))(td.constant(-2))

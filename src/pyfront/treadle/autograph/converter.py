@@ -97,8 +97,9 @@ def convert(fn, optional_features=features.NONE):
     are (with an AutoGraphWarning when their source could not be read).
     With optional features (features.py), the result converts and runs
     with them in effect, and so do the functions it calls."""
-    if not optional_features:
+    if optional_features == features.active():
         return _convert_callable(fn, for_call=False)
+    # Its own features, not those of a function being traced around it.
     with features.enabled(optional_features):
         conv = _convert_callable(fn, for_call=False)
 
