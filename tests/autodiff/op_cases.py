@@ -324,3 +324,21 @@ def _loom_unrolled(x, y):
 case("LoomRun", "", _loom_run, u(3), u(3), first_order_only=True)
 for _op in ("LoomInitialState", "LoomLayer", "LoomGatherOutputs"):
     case(_op, "", _loom_unrolled, u(3), u(3), first_order_only=True)
+
+# ---------------------------------------------------------------- sparse tensors (values at fixed indices)
+_SP_INDICES = np.array([[0, 1], [1, 0], [1, 2]])
+_SP_OTHER = np.array([[0, 1], [0, 2]])
+
+
+def _sp(values, indices=_SP_INDICES):
+    return td.SparseTensor(indices, values, [2, 3])
+
+
+case("SparseToDense", "", lambda v, d: td.sparse.to_dense(_sp(v), default_value=d), u(3), u())
+case("SparseTensorDenseAdd", "", lambda v, x: td.sparse.add(_sp(v), x), u(3), u(2, 3))
+case("SparseTensorDenseMatMul", "", lambda v, m: td.sparse.sparse_dense_matmul(_sp(v), m), u(3), u(3, 2))
+case("SparseTensorDenseMatMul", "adjoints",
+     lambda v, m: td.sparse.sparse_dense_matmul(_sp(v), m, adjoint_a=True, adjoint_b=True), u(3), u(2, 2))
+case("SparseAdd", "", lambda v, w: td.sparse.add(_sp(v), _sp(w, _SP_OTHER)).values, u(3), u(2))
+case("SparseReduceSum", "", lambda v: td.sparse.reduce_sum(_sp(v), axis=1), u(3))
+case("SparseReorder", "", lambda v: td.sparse.reorder(_sp(v, _SP_INDICES[::-1])).values, u(3))

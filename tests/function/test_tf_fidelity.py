@@ -149,8 +149,8 @@ def test_function_parameters_and_attributes():
     assert h(td.constant(1)).numpy() == 2
     with pytest.raises(NotImplementedError, match="experimental_attributes"):
         td.function(add_one, experimental_attributes={"_noinline": True})
-    with pytest.raises(NotImplementedError, match="optional"):
-        td.function(add_one, experimental_autograph_options=("LISTS",))
+    with pytest.raises(NotImplementedError, match="LISTS is not implemented"):
+        td.function(add_one, experimental_autograph_options=(td.autograph.experimental.Feature.LISTS,))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         td.function(add_one, experimental_autograph_options=())

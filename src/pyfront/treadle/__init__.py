@@ -46,6 +46,9 @@ from treadle.framework.tensor_spec import TensorSpec  # noqa: E402
 from treadle.framework.type_spec import TypeSpec  # noqa: E402
 from treadle.function.polymorphic_function import function  # noqa: E402
 from treadle.framework.context import executing_eagerly, init_scope  # noqa: E402
+from treadle.framework.name_scope import name_scope  # noqa: E402
+from treadle.framework.device import device  # noqa: E402
+from treadle.framework.variable_creators import variable_creator_scope  # noqa: E402
 from treadle.framework.variables import Variable  # noqa: E402
 from treadle.framework.tensor_array import TensorArray  # noqa: E402
 from treadle.io.saving import load, save  # noqa: E402
@@ -58,10 +61,13 @@ from treadle import bitwise, config, debugging, linalg, math, nest, nn, random, 
 from treadle import experimental  # noqa: E402
 from treadle import optimizers  # noqa: E402
 from treadle.ragged import RaggedTensor  # noqa: E402
+from treadle import sparse, strings  # noqa: E402
+from treadle.sparse import SparseTensor, SparseTensorSpec  # noqa: E402
 from treadle import loom  # noqa: E402
 from treadle import distribute  # noqa: E402
 from treadle import data  # noqa: E402
 from treadle import autograph  # noqa: E402
+from treadle import testing as test  # noqa: E402
 from treadle._api import install_api as _install_api  # noqa: E402
 
 _install_api(globals())

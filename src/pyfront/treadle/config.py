@@ -1,9 +1,11 @@
 """td.config: run-time switches."""
 
 from treadle import _core
-from treadle.framework.device_config import (  # noqa: F401
+from treadle import device_config as experimental  # noqa: F401 (td.config.experimental)
+from treadle.device_config import (  # noqa: F401
     LogicalDevice, LogicalDeviceConfiguration, PhysicalDevice, get_logical_device_configuration,
-    list_logical_devices, list_physical_devices, set_logical_device_configuration)
+    get_soft_device_placement, get_visible_devices, list_logical_devices, list_physical_devices,
+    set_logical_device_configuration, set_soft_device_placement, set_visible_devices)
 from treadle.function.polymorphic_function import functions_run_eagerly, run_functions_eagerly  # noqa: F401
 
 

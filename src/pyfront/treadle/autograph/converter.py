@@ -21,6 +21,7 @@ import functools
 import inspect
 import linecache
 import os
+import re
 import sys
 import sysconfig
 import threading
@@ -30,20 +31,22 @@ import weakref
 
 import numpy
 
-from treadle.autograph import operators
+from treadle.autograph import features, operators
 from treadle.autograph.operators import builtins, errors
 from treadle.autograph.static_analysis import definitions, liveness
-from treadle.autograph.transformer import (base, break_continue, control_flow, directives, expressions, functions,
-                                           return_statements)
+from treadle.autograph.transformer import (asserts, base, break_continue, comparisons, control_flow, directives,
+                                           expressions, functions, return_statements)
+from treadle.framework.name_scope import name_scope
 
 
 class AutoGraphWarning(UserWarning):
     """A function runs without conversion."""
 
 
+_SCOPE_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")  # what a function name loses to become a scope name ("<lambda>")
 _lock = threading.RLock()
-_function_cache = weakref.WeakKeyDictionary()  # function -> converted function (or itself)
-_code_cache = {}  # code object -> _Converted, or a str: why it cannot be converted
+_function_cache = weakref.WeakKeyDictionary()  # function -> {features: converted function (or itself)}
+_code_cache = {}  # (code object, features) -> _Converted, or a str: why it cannot be converted
 _FUTURE_FLAGS = 0
 for _feature in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
@@ -88,11 +91,24 @@ def _skip(fn):
 
 # ------------------------------------------------------------------ public entry points
 
-def convert(fn):
+def convert(fn, optional_features=features.NONE):
     """The converted version of a callable (a function, method, partial or
     callable object); callables that cannot be converted come back as they
-    are (with an AutoGraphWarning when their source could not be read)."""
-    return _convert_callable(fn, for_call=False)
+    are (with an AutoGraphWarning when their source could not be read).
+    With optional features (features.py), the result converts and runs
+    with them in effect, and so do the functions it calls."""
+    if optional_features == features.active():
+        return _convert_callable(fn, for_call=False)
+    # Its own features, not those of a function being traced around it.
+    with features.enabled(optional_features):
+        conv = _convert_callable(fn, for_call=False)
+
+    @functools.wraps(conv)
+    def with_features(*args, **kwargs):
+        with features.enabled(optional_features):
+            return conv(*args, **kwargs)
+
+    return with_features
 
 
 def converted_call(f):
@@ -122,9 +138,12 @@ def _convert_callable(f, for_call):
         return f if inner is f.func else functools.partial(inner, *f.args, **f.keywords)
     if for_call and (t is types.BuiltinFunctionType or t is type):
         try:
-            return builtins.OVERRIDES.get(f, f)
+            stand_in = builtins.OVERRIDES.get(f)
+            if stand_in is None and features.active():
+                stand_in = builtins.optional_override(f)
         except TypeError:  # an unhashable callable has no stand-in
             return f
+        return f if stand_in is None else stand_in
     if getattr(f, "__ag_do_not_convert__", False):
         return f
     if isinstance(f, type):
@@ -157,25 +176,32 @@ def _from_library_module(obj):
 
 
 def converted_function(fn):
-    """The converted version of a plain Python function (cached)."""
+    """The converted version of a plain Python function (cached), with the
+    optional features in effect now."""
+    optional = features.active()
     try:
-        result = _function_cache.get(fn)
+        per_features = _function_cache.get(fn)
     except TypeError:
-        result = None
+        per_features = None
+    result = per_features.get(optional) if per_features is not None else None
     if result is not None:
         return result
     with _lock:
-        result = _function_cache.get(fn)
+        per_features = _function_cache.get(fn)
+        if per_features is None:
+            per_features = _function_cache[fn] = {}
+        result = per_features.get(optional)
         if result is None:
-            result = fn if _skip(fn) else _convert_function(fn)
-            _function_cache[fn] = result
+            result = fn if _skip(fn) else _convert_function(fn, optional)
+            per_features[optional] = result
     return result
 
 
 def to_graph(fn, recursive=True, experimental_optional_features=None):
     """The converted version of `fn` (TensorFlow's tf.autograph.to_graph):
     called inside a td.function, its control flow on tensors is staged."""
-    return convert(getattr(fn, "python_function", fn))
+    optional = features.normalize(experimental_optional_features, "to_graph(experimental_optional_features)")
+    return convert(getattr(fn, "python_function", fn), optional)
 
 
 def to_code(fn, recursive=True, experimental_optional_features=None):
@@ -187,7 +213,8 @@ def to_code(fn, recursive=True, experimental_optional_features=None):
         fn = fn.func
     if not isinstance(fn, types.FunctionType):
         raise TypeError(f"to_code expects a Python function, got {fn!r}")
-    entry = _entry(fn)
+    optional = features.normalize(experimental_optional_features, "to_code(experimental_optional_features)")
+    entry = _entry(fn, optional)
     if isinstance(entry, str):
         raise ValueError(f"AutoGraph could not convert {fn.__qualname__}: {entry}")
     return entry.source()
@@ -228,28 +255,46 @@ class _Converted:
         return new
 
 
-def _convert_function(fn):
-    entry = _entry(fn)
+def _convert_function(fn, optional):
+    entry = _entry(fn, optional)
     if isinstance(entry, str):
         _warn(fn, entry)
         return fn
-    return entry.instantiate(fn)
+    converted = entry.instantiate(fn)
+    if features.Feature.NAME_SCOPES in optional:
+        return _in_name_scope(converted, fn.__name__)
+    return converted
 
 
-def _entry(fn):
-    code = fn.__code__
-    entry = _code_cache.get(code)
+def _in_name_scope(fn, name):
+    """`fn` running inside td.name_scope(<its name>) (Feature.NAME_SCOPES):
+    the ops it makes are named after the function that made them."""
+    scope = _SCOPE_UNSAFE.sub("", name).lstrip("_.-")
+    if not scope:
+        return fn
+
+    @functools.wraps(fn)
+    def scoped(*args, **kwargs):
+        with name_scope(scope):
+            return fn(*args, **kwargs)
+
+    return scoped
+
+
+def _entry(fn, optional):
+    key = (fn.__code__, optional)
+    entry = _code_cache.get(key)
     if entry is None:
         with _lock:
-            entry = _code_cache.get(code)
+            entry = _code_cache.get(key)
             if entry is None:
                 try:
-                    entry = _transform(fn)
+                    entry = _transform(fn, optional)
                 except _CannotConvert as e:
                     entry = str(e)
                 except (SyntaxError, ValueError, TypeError, AttributeError, KeyError) as e:
                     entry = f"{type(e).__name__}: {e}"
-                _code_cache[code] = entry
+                _code_cache[key] = entry
     return entry
 
 
@@ -272,7 +317,7 @@ def _user_stacklevel():
     return level
 
 
-def _transform(fn):
+def _transform(fn, optional):
     code = fn.__code__
     node = _function_node(fn)
     namer = base.Namer(node)
@@ -284,17 +329,20 @@ def _transform(fn):
                 for child in n.body:
                     child.ag_method = True
         for scope in [n for n in ast.walk(node) if isinstance(n, ast.FunctionDef)]:
-            _transform_scope(scope, namer)
+            _transform_scope(scope, namer, optional)
+    comparisons.transform(node)
     expressions.transform(node)
     inner = _compile(node, code, fn)
     errors.register(inner, fn.__qualname__)
     return _Converted(inner, node)
 
 
-def _transform_scope(scope, namer):
+def _transform_scope(scope, namer, optional):
     if base.contains_yield_or_await(scope):
         scope.ag_skip = True  # generators keep their statements (yield cannot move into a nested function)
         return
+    if features.Feature.ASSERT_STATEMENTS in optional:
+        asserts.transform(scope)
     if getattr(scope, "ag_method", False):
         functions.explicit_super(scope)
     directives.extract(scope)

@@ -1,6 +1,8 @@
-"""td.autograph.experimental: do_not_convert and set_loop_options."""
+"""td.autograph.experimental: do_not_convert, set_loop_options and Feature."""
 
 import functools
+
+from treadle.autograph.features import Feature
 
 
 def do_not_convert(func=None):
@@ -27,4 +29,4 @@ def set_loop_options(shape_invariants=None, maximum_iterations=None, parallel_it
     return None
 
 
-__all__ = ["do_not_convert", "set_loop_options"]
+__all__ = ["Feature", "do_not_convert", "set_loop_options"]

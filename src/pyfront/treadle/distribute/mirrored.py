@@ -17,7 +17,8 @@ eagerly with a replica function that calls td.functions."""
 
 import threading
 
-from treadle.framework import context, device_config, distribution_context
+from treadle import device_config
+from treadle.framework import context, distribution_context
 from treadle.distribute.collectives import PeerFailedError, ThreadGroup
 from treadle.distribute.replica_context import ReplicaContext
 from treadle.distribute.strategy import Strategy

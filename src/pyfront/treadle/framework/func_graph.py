@@ -43,6 +43,8 @@ class FuncGraph:
         self._literals = {}  # (Python number, its type, dtype hint) -> tensor (literal)
         self.variables = []
         self._control_dependencies = []  # lists of ops, one per open td.control_dependencies block
+        self.name_scope_prefix = ""  # the open td.name_scope's full name ("outer/inner/"), prefixed to op names
+        self.used_scope_names = {}  # lowercased scope name -> times opened (td.name_scope makes them unique)
 
     # -------------------------------------------------------------- scoping
     def __enter__(self):
@@ -76,6 +78,8 @@ class FuncGraph:
     # -------------------------------------------------------------- nodes
     def _add_node(self, name, op_type, inputs, attrs, control, handle=None):
         """Adds a node to the builder (inferred there) and its Operation here."""
+        if self.name_scope_prefix:
+            name = self.name_scope_prefix + name
         if self._rewritten_ops:
             self._retype_rewritten()
         index, name, out_dtypes, out_shapes = self._builder.add_node(

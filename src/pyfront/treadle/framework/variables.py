@@ -12,6 +12,7 @@ from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, _TensorRef, convert_to_tensor, register_tensor_conversion_function
 from treadle.framework.tensor_shape import TensorShape
+from treadle.framework.variable_creators import VariableMetaclass
 from treadle.function import trace_type
 
 _ids = itertools.count(1)
@@ -26,7 +27,7 @@ _read_hooks = []  # callables(variable) run before each read while a GradientTap
 read_overrides = []
 
 
-class Variable:
+class Variable(metaclass=VariableMetaclass):
     """A tensor-valued variable: `assign`, `assign_add`, `assign_sub`, `read_value`."""
 
     def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, shape=None, validate_shape=True):

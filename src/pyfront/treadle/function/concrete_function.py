@@ -4,10 +4,11 @@ import inspect
 import threading
 
 from treadle import _core, errors, graph_pb2
-from treadle.framework import context, graph_serialization, indexed_slices
+from treadle.framework import context, graph_serialization, indexed_slices, variables
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
+from treadle.framework.tensor_shape import TensorShape
 from treadle.function import trace_type
 from treadle.function.signature_printing import pretty_signature
 from treadle.util import nest
@@ -62,7 +63,36 @@ class ConcreteFunction:
 
     @property
     def variables(self):
-        return list(self.graph.variables)
+        """The td.Variables the function reads or writes, in the order it first
+        used them (it captures their handles), as TensorFlow's."""
+        found = {}
+        for external, _ in self.graph.captures.values():
+            var = variables.variable_for_handle(external)
+            if var is not None:
+                found.setdefault(id(var), var)
+        return tuple(found.values())
+
+    @property
+    def trainable_variables(self):
+        return tuple(v for v in self.variables if v.trainable)
+
+    @property
+    def output_shapes(self):
+        """The static shape of each output, in the structure the function
+        returns (TensorShape(None) for outputs that are not tensors, as
+        TensorFlow gives for None)."""
+        shape_of = _output_property("shape")
+
+        def shape(leaf):
+            s = shape_of(leaf)
+            return TensorShape(None) if s is None else s
+
+        return nest.map_structure(shape, self.structured_outputs)
+
+    @property
+    def output_dtypes(self):
+        """The dtype of each output, in the structure the function returns."""
+        return nest.map_structure(_output_property("dtype"), self.structured_outputs)
 
     def library_function(self):
         """The function as a _core.LibraryFunction: a snapshot of its graph,
@@ -227,6 +257,14 @@ def finish_function(graph, name, outputs, arg_structure=((), {}), python_functio
 def is_extension_value(value):
     """A value made of tensors that a function returns as its parts (a td.experimental.ExtensionType)."""
     return getattr(type(value), "_td_extension_type", False)
+
+
+def _output_property(name):
+    def get(leaf):
+        # Tensors, and composites (ragged, sparse) that have a shape and dtype.
+        tensor_like = isinstance(leaf, Tensor) or (hasattr(type(leaf), "shape") and hasattr(type(leaf), "dtype"))
+        return getattr(leaf, name) if tensor_like else None
+    return get
 
 
 def _first(outputs):

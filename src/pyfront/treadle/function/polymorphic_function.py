@@ -11,7 +11,7 @@ import weakref
 import numpy as np
 
 from treadle import _core
-from treadle.autograph import converter
+from treadle.autograph import converter, features
 from treadle.framework import context, indexed_slices, variables
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import Tensor, convert_to_tensor
@@ -49,8 +49,9 @@ class Function:
     """The object `@td.function` makes: call it like the Python function."""
 
     def __init__(self, python_function, name=None, input_signature=None, autograph=True,
-                 reduce_retracing=False, jit_compile=None, follow_type_hints=False):
+                 reduce_retracing=False, jit_compile=None, follow_type_hints=False, autograph_options=frozenset()):
         self._python_function = python_function
+        self._autograph_options = autograph_options  # AutoGraph's optional features (autograph/features.py)
         self._name = name or getattr(python_function, "__name__", "function")
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
@@ -138,7 +139,7 @@ class Function:
         if bound is None:
             bound = Function(self._python_function.__get__(instance, owner), self._name,
                              self._input_signature, self._autograph, self._reduce_retracing,
-                             self._jit_compile, self._follow_type_hints)
+                             self._jit_compile, self._follow_type_hints, self._autograph_options)
             bound._per_instance = True
             self._instances[instance] = bound
         return bound
@@ -338,7 +339,7 @@ class Function:
 
     def _converted_function(self):
         if self._autograph:
-            return converter.convert(self._python_function)
+            return converter.convert(self._python_function, self._autograph_options)
         return self._python_function
 
     # ---------------------------------------------------------- inspection
@@ -448,14 +449,14 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
             "treadle has no graph rewrites that replace a function by a known implementation")
     _refuse("experimental_attributes", experimental_attributes or None,
             "treadle's FunctionDef has no attribute map to record them in")
-    _check_autograph_options(experimental_autograph_options)
+    autograph_options = features.normalize(experimental_autograph_options)
     if input_signature is not None and not isinstance(input_signature, (list, tuple)):
         raise TypeError(f"input_signature must be a list or tuple of TensorSpecs, got {input_signature!r}")
 
     def decorate(f):
         return Function(f, name=name, input_signature=input_signature, autograph=autograph,
                         reduce_retracing=reduce_retracing, jit_compile=jit_compile,
-                        follow_type_hints=bool(experimental_follow_type_hints))
+                        follow_type_hints=bool(experimental_follow_type_hints), autograph_options=autograph_options)
 
     if func is not None:
         return decorate(func)
@@ -466,14 +467,3 @@ def _refuse(parameter, value, why):
     if value is not None:
         raise NotImplementedError(f"td.function({parameter}=...) is not supported: {why}.")
 
-
-def _check_autograph_options(options):
-    """AutoGraph's optional features (tf.autograph.experimental.Feature) are not
-    implemented; none (None or an empty tuple) is accepted."""
-    if options is None:
-        return
-    features = options if isinstance(options, (list, tuple, set, frozenset)) else (options,)
-    if features:
-        raise NotImplementedError(
-            f"td.function(experimental_autograph_options={options!r}): treadle's AutoGraph has no optional "
-            "features to turn on; only None or () is accepted.")

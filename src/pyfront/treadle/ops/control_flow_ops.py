@@ -167,8 +167,13 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         return _repack(loop_vars, single, _eager_while(cond, body, structure, maximum_iterations, single))
     leaves = nest.flatten(structure)
     flat = _components(leaves)
-    if shape_invariants is not None:
-        invariants = [TensorShape(s) for s in nest.flatten((shape_invariants,) if single else shape_invariants)]
+    given = None if shape_invariants is None else nest.flatten((shape_invariants,) if single else shape_invariants)
+    if given is not None and len(given) == len(flat):
+        invariants = [TensorShape(s) for s in given]  # one per component (as AutoGraph's loops give them)
+    elif any(hasattr(v, "_component_invariants") for v in leaves):
+        invariants = _composite_invariants(leaves, given)
+    elif given is not None:
+        invariants = [TensorShape(s) for s in given]
     else:
         invariants = [t.shape for t in flat]
     counter = maximum_iterations is not None
@@ -230,6 +235,25 @@ def while_loop(cond, body, loop_vars, shape_invariants=None, parallel_iterations
         "parallel_iterations": int(parallel_iterations)}, name=name)
     results = outputs[1:n] if counter else outputs[:n]
     return _repack(loop_vars, single, nest.pack_sequence_as(structure, _from_components(leaves, list(results))))
+
+
+def _composite_invariants(leaves, given):
+    """One shape per component, where some loop variable (a SparseTensor)
+    says which of its components' dimensions may change between iterations;
+    `given` has one entry per loop variable (a composite's is the shape of
+    the value it stands for)."""
+    if given is not None and len(given) != len(leaves):
+        raise ValueError(f"shape_invariants has {len(given)} entries for {len(leaves)} loop variables")
+    out = []
+    for i, v in enumerate(leaves):
+        inv = None if given is None else given[i]
+        if hasattr(v, "_component_invariants"):
+            out.extend(v._component_invariants(inv))
+        elif hasattr(v, "_to_components"):
+            out.extend(c.shape for c in v._to_components())
+        else:
+            out.append(convert_to_tensor(v).shape if inv is None else TensorShape(inv))
+    return out
 
 
 def _normalize_body_output(out, single):

@@ -54,6 +54,7 @@ class RaggedTensor:
     (as in TensorFlow, not by calling the class)."""
 
     __slots__ = ("_values", "_row_splits", "_value_rowids", "_row_lengths")
+    _td_extension_type = True  # a td.function returns it as its components, rebuilt by the caller
 
     def __init__(self, values, row_splits, value_rowids=None, row_lengths=None, internal=False):
         if not internal:
@@ -112,6 +113,21 @@ class RaggedTensor:
         if validate and type(splits) is EagerTensor:
             _check_splits(splits, _nvalues(values))
         return cls(values, splits, value_rowids=rowids, row_lengths=lengths, internal=True)
+
+    # ------------------------------------------------------------ composite protocol
+    # Graph conds and loops carry a RaggedTensor as its values and row splits.
+    def _to_components(self):
+        return [self._values, self._row_splits]
+
+    def _from_components(self, parts):
+        return RaggedTensor(parts[0], parts[1], internal=True)
+
+    def _component_invariants(self, shape=None):
+        """A loop may change the number of rows and values; the values' inner
+        dimensions stay."""
+        inner = self._values.shape
+        values = TensorShape(None) if inner.rank is None else TensorShape([None]).concatenate(inner[1:])
+        return [values, TensorShape([None])]
 
     def __tf_tracing_type__(self, context):
         # As a td.function argument: one trace per spec (dtype, ragged rank,
@@ -176,6 +192,37 @@ class RaggedTensor:
 
     def row_limits(self, name=None):
         return _slice(self._row_splits, 1, None)
+
+    def __getitem__(self, key):
+        """rt[i]: row i as a Tensor (as TensorFlow's RaggedTensor with one
+        ragged dimension); i is an int (negative counts from the end) or an
+        integer scalar tensor."""
+        if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer, Tensor)):
+            raise TypeError(f"td.RaggedTensor indices must be an int or an integer scalar tensor (a row), got "
+                            f"{key!r}")
+        splits = self._row_splits
+        if isinstance(key, Tensor):
+            i = _run1("Cast", [key], {"DstT": splits.dtype})
+        else:
+            n = splits.shape[0]
+            i = int(key)
+            if n is not None and not -(n - 1) <= i < n - 1:
+                raise IndexError(f"td.RaggedTensor: row {i} is out of range for {n - 1} rows")
+            if i < 0:
+                i = _run1("AddV2", [self.nrows(), _scalar(i, splits.dtype)]) if n is None else i + n - 1
+            if not isinstance(i, Tensor):
+                i = _scalar(i, splits.dtype)
+        start = _run1("GatherV2", [splits, i, _scalar(0, dtypes.int32)])
+        limit = _run1("GatherV2", [splits, _run1("AddV2", [i, _scalar(1, splits.dtype)]), _scalar(0, dtypes.int32)])
+        return self._values[start:limit]
+
+    def __iter__(self):
+        """The rows, as Tensors (eagerly; a td.function loops over the rows
+        of a RaggedTensor as a graph loop)."""
+        if type(self._row_splits) is not EagerTensor:
+            raise TypeError("iterating over a symbolic td.RaggedTensor in Python is not supported: use a for loop "
+                            "inside a td.function (AutoGraph makes it a graph loop) or td.map_fn")
+        return (self[i] for i in range(self._row_splits.shape[0] - 1))
 
     def with_values(self, new_values):
         """The same rows holding `new_values` (one per value)."""

@@ -2,15 +2,18 @@
 builtins themselves; on tensors being traced they do what the builtin means
 for a tensor (td.range, its length, a cast). `print` stays Python's print,
 as in TensorFlow: it runs while tracing (use td.print to print when the
-graph runs)."""
+graph runs), unless Feature.BUILTIN_FUNCTIONS is on: then a print of a
+tensor prints its value each time the graph runs."""
 
 import builtins
+import sys
 
+from treadle.autograph import features
 from treadle.autograph.operators import tensors
 from treadle.autograph.operators.iteration import TensorEnumerate
 from treadle.framework import dtypes
 from treadle.framework.tensor import Tensor
-from treadle.ops import array_ops, math_ops
+from treadle.ops import array_ops, math_ops, script_ops
 
 
 def range_(*args):
@@ -50,6 +53,24 @@ def float_(value=0.0):
     return float(value)
 
 
+def print_(*objects, sep=" ", end="\n", file=None, flush=False):
+    if not any(tensors.is_symbolic(o) for o in objects):
+        return print(*objects, sep=sep, end=end, file=file, flush=flush)
+    positions = [i for i, o in enumerate(objects) if isinstance(o, Tensor)]
+
+    def print_values(*values):
+        # As TensorFlow: tensors print as their NumPy values, strings decoded;
+        # the other objects as they are; to sys.stdout as it is at run time.
+        items = list(objects)
+        for i, v in zip(positions, values):
+            v = v.numpy()
+            items[i] = v.decode("utf-8") if isinstance(v, bytes) else v
+        print(*items, sep=sep, end=end, file=sys.stdout if file is None else file, flush=True)
+
+    script_ops.py_function(print_values, [objects[i] for i in positions], None)
+    return None
+
+
 OVERRIDES = {
     builtins.range: range_,
     builtins.enumerate: enumerate_,
@@ -57,3 +78,14 @@ OVERRIDES = {
     builtins.int: int_,
     builtins.float: float_,
 }
+
+# Stand-ins used only with an optional feature (features.py) in effect.
+OPTIONAL_OVERRIDES = {
+    builtins.print: (features.Feature.BUILTIN_FUNCTIONS, print_),
+}
+
+
+def optional_override(f):
+    """The stand-in for builtin `f` under the features in effect, or None."""
+    entry = OPTIONAL_OVERRIDES.get(f)
+    return entry[1] if entry is not None and features.uses(entry[0]) else None

@@ -190,7 +190,9 @@ def _flat_invariants(init, overrides):
     flat = []
     for value in init:
         for leaf in nest.flatten(value):
-            if conditionals._is_composite(leaf):
+            if hasattr(leaf, "_component_invariants"):
+                flat.extend(leaf._component_invariants(overrides.get(id(leaf))))
+            elif conditionals._is_composite(leaf):
                 flat.extend(c.shape for c in leaf._to_components())
             else:
                 flat.append(overrides.get(id(leaf), leaf.shape))

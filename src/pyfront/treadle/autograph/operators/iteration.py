@@ -8,6 +8,7 @@ from treadle.autograph.operators import tensors
 from treadle.framework import context, dtypes
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.ops import array_ops, math_ops
+from treadle.ragged.ragged_tensor import RaggedTensor
 
 _ops = math_ops.OPERATOR_FUNCTIONS
 
@@ -113,10 +114,38 @@ class EnumerateSource(TensorSource):
         return count, super().element(i)
 
 
+class RaggedRowSource:
+    """The index counts the rows of a RaggedTensor; each element is a row
+    (a Tensor of that row's length)."""
+
+    def __init__(self, rt):
+        self.rt = rt
+        n = rt.row_splits.shape[0]
+        self.count = None if n is None else n - 1
+        self.length = self.count if self.count is not None else rt.nrows(out_type=dtypes.int32)
+
+    def first_index(self):
+        return convert_to_tensor(0, dtype=dtypes.int32)
+
+    def has_next(self, i):
+        return _ops["less"](i, self.length)
+
+    def element(self, i):
+        return self.rt[i]
+
+    def next_index(self, i):
+        return _ops["add"](i, 1)
+
+    def static_count(self):
+        return self.count
+
+
 def staged_source(iterable):
     """The source a staged for loop iterates over, or None to iterate in Python."""
     if isinstance(iterable, TensorEnumerate):
         return EnumerateSource(iterable.tensor, iterable.start)
+    if isinstance(iterable, RaggedTensor) and context.current_graph() is not None:
+        return RaggedRowSource(iterable)
     if tensors.is_symbolic(iterable):
         op = iterable.op
         if op.type == "Range" and len(op.inputs) == 3:
