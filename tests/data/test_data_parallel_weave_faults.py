@@ -1,0 +1,107 @@
+"""parallel_weave under worker faults: each gives a Python error naming the
+example, the worker and weave_fn in bounded time (a hung worker with
+`timeout`), and a dataset dropped without close() leaves no worker process,
+thread or file descriptor behind."""
+
+import gc
+import os
+import threading
+import weakref
+
+import pytest
+
+import treadle as td
+import weave_helpers
+from test_data_schedules import make_loom
+
+parallel_weave = td.data.experimental.parallel_weave
+FN = "weave_helpers.weave_{}"
+
+
+@pytest.fixture(scope="module")
+def loom():
+    return make_loom()
+
+
+def test_an_unpicklable_result_names_the_example_worker_and_function(loom):
+    ds = parallel_weave(range(10), weave_helpers.weave_unpicklable_on_5, loom, processes=1, chunk_size=3)
+    with pytest.raises(td.data.experimental.WeaveError,
+                       match=r"weave_fn weave_helpers.weave_unpicklable_on_5 failed on example 5 in worker process "
+                             r"\d+: it returned a lock that cannot be sent back.*cannot pickle"):
+        list(ds)
+    ds.close()
+
+
+def test_a_raising_worker_names_the_function_and_worker(loom):
+    ds = parallel_weave(range(10), weave_helpers.weave_fails_on_5, loom, processes=1, chunk_size=3)
+    with pytest.raises(td.data.experimental.WeaveError,
+                       match=r"(?s)weave_helpers.weave_fails_on_5 failed on example 5 in worker process \d+: KeyError"):
+        list(ds)
+    ds.close()
+
+
+def test_a_worker_that_exits_is_reported_with_its_examples(loom):
+    ds = parallel_weave(range(10), weave_helpers.weave_exits_on_5, loom, processes=1, chunk_size=3)
+    with pytest.raises(td.data.experimental.WorkerDiedError,
+                       match="worker process died.*weave_helpers.weave_exits_on_5 was weaving examples 3 to 5"):
+        list(ds)
+    ds.close()
+
+
+def test_a_hung_worker_times_out_and_the_dataset_can_be_iterated_again(loom):
+    ds = parallel_weave(range(10), weave_helpers.weave_hangs_on_5, loom, processes=1, chunk_size=3, timeout=5)
+    with pytest.raises(td.data.experimental.WorkerTimeoutError,
+                       match=r"examples 3 to 5 with weave_fn weave_helpers.weave_hangs_on_5 within the timeout of 5 s"):
+        list(ds)
+    assert ds._pool is None  # the hung worker was ended
+    with pytest.raises(td.data.experimental.WorkerTimeoutError):  # and a new pool serves the next iteration
+        list(ds)
+    ds.close()
+    with pytest.raises(ValueError, match="timeout must be a positive number"):
+        parallel_weave(range(3), weave_helpers.weave_vector, loom, timeout=0)
+
+
+def _children():
+    """This process's children, but multiprocessing's resource tracker (one per process, shared)."""
+    out = []
+    for pid in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                parent = f.read().rsplit(")", 1)[1].split()[1]
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except (OSError, IndexError):
+            continue
+        if parent == str(os.getpid()) and b"resource_tracker" not in cmdline:
+            out.append(int(pid))
+    return out
+
+
+def _wait_for(condition):
+    """Waits (up to a minute, for a loaded machine) until `condition()` holds; returns it."""
+    event = threading.Event()
+    for _ in range(600):
+        if condition():
+            return True
+        event.wait(0.1)
+    return condition()
+
+
+def test_dropped_datasets_and_iterators_release_their_workers(loom):
+    assert _children() == []
+    threads, fds = threading.active_count(), len(os.listdir("/proc/self/fd"))
+    refs = []
+    for i in range(20):
+        ds = parallel_weave(range(40), weave_helpers.weave_vector, loom, processes=1, chunk_size=2)
+        it = iter(ds)
+        next(it)  # workers started, chunks in flight
+        refs.append(weakref.ref(ds))
+        if i % 2:
+            del it  # the dataset dropped after its iterator ...
+        del ds  # ... or before it
+        it = None
+    gc.collect()
+    assert [r for r in refs if r() is not None] == []
+    assert _wait_for(lambda: _children() == []), _children()
+    assert _wait_for(lambda: threading.active_count() <= threads)
+    assert _wait_for(lambda: len(os.listdir("/proc/self/fd")) <= fds + 2)  # + the resource tracker's pipe
