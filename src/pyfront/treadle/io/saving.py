@@ -123,13 +123,15 @@ def save(obj, path, signatures=None, options=None):
 class LoadedFunction:
     """One function of a saved file: callable like the original."""
 
-    def __init__(self, library_bytes, proto, variables):
+    def __init__(self, library_bytes, proto, variables, path="saved file"):
         self.name = proto.function_name
         self.attribute = proto.attribute
         self.signature_key = proto.signature_key
         self._executable = _core.Executable.from_function(library_bytes, proto.function_name)
-        self.structured_input_signature = structure.decode(proto.input_signature)
-        self.structured_outputs = structure.decode(proto.output_structure)
+        where = f"{path}: saved function {self.name}"
+        self.structured_input_signature = structure.decode_input_signature(proto.input_signature,
+                                                                           f"{where}: input_signature")
+        self.structured_outputs = structure.decode(proto.output_structure, f"{where}: output_structure")
         self._captures = [read_value(cap, variables, f"saved function {self.name}: capture {i}")
                           for i, cap in enumerate(proto.captures)]
         self.parameter_names = list(proto.parameter_names)
@@ -256,7 +258,7 @@ def _load_functions(path):
     saved = read_saved_file(path)
     variables = restore_variables(saved.variables)
     library = saved.graph.SerializeToString()
-    functions = [LoadedFunction(library, f, variables) for f in saved.functions]
+    functions = [LoadedFunction(library, f, variables, path) for f in saved.functions]
     if not functions:
         raise errors.DataLossError(None, None, f"{path}: the file holds no function")
     if all(not f.attribute and not f.signature_key for f in saved.functions):
