@@ -110,7 +110,9 @@ class Checkpoint:
         return walk
 
     def write(self, file_prefix):
-        """Writes the variables to `file_prefix` (the exact path); returns it."""
+        """Writes the variables to `file_prefix` (the exact path); returns it.
+        The file is replaced atomically: a reader, or a writer killed
+        mid-way, leaves the previous checkpoint or this one, whole."""
         walk = self._walk()
         saved = saved_pb2.SavedFile()
         for path, var in list(walk.variables.items()) + walk.slots():
