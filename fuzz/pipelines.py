@@ -159,6 +159,8 @@ def static_ranks(ops):
             if rank == 0:
                 raise RefError("unbatch of scalars")
             rank -= 1
+        elif op == "interleave":
+            rank = 0  # its elements are those of the datasets it makes: scalars
     return rank
 
 
