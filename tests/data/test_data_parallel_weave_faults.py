@@ -40,10 +40,13 @@ def test_a_raising_worker_names_the_function_and_worker(loom):
     ds.close()
 
 
-def test_a_worker_that_exits_is_reported_with_its_examples(loom):
-    ds = parallel_weave(range(10), weave_helpers.weave_exits_on_5, loom, processes=1, chunk_size=3)
+@pytest.mark.parametrize("weave_fn, how", [(weave_helpers.weave_exits_on_5, "exit status 3"),
+                                            (weave_helpers.weave_dies_on_5, "killed by SIGKILL")])
+def test_a_worker_that_exits_or_is_killed_is_named_with_its_examples(loom, weave_fn, how):
+    ds = parallel_weave(range(10), weave_fn, loom, processes=1, chunk_size=3)
     with pytest.raises(td.data.experimental.WorkerDiedError,
-                       match="worker process died.*weave_helpers.weave_exits_on_5 was weaving examples 3 to 5"):
+                       match=rf"worker process \d+ \({how}\) died while weave_fn "
+                             rf"weave_helpers.{weave_fn.__name__} was weaving examples 3 to 5"):
         list(ds)
     ds.close()
 

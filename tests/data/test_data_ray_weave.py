@@ -75,7 +75,8 @@ def test_ray_worker_killed_or_exiting(local_ray, weave_fn):
     loom = make_loom()
     ds = parallel_weave(range(10), weave_fn, loom, chunk_size=2, use_ray=True)
     with pytest.raises(td.data.experimental.WorkerDiedError,
-                       match=f"a Ray task died.*{weave_fn.__name__} was weaving examples 4 to 5"):
+                       match=f"a Ray task \\(killed or crashed\\) died while weave_fn .*{weave_fn.__name__} was "
+                             "weaving examples 4 to 5"):
         list(ds)
     # Ray starts another worker: the cluster still weaves
     ds = parallel_weave(range(6), weave_helpers.weave_vector, loom, chunk_size=2, use_ray=True)

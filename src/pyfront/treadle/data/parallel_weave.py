@@ -7,6 +7,7 @@ import concurrent.futures.process
 import functools
 import multiprocessing
 import os
+import signal
 import weakref
 
 import numpy as np
@@ -67,20 +68,44 @@ class _Workers:
     def stop(self, wait=True):
         """Stops the pool: waits for the chunks in hand, or (wait=False: the
         results are no longer wanted, or a worker hangs) ends the worker
-        processes at once, so that none outlives the dataset."""
+        processes at once, so that none outlives the dataset. Returns the
+        process ids it killed."""
         pool, self.pool = self.pool, None
         if pool is None:
-            return
+            return set()
         if isinstance(pool, RayExecutor):
             pool.cancel_all()
-            return
+            return set()
         processes = list((getattr(pool, "_processes", None) or {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
+        killed = set()
         if not wait:
             for process in processes:
                 if process.is_alive():
                     process.kill()
+                    killed.add(process.pid)
         pool.shutdown(wait=True)
+        return killed
+
+
+def _dead_workers(processes, ended_by_us):
+    """'worker process <pid> (how it ended)' for the processes of a broken
+    pool (stopped: their exit statuses are known) that ended by themselves:
+    not those the pool terminated (SIGTERM) or we killed, or None."""
+    dead = []
+    for process in processes:
+        code = process.exitcode
+        if code is not None and code != -signal.SIGTERM and process.pid not in ended_by_us:
+            how = f"exit status {code}" if code >= 0 else f"killed by {_signal_name(-code)}"
+            dead.append(f"worker process {process.pid} ({how})")
+    return " and ".join(dead) or None
+
+
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def _schedule_vectors_of(dataset_ref):
@@ -197,10 +222,13 @@ class WovenDataset(Dataset):
         return "Ray task" if self._use_ray else "worker process"
 
     def _died(self, error, first, chunk):
+        who = f"a {self._worker_kind()} (killed or crashed)"
         if not self._use_ray:
-            self._workers.stop(wait=False)  # the next iteration starts a new pool
+            processes = list((getattr(self._pool, "_processes", None) or {}).values())
+            ended_by_us = self._workers.stop(wait=False)  # the next iteration starts a new pool
+            who = _dead_workers(processes, ended_by_us) or who
         return weaving.WorkerDiedError(
-            f"parallel_weave: a {self._worker_kind()} died (killed or crashed) while weave_fn {self._weave_fn_name} "
+            f"parallel_weave: {who} died while weave_fn {self._weave_fn_name} "
             f"was weaving examples {first} to {first + len(chunk) - 1}; its work is lost ({type(error).__name__}: "
             f"{error})")
 
