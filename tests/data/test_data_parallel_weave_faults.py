@@ -64,6 +64,11 @@ def test_a_hung_worker_times_out_and_the_dataset_can_be_iterated_again(loom):
         parallel_weave(range(3), weave_helpers.weave_vector, loom, timeout=0)
 
 
+def test_a_weave_fn_that_cannot_be_pickled_is_refused_at_once(loom):
+    with pytest.raises(TypeError, match=r"weave_fn .*<lambda> cannot be sent to worker processes.*top level"):
+        parallel_weave(range(3), lambda w, i: weave_helpers.weave_vector(w, i), loom, processes=1)
+
+
 def _children():
     """This process's children, but multiprocessing's resource tracker (one per process, shared)."""
     out = []

@@ -7,6 +7,7 @@ import concurrent.futures.process
 import functools
 import multiprocessing
 import os
+import pickle
 import signal
 import weakref
 
@@ -88,6 +89,17 @@ class _Workers:
         return killed
 
 
+def _check_picklable(weave_fn, name):
+    """Worker processes receive weave_fn pickled (by reference to its module
+    and name): say so here, not as a bare PicklingError at the first chunk."""
+    try:
+        pickle.dumps(weave_fn)
+    except Exception as e:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
+        raise TypeError(f"parallel_weave: weave_fn {name} cannot be sent to worker processes ({type(e).__name__}: "
+                        f"{e}); define it at the top level of a module (not a lambda or a nested function), "
+                        "or weave in Ray tasks (use_ray=True), which send closures") from None
+
+
 def _dead_workers(processes, ended_by_us):
     """'worker process <pid> (how it ended)' for the processes of a broken
     pool (stopped: their exit statuses are known) that ended by themselves:
@@ -141,6 +153,8 @@ class WovenDataset(Dataset):
         if self._timeout is not None and not self._timeout > 0:
             raise ValueError(f"parallel_weave: timeout must be a positive number of seconds, got {timeout!r}")
         self._weave_fn_name = weaving.function_name(weave_fn)
+        if not use_ray and start_method != "fork":  # forked workers inherit it instead
+            _check_picklable(weave_fn, self._weave_fn_name)
         self._workers = _Workers()
         weakref.finalize(self, self._workers.stop, False)
 
