@@ -96,6 +96,10 @@ def saved_model_findings():
         version, saved = _payload(_seed("saved_model", 1), saved_pb2.SavedFile)
         edit(next(f for f in saved.functions if f.attribute == "__call__"))
         out[name] = targets.container(version, saved.SerializeToString())
+    # A variable's value cut short: the error named neither the file nor the variable.
+    version, saved = _payload(_seed("saved_model", 1), saved_pb2.SavedFile)
+    saved.variables[0].value.tensor_content = saved.variables[0].value.tensor_content[:3]
+    out["variable-value-cut-short"] = targets.container(version, saved.SerializeToString())
     return out
 
 

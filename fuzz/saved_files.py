@@ -9,7 +9,8 @@ Oracles. Checkpoint: a restore that fails changes no variable and creates no
 optimizer slot, and its error names the file; a restore that succeeds gives
 each tracked variable the value its entry holds. Saved model: what loads is
 called with arguments for its declared signatures and must return what it
-declares (fuzz.targets' saved-function oracle)."""
+declares (fuzz.targets' saved-function oracle); a file refused is refused
+with a treadle error that names it."""
 
 import collections
 import os
@@ -247,6 +248,8 @@ class CheckpointKind(Kind):
         try:
             try:
                 ckpt.restore(path)
+            except MemoryError:
+                raise
             except Exception as e:
                 after = _values(ckpt)
                 if opt._slots or set(after) != set(before) or any(
@@ -323,15 +326,21 @@ class SavedModelKind(Kind):
         from fuzz.targets import _call_loaded  # the saved-function oracle, defined once
         path = _temp_path(data, ".td")
         try:
-            try:
-                loaded = td.load(path)
-            except (td.errors.OpError, ValueError, TypeError) as e:
-                if isinstance(e, td.errors.DataLossError) and path not in str(e) and "saved function" not in str(e):
-                    raise Wrong(f"the load error names neither the file nor the function: {e}") from None
-                raise
+            loaded = td.load(path)
+        except td.errors.OpError as e:
+            if path not in str(e):
+                raise Wrong(f"the load error does not name the file: {e}") from None
+            raise
+        except MemoryError:
+            raise
+        except Exception as e:
+            raise Wrong(f"the load raised {type(e).__name__}, not a treadle error naming the file: {e}") from None
         finally:
             os.unlink(path)
-        _call_loaded(loaded)
+        try:
+            _call_loaded(loaded)
+        except (TypeError, ValueError) as e:  # a run-time error of the graph is an OpError
+            raise Wrong(f"loaded, but a call with its declared signature fails: {type(e).__name__}: {e}") from None
         for key, signature in getattr(loaded, "signatures", {}).items():
             args, kwargs = signature.structured_input_signature
             if args and all(isinstance(s, td.TensorSpec) for s in args) and not kwargs:

@@ -92,3 +92,34 @@ def test_a_dict_with_a_key_twice_is_refused(saved):
     _edit(saved, damage)
     with pytest.raises(td.errors.DataLossError, match=_where(saved, "input_signature") + r"\[1\]: a dict with a key"):
         td.load(saved)
+
+
+def _edit_file(path, edit):
+    msg = saved_pb2.SavedFile()
+    msg.ParseFromString(read_container(path, VERSION))
+    edit(msg)
+    write_container(path, VERSION, msg.SerializeToString())
+
+
+def test_a_corrupt_saved_variable_names_the_file_and_the_variable(tmp_path):
+    v = td.Variable(np.ones(4, np.float32), name="weights")
+
+    @td.function
+    def f(x):
+        return x * v
+
+    f(td.constant(1.0))
+    path = str(tmp_path / "v.td")
+    td.save(f, path)
+    _edit_file(path, lambda msg: setattr(msg.variables[0].value, "tensor_content", b"\0" * 3))
+    with pytest.raises(td.errors.DataLossError, match=re.escape(f"{path}: the value of variable 0 ('weights')") +
+                       r" cannot be decoded: .*needs 16 bytes of content"):
+        td.load(path)
+
+
+def test_every_load_error_names_the_file(saved):
+    def missing_function(msg):
+        msg.functions[0].function_name = "no_such_function"
+    _edit_file(saved, missing_function)
+    with pytest.raises(td.errors.NotFoundError, match=re.escape(f"{saved}: ") + ".*no_such_function"):
+        td.load(saved)

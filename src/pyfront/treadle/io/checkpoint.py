@@ -7,10 +7,11 @@ container holding a SavedFile message whose variables are named by path."""
 
 import os
 
-from treadle import _core, errors, saved_pb2
+from treadle import errors, saved_pb2
 from treadle.framework import graph_serialization
 from treadle.framework.variables import Variable
 from treadle.io.container import KIND_CHECKPOINT, file_kind, read_container, version_field, write_container
+from treadle.io.saved_values import decode_tensor
 from treadle.module.module import Module
 from treadle.ops.stateless_random_ops import Generator
 from treadle.optimizers import Optimizer
@@ -180,10 +181,7 @@ def _read_entries(save_path):
             raise bad("appears twice")
         if not sv.HasField("value"):
             raise bad("is missing")
-        try:
-            value = _core.tensor_from_proto_bytes(sv.value.SerializeToString())
-        except (errors.OpError, ValueError, TypeError) as e:
-            raise bad(f"cannot be decoded: {e}") from None
+        value = decode_tensor(sv.value, f"checkpoint {save_path}: the value of '{sv.name}'")
         declared = tuple(d.size for d in sv.shape.dim)
         if sv.HasField("shape") and not sv.shape.unknown_rank and not _shape_fits(declared, value.shape):
             raise bad(f"has shape {tuple(value.shape)}, but the entry declares {declared}")

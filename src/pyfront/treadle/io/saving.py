@@ -3,6 +3,8 @@ graph library, the captured constants and variables, and the signatures. Other
 kinds of files (looms) are saved and loaded by the code registered for them in
 io/file_kinds."""
 
+import os
+
 from treadle import _core, errors, saved_pb2
 from treadle.framework import graph_serialization
 from treadle.framework.tensor import Tensor, convert_to_tensor
@@ -250,13 +252,19 @@ def read_saved_file(path):
 
 
 def load(path):
-    """Loads a file written by td.save."""
-    return file_kinds.loader_for(file_kind(path), path)(path)
+    """Loads a file written by td.save. Every error a damaged file causes
+    names the file (a reader deep inside may know only the entry)."""
+    try:
+        return file_kinds.loader_for(file_kind(path), path)(path)
+    except errors.OpError as e:
+        if os.fspath(path) in e.message:
+            raise
+        raise type(e)(e.node_def, e.op, f"{os.fspath(path)}: {e.message}") from None
 
 
 def _load_functions(path):
     saved = read_saved_file(path)
-    variables = restore_variables(saved.variables)
+    variables = restore_variables(saved.variables, path)
     library = saved.graph.SerializeToString()
     functions = [LoadedFunction(library, f, variables, path) for f in saved.functions]
     if not functions:
