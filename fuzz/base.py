@@ -29,6 +29,9 @@ DEADLINE_S = 2.0  # every consumer runs under td.experimental.deadline
 class Kind:
     name = None
     proto = None
+    rejections = REJECTIONS  # what a consumer may raise for an input it refuses rightly
+    deadline_s = DEADLINE_S  # the time limit of treadle's runs (None: the kind bounds its own waits)
+    seconds_share = 1.0  # the share of run.py's --seconds this kind fuzzes for
 
     def seeds(self):
         raise NotImplementedError

@@ -2,7 +2,7 @@
 misbehaved before its fix) into fuzz/regressions/<kind>/. Inputs the fuzzer
 found are copied there from fuzz/findings/ as they are.
 
-    python -m fuzz.regressions
+    python -m fuzz.regressions [kind ...]
 """
 
 import os
@@ -81,9 +81,47 @@ def tensor_proto_findings():
     return out
 
 
-def main():
-    builders = {"saved_function": saved_function_findings, "saved_loom": saved_loom_findings,
-                "schedule_file": schedule_file_findings, "tensor_proto": tensor_proto_findings}
+def saved_model_findings():
+    """A saved model's structures damaged under a valid checksum: raw
+    namedtuple errors, and an input signature accepted at load that failed
+    at the first call."""
+    out = {}
+    edits = {
+        "namedtuple-field-is-a-keyword": lambda fn: fn.output_structure.named_tuple_value.fields.__setitem__(0, "class"),
+        "namedtuple-fewer-values": lambda fn: fn.output_structure.named_tuple_value.values.pop(),
+        "input-signature-is-a-tensor-spec": lambda fn: fn.input_signature.CopyFrom(
+            fn.input_signature.tuple_value.values[0].tuple_value.values[0]),
+    }
+    for name, edit in edits.items():
+        version, saved = _payload(_seed("saved_model", 1), saved_pb2.SavedFile)
+        edit(next(f for f in saved.functions if f.attribute == "__call__"))
+        out[name] = targets.container(version, saved.SerializeToString())
+    # A variable's value cut short: the error named neither the file nor the variable.
+    version, saved = _payload(_seed("saved_model", 1), saved_pb2.SavedFile)
+    saved.variables[0].value.tensor_content = saved.variables[0].value.tensor_content[:3]
+    out["variable-value-cut-short"] = targets.container(version, saved.SerializeToString())
+    return out
+
+
+def weave_faults_findings():
+    """Workers that return an unpicklable value (a bare TypeError naming
+    nothing), hang (no bound), exit, are killed, or raise."""
+    from fuzz.weave_faults import EXIT, HANG, KILL, OK, RAISE, UNPICKLABLE, encode
+    return {"unpicklable-result": encode(1, 2, 1, True, True, [OK, OK, UNPICKLABLE, OK]),
+            "hung-worker": encode(2, 1, 1, True, False, [OK, HANG, OK]),
+            "hung-worker-unordered": encode(1, 2, 2, False, False, [OK, OK, HANG]),
+            "worker-exits": encode(2, 2, 1, False, True, [OK, EXIT, OK, OK]),
+            "worker-killed": encode(1, 1, 1, True, False, [OK, KILL]),
+            "worker-raises": encode(2, 3, 2, True, True, [OK, OK, OK, RAISE, OK])}
+
+
+BUILDERS = {"saved_function": saved_function_findings, "saved_loom": saved_loom_findings,
+            "schedule_file": schedule_file_findings, "tensor_proto": tensor_proto_findings,
+            "saved_model": saved_model_findings, "weave_faults": weave_faults_findings}
+
+
+def main(kinds=None):
+    builders = {k: v for k, v in BUILDERS.items() if kinds is None or k in kinds}
     for kind, build in builders.items():
         d = os.path.join(REGRESSIONS, kind)
         os.makedirs(d, exist_ok=True)
@@ -94,5 +132,6 @@ def main():
 
 
 if __name__ == "__main__":
+    import sys
     np.seterr(all="ignore")
-    main()
+    main(sys.argv[1:] or None)

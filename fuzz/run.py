@@ -114,7 +114,7 @@ def fuzz_kind(worker, kind, args, counts):
     rng = targets.rng_for(args.seed, kind)
     pool = [open(p, "rb").read() for p in corpus_files(kind)]
     grown = []
-    end = time.monotonic() + args.seconds
+    end = time.monotonic() + args.seconds * targets.KINDS[kind].seconds_share
     while time.monotonic() < end and (args.max_inputs is None or counts["inputs"] < args.max_inputs):
         parent = rng.choice(pool + grown)
         data = targets.KINDS[kind].mutate(rng, parent)
@@ -153,7 +153,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--kinds", default="all", help="comma-separated kinds, or all")
     ap.add_argument("--corpus", action="store_true", help="replay the seeds and regressions once, no mutation")
-    ap.add_argument("--seconds", type=float, default=20.0, help="mutation fuzzing time per kind")
+    ap.add_argument("--seconds", type=float, default=20.0,
+                    help="mutation fuzzing time per kind (times the kind's seconds_share)")
     ap.add_argument("--max-inputs", type=int, default=None, help="at most this many mutants per kind")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds before an input counts as hung")

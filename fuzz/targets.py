@@ -24,6 +24,9 @@ from treadle.loom import saving as loom_saving
 from fuzz.base import (DEADLINE_S, REJECTIONS, Kind, KnownFinding, Wrong, frame_records, mutate_records,  # noqa: F401
                        split_records)
 from fuzz.cache_file import CacheFileKind
+from fuzz.pipelines import PipelineKind
+from fuzz.saved_files import CheckpointKind, SavedModelKind
+from fuzz.weave_faults import WeaveFaultsKind
 from fuzz.mutate import Mutator, mutate_message_bytes
 
 VEC = td.loom.TypeShape("float64", (3,))
@@ -616,15 +619,20 @@ def _weave_per_node(loom, a):
 
 KINDS = {k.name: k for k in (TensorProtoKind(), WeaverMessageKind(), ScheduleFileKind(), SavedFunctionKind(),
                              SavedLoomKind(), GraphDefKind(), LoomDefKind(), CompressedRecordFileKind(),
-                             WeaveCsrKind(), CacheFileKind())}
+                             WeaveCsrKind(), CacheFileKind(), CheckpointKind(), SavedModelKind(), PipelineKind(),
+                             WeaveFaultsKind())}
 
 
 def consume(kind, data):
     """Runs one input; returns 'accepted' or 'rejected: <exception type>', raises otherwise."""
+    k = KINDS[kind]
     try:
-        with td.experimental.deadline(DEADLINE_S):
-            KINDS[kind].consume(data)
-    except REJECTIONS as e:
+        if k.deadline_s is None:
+            k.consume(data)
+        else:
+            with td.experimental.deadline(k.deadline_s):
+                k.consume(data)
+    except k.rejections as e:
         return f"rejected: {type(e).__name__}"
     except KnownFinding as e:
         return f"known: {e}"

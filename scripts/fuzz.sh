@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The fuzzers in CI: replays the seeds and every regression input, then a
 # fixed-seed mutation run of each input kind (FUZZ_SECONDS per kind, 60 by
-# default as issue 14 asks: about ten minutes for the ten kinds). Fails on any crash, hang or
-# wrong result; the inputs are left in fuzz/findings/.
+# default, times the kind's seconds_share: checkpoints, saved models, td.data
+# pipelines and parallel weaving under worker faults run 30 s each; about
+# twelve minutes in all). Fails on any crash, hang or wrong result; the inputs
+# are left in fuzz/findings/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 .venv/bin/python -m fuzz.run --corpus

@@ -58,6 +58,8 @@ TESTS=(tests/loom tests/graph tests/function tests/ops tests/autodiff/test_op_gr
        tests/test_blas_kernels.py
        tests/data/test_data_core_stages.py tests/data/test_data_parallel_stages.py tests/data/test_data_cache_file.py
        tests/data/test_data_records.py tests/data/test_data_cancellation.py
+       tests/training/test_checkpoint_integrity.py tests/io/test_saved_structures.py
+       tests/data/test_data_python_loops_while_tracing.py
        tests/test_long_runs.py::test_threads_calling_one_function_get_identical_results
        tests/test_long_runs.py::test_threads_running_one_loom_get_identical_results)
 if [ $# -gt 0 ]; then TESTS=("$@"); fi

@@ -53,3 +53,42 @@ def test_ray_worker_error_and_death(local_ray):
     ds = parallel_weave(range(10), weave_helpers.weave_dies_on_5, loom, chunk_size=2, use_ray=True)
     with pytest.raises(td.data.experimental.WorkerDiedError, match="Ray task"):
         list(ds)
+
+
+# ------------------------------------------------------------------ faults, as with local workers
+def test_ray_faults_name_the_example_task_and_function(local_ray):
+    loom = make_loom()
+    ds = parallel_weave(range(10), weave_helpers.weave_fails_on_5, loom, chunk_size=2, use_ray=True)
+    with pytest.raises(td.data.experimental.WeaveError,
+                       match=r"(?s)weave_helpers.weave_fails_on_5 failed on example 5 in Ray task \(worker process "
+                             r"\d+\): KeyError"):
+        list(ds)
+    ds = parallel_weave(range(10), weave_helpers.weave_unpicklable_on_5, loom, chunk_size=2, use_ray=True)
+    with pytest.raises(td.data.experimental.WeaveError,
+                       match="weave_unpicklable_on_5 failed on example 5 in Ray task.*returned a lock that cannot be "
+                             "sent back"):
+        list(ds)
+
+
+@pytest.mark.parametrize("weave_fn", [weave_helpers.weave_dies_on_5, weave_helpers.weave_exits_on_5])
+def test_ray_worker_killed_or_exiting(local_ray, weave_fn):
+    loom = make_loom()
+    ds = parallel_weave(range(10), weave_fn, loom, chunk_size=2, use_ray=True)
+    with pytest.raises(td.data.experimental.WorkerDiedError,
+                       match=f"a Ray task \\(killed or crashed\\) died while weave_fn .*{weave_fn.__name__} was "
+                             "weaving examples 4 to 5"):
+        list(ds)
+    # Ray starts another worker: the cluster still weaves
+    ds = parallel_weave(range(6), weave_helpers.weave_vector, loom, chunk_size=2, use_ray=True)
+    assert len(list(ds)) == 6
+
+
+def test_ray_hung_task_times_out_and_is_cancelled(local_ray):
+    loom = make_loom()
+    ds = parallel_weave(range(10), weave_helpers.weave_hangs_on_5, loom, chunk_size=2, use_ray=True, timeout=10)
+    with pytest.raises(td.data.experimental.WorkerTimeoutError,
+                       match="no Ray task finished weaving examples 4 to 5 with weave_fn "
+                             "weave_helpers.weave_hangs_on_5 within the timeout of 10 s"):
+        list(ds)
+    ds = parallel_weave(range(6), weave_helpers.weave_vector, loom, chunk_size=2, use_ray=True)
+    assert len(list(ds)) == 6  # the hung task's CPU was given back

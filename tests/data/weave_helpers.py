@@ -37,3 +37,25 @@ def weave_slowly(weaver, i):
         import time
         time.sleep(1.5)
     return weave_vector(weaver, i)
+
+
+def weave_unpicklable_on_5(weaver, i):
+    """Returns a lock (which cannot be pickled) for example 5."""
+    weave_vector(weaver, i)
+    if i == 5:
+        import threading
+        return threading.Lock()
+    return i
+
+
+def weave_exits_on_5(weaver, i):
+    if i == 5:
+        os._exit(3)
+    return weave_vector(weaver, i)
+
+
+def weave_hangs_on_5(weaver, i):
+    if i == 5:
+        import time
+        time.sleep(3600)
+    return weave_vector(weaver, i)

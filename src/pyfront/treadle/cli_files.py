@@ -127,8 +127,9 @@ def describe_function(path, saved, full):
     _print_variables(saved.variables)
     for fn in saved.functions:
         print(f"\nfunction {fn.function_name}")
-        print(f"  inputs:  {structure.decode(fn.input_signature)!r}")
-        print(f"  outputs: {structure.decode(fn.output_structure)!r}")
+        where = f"{path}: saved function {fn.function_name}"
+        print(f"  inputs:  {structure.decode(fn.input_signature, f'{where}: input_signature')!r}")
+        print(f"  outputs: {structure.decode(fn.output_structure, f'{where}: output_structure')!r}")
     if full:
         _print_library(saved.graph.library)
 

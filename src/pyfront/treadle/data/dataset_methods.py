@@ -9,7 +9,7 @@ import numpy as np
 from treadle.data import readers
 from treadle.data.batching import BatchDataset, PaddedBatchDataset, UnbatchDataset
 from treadle.data.dataset_ops import install_methods
-from treadle.data.graph_iteration import DatasetType, GraphIterator, StagedIteration
+from treadle.data.graph_iteration import DatasetType, GraphIterator, StagedIteration, refuse_python_loop
 from treadle.data.interleave import InterleaveDataset
 from treadle.data.iterator_ops import NumpyIterator, OwnedIterator, PrefetchDataset
 from treadle.data.sources import (ConcatenateDataset, GeneratorDataset, RangeDataset, TensorDataset,
@@ -26,6 +26,7 @@ class DatasetMethods:
     # ------------------------------------------------------------ iteration
     def __iter__(self):
         if context.current_graph() is not None:  # iter(dataset) inside a td.function
+            refuse_python_loop("iterating a dataset")
             return GraphIterator(self, self.element_spec)
         return OwnedIterator(self)
 

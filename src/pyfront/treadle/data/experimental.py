@@ -3,7 +3,7 @@ parallel weaving of loom schedules."""
 
 from treadle.data.dataset_ops import AUTOTUNE, INFINITE_CARDINALITY, UNKNOWN_CARDINALITY  # noqa: F401
 from treadle.data.parallel_weave import parallel_weave  # noqa: F401
-from treadle.data.weaving import WeaveError, WorkerDiedError  # noqa: F401
+from treadle.data.weaving import WeaveError, WorkerDiedError, WorkerTimeoutError  # noqa: F401
 
 
 def cardinality(dataset):

@@ -11,8 +11,10 @@ each call of the function iterates the dataset afresh, as in TensorFlow.
 The pipeline itself runs in Python threads and C++ as it does eagerly; the
 PyFunc nodes take the GIL only to hand an element over."""
 
+import dis
 import functools
 import itertools
+import sys
 import threading
 import weakref
 
@@ -124,6 +126,33 @@ class StagedIteration:
             py_function(_release, [handle] + [a for a in after if isinstance(a, Tensor)], Tout=dtypes.bool)
 
 
+_LOOP_OPCODES = frozenset(dis.opmap[name] for name in ("GET_ITER", "FOR_ITER") if name in dis.opmap)
+# next() calls on one iterator while tracing before it counts as a Python loop
+# that cannot end (list(dataset), zip(...)): each call adds nodes to the graph.
+MAX_TRACED_NEXT = 10000
+
+_UNENDING_LOOP = (
+    "a Python loop over a dataset while a td.function is traced never ends: the number of elements is known only "
+    "when the function runs, so each turn adds the next element's nodes to the graph, without end. AutoGraph turns "
+    "`for x in dataset` into one staged loop, but this loop was not converted: AutoGraph cannot read the source of "
+    "a function defined in the interactive interpreter, `python -c` or exec() (it warns so at the first call), and "
+    "it is off with td.function(autograph=False). Define the function in a file, or iterate explicitly: "
+    "`dataset.reduce(initial, fn)`, or `it = iter(dataset)` and `next(it)` a known number of times.")
+
+
+def refuse_python_loop(what):
+    """TypeError when the caller of `what`'s __iter__ is a Python `for` loop
+    (or comprehension) being run as Python while tracing: AutoGraph's
+    converted loops never call __iter__ from a loop instruction."""
+    frame = sys._getframe(2)
+    try:
+        opcode = frame.f_code.co_code[frame.f_lasti]
+    except (IndexError, AttributeError):  # an interpreter without CPython's frames: no check
+        return
+    if opcode in _LOOP_OPCODES:
+        raise TypeError(f"td.data: {what}: {_UNENDING_LOOP}")
+
+
 class GraphIterator:
     """iter(dataset) inside a td.function: `next(it)` pulls one element
     (OutOfRangeError when the graph runs past the end); `for x in it`
@@ -133,11 +162,17 @@ class GraphIterator:
         self._iteration = StagedIteration(source, element_spec)
         self._handle = self._iteration.start()
         self.element_spec = element_spec
+        self._traced_next = 0
 
     def __iter__(self):
+        refuse_python_loop("iterating a dataset iterator")
         return self
 
     def __next__(self):
+        self._traced_next += 1
+        if self._traced_next > MAX_TRACED_NEXT:
+            raise TypeError(f"td.data: next() was called {MAX_TRACED_NEXT} times on one dataset iterator while "
+                            f"tracing; {_UNENDING_LOOP}")
         has_value, flat = self._iteration.get_next(self._handle)
         py_function(_check_has_value, [has_value], Tout=None)
         return self._iteration.pack(flat)
@@ -163,6 +198,7 @@ class SymbolicDataset:
         self.element_spec = element_spec
 
     def __iter__(self):
+        refuse_python_loop("iterating a dataset")
         return GraphIterator(self._token, self.element_spec)
 
     def _ag_staged_iteration(self):

@@ -4,8 +4,12 @@ Python weave function in a pool of worker processes (or Ray tasks)."""
 import collections
 import concurrent.futures
 import concurrent.futures.process
+import functools
 import multiprocessing
 import os
+import pickle
+import signal
+import weakref
 
 import numpy as np
 
@@ -21,7 +25,7 @@ from treadle.loom.loom import Loom
 
 def parallel_weave(examples, weave_fn, loom, processes=None, ordered=True, examples_per_schedule=1,
                    chunk_size=16, extra_signature=None, start_method="spawn", ray_address=None,
-                   use_ray=False):
+                   use_ray=False, timeout=None):
     """A dataset of serialized schedules: `weave_fn(weaver, example)` adds each
     example's computation to a Weaver of `loom` in a worker process.
 
@@ -38,20 +42,93 @@ def parallel_weave(examples, weave_fn, loom, processes=None, ordered=True, examp
     - use_ray / ray_address: weave in Ray tasks instead (ray_weaving.py):
       with no address, the Ray of this process or a local one started with
       `processes` CPUs; given an address, that cluster.
+    - timeout: seconds the consumer waits for the next woven chunk (None:
+      without limit); past it, the workers are stopped and
+      WorkerTimeoutError names the examples and weave_fn (a hung weave_fn).
 
     Elements are string scalars (or (schedule, extra) pairs): `.batch(k)`
     makes a vector that the loom merges into one run. Every schedule is
-    checked against the loom's fingerprint; a weave_fn error raises
-    WeaveError with the worker's traceback, and a worker that dies raises
-    WorkerDiedError, never a hang."""
+    checked against the loom's fingerprint; a weave_fn error (or a return
+    value that cannot be sent back) raises WeaveError naming the example, the
+    worker and weave_fn, with the worker's traceback, and a worker that dies
+    raises WorkerDiedError, never a hang. The workers stop with close(), or
+    when the dataset is collected."""
     return WovenDataset(examples, weave_fn, loom, processes, ordered, examples_per_schedule, chunk_size,
                         extra_signature, start_method, ray_address if use_ray or ray_address else None,
-                        bool(use_ray or ray_address))
+                        bool(use_ray or ray_address), timeout)
+
+
+class _Workers:
+    """A WovenDataset's executor, held apart from the dataset so that a
+    weakref finalizer can stop it when the dataset is collected without
+    close() (the executor must not refer to the dataset)."""
+
+    def __init__(self):
+        self.pool = None
+
+    def stop(self, wait=True):
+        """Stops the pool: waits for the chunks in hand, or (wait=False: the
+        results are no longer wanted, or a worker hangs) ends the worker
+        processes at once, so that none outlives the dataset. Returns the
+        process ids it killed."""
+        pool, self.pool = self.pool, None
+        if pool is None:
+            return set()
+        if isinstance(pool, RayExecutor):
+            pool.cancel_all()
+            return set()
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        killed = set()
+        if not wait:
+            for process in processes:
+                if process.is_alive():
+                    process.kill()
+                    killed.add(process.pid)
+        pool.shutdown(wait=True)
+        return killed
+
+
+def _check_picklable(weave_fn, name):
+    """Worker processes receive weave_fn pickled (by reference to its module
+    and name): say so here, not as a bare PicklingError at the first chunk."""
+    try:
+        pickle.dumps(weave_fn)
+    except Exception as e:  # noqa: BLE001 - PicklingError, AttributeError, TypeError...
+        raise TypeError(f"parallel_weave: weave_fn {name} cannot be sent to worker processes ({type(e).__name__}: "
+                        f"{e}); define it at the top level of a module (not a lambda or a nested function), "
+                        "or weave in Ray tasks (use_ray=True), which send closures") from None
+
+
+def _dead_workers(processes, ended_by_us):
+    """'worker process <pid> (how it ended)' for the processes of a broken
+    pool (stopped: their exit statuses are known) that ended by themselves:
+    not those the pool terminated (SIGTERM) or we killed, or None."""
+    dead = []
+    for process in processes:
+        code = process.exitcode
+        if code is not None and code != -signal.SIGTERM and process.pid not in ended_by_us:
+            how = f"exit status {code}" if code >= 0 else f"killed by {_signal_name(-code)}"
+            dead.append(f"worker process {process.pid} ({how})")
+    return " and ".join(dead) or None
+
+
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def _schedule_vectors_of(dataset_ref):
+    """The C++ stage's Python source: it holds the dataset weakly, as the
+    dataset holds the stage (a cycle through C++ is never collected)."""
+    return dataset_ref()._schedule_vectors()
 
 
 class WovenDataset(Dataset):
     def __init__(self, examples, weave_fn, loom, processes, ordered, examples_per_schedule, chunk_size,
-                 extra_signature, start_method, ray_address, use_ray):
+                 extra_signature, start_method, ray_address, use_ray, timeout=None):
         if not isinstance(loom, Loom):
             raise TypeError(f"parallel_weave: `loom` must be a td.loom.Loom, got {type(loom).__name__}")
         if not callable(weave_fn):
@@ -72,7 +149,18 @@ class WovenDataset(Dataset):
         self._start_method = start_method
         self._use_ray = use_ray
         self._ray_address = ray_address
-        self._pool = None
+        self._timeout = None if timeout is None else float(timeout)
+        if self._timeout is not None and not self._timeout > 0:
+            raise ValueError(f"parallel_weave: timeout must be a positive number of seconds, got {timeout!r}")
+        self._weave_fn_name = weaving.function_name(weave_fn)
+        if not use_ray and start_method != "fork":  # forked workers inherit it instead
+            _check_picklable(weave_fn, self._weave_fn_name)
+        self._workers = _Workers()
+        weakref.finalize(self, self._workers.stop, False)
+
+    @property
+    def _pool(self):
+        return self._workers.pool
 
     def _cardinality(self):
         try:
@@ -94,15 +182,15 @@ class WovenDataset(Dataset):
             yield first, chunk
 
     def _executor(self):
-        if self._use_ray:
-            if self._pool is None:
-                self._pool = RayExecutor(self._weaving_loom, self._weave_fn, self._ray_address, self._processes)
-            return self._pool
-        if self._pool is None:
-            self._pool = concurrent.futures.ProcessPoolExecutor(
-                self._processes, mp_context=multiprocessing.get_context(self._start_method),
-                initializer=weaving.init_worker, initargs=(self._weaving_loom, self._weave_fn))
-        return self._pool
+        if self._workers.pool is None:
+            if self._use_ray:
+                self._workers.pool = RayExecutor(self._weaving_loom, self._weave_fn, self._ray_address,
+                                                 self._processes)
+            else:
+                self._workers.pool = concurrent.futures.ProcessPoolExecutor(
+                    self._processes, mp_context=multiprocessing.get_context(self._start_method),
+                    initializer=weaving.init_worker, initargs=(self._weaving_loom, self._weave_fn))
+        return self._workers.pool
 
     def _cpp_stage(self):
         """Schedules alone: each chunk's schedules become one string vector,
@@ -111,7 +199,7 @@ class WovenDataset(Dataset):
         schedule; with extras, elements are made one by one (_py_iter)."""
         if self._extra_signature is not None:
             return None
-        return _core.data_unbatch(_core.data_python(self._schedule_vectors))
+        return _core.data_unbatch(_core.data_python(functools.partial(_schedule_vectors_of, weakref.ref(self))))
 
     def _schedule_vectors(self):
         for _, items in self._results():
@@ -144,28 +232,48 @@ class WovenDataset(Dataset):
         except concurrent.futures.process.BrokenProcessPool as e:  # a worker died before this chunk was sent
             raise self._died(e, first, chunk) from None
 
+    def _worker_kind(self):
+        return "Ray task" if self._use_ray else "worker process"
+
     def _died(self, error, first, chunk):
+        who = f"a {self._worker_kind()} (killed or crashed)"
         if not self._use_ray:
-            self._pool = None  # the next iteration starts a new pool
+            processes = list((getattr(self._pool, "_processes", None) or {}).values())
+            ended_by_us = self._workers.stop(wait=False)  # the next iteration starts a new pool
+            who = _dead_workers(processes, ended_by_us) or who
         return weaving.WorkerDiedError(
-            f"parallel_weave: a worker {'(Ray task)' if self._use_ray else 'process'} died (killed or crashed) "
-            f"while examples up to {first + len(chunk) - 1} were being woven; its work is lost "
-            f"({type(error).__name__})")
+            f"parallel_weave: {who} died while weave_fn {self._weave_fn_name} "
+            f"was weaving examples {first} to {first + len(chunk) - 1}; its work is lost ({type(error).__name__}: "
+            f"{error})")
+
+    def _timed_out(self, first, chunk):
+        self._workers.stop(wait=False)  # a hung worker never finishes: the next iteration starts new ones
+        return weaving.WorkerTimeoutError(
+            f"parallel_weave: no {self._worker_kind()} finished weaving examples {first} to {first + len(chunk) - 1} "
+            f"with weave_fn {self._weave_fn_name} within the timeout of {self._timeout:g} s; the workers were "
+            "stopped (is weave_fn stuck?)")
 
     def _next_done(self, in_flight):
         if self._ordered:
-            future, first, chunk = in_flight.popleft()
+            future, first, chunk = in_flight[0]
         else:
-            done, _ = concurrent.futures.wait([f for f, _, _ in in_flight],
+            done, _ = concurrent.futures.wait([f for f, _, _ in in_flight], timeout=self._timeout,
                                               return_when=concurrent.futures.FIRST_COMPLETED)
-            entry = next(e for e in in_flight if e[0] in done)
-            in_flight.remove(entry)
-            future, first, chunk = entry
+            if not done:
+                future, first, chunk = in_flight[0]
+                raise self._timed_out(first, chunk)
+            future, first, chunk = next(e for e in in_flight if e[0] in done)
         try:
-            result = future.result()
+            result = future.result(timeout=self._timeout)
+        except concurrent.futures.TimeoutError:
+            raise self._timed_out(first, chunk) from None
         except (concurrent.futures.process.BrokenProcessPool,) + getattr(self._pool, "died_errors", ()) as e:
             raise self._died(e, first, chunk) from None
-        return first, weaving.check_result(result, self._fingerprint, first, self._per_schedule)
+        finally:
+            if future.done():
+                in_flight.remove((future, first, chunk))
+        return first, weaving.check_result(result, self._fingerprint, first, self._per_schedule,
+                                           self._weave_fn_name)
 
     def _elements(self, first_and_items):
         _, items = first_and_items
@@ -180,11 +288,4 @@ class WovenDataset(Dataset):
 
     def close(self):
         """Stops the worker processes (also done when the dataset is collected)."""
-        if self._pool is not None and not self._use_ray:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-            self._pool = None
-
-    def __del__(self):
-        pool = self.__dict__.get("_pool")
-        if pool is not None and not self.__dict__.get("_use_ray"):
-            pool.shutdown(wait=False, cancel_futures=True)
+        self._workers.stop(wait=True)

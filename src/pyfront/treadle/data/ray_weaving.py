@@ -35,8 +35,10 @@ def ensure_ray(address=None, num_cpus=None):
 
 
 def _weave_task(loom, weave_fn, first_index, examples, examples_per_schedule):
-    return weaving.weave_chunk(first_index, examples, examples_per_schedule,
-                               state=weaving._WorkerState(loom, weave_fn))
+    # Results travel through Ray's serializer (cloudpickle): what it refuses is reported per example.
+    state = weaving._WorkerState(loom, weave_fn, dumps=_ray().cloudpickle.dumps,
+                                 worker=f"Ray task (worker process {os.getpid()})")
+    return weaving.weave_chunk(first_index, examples, examples_per_schedule, state=state)
 
 
 class RayExecutor:
@@ -50,6 +52,7 @@ class RayExecutor:
             _remote_weave = ray.remote(max_retries=0)(_weave_task)
         self._loom = ray.put(weaving_loom)
         self._weave_fn = ray.put(weave_fn)
+        self._refs = {}  # future -> ObjectRef of the tasks in flight
         # What a task whose worker died raises.
         self.died_errors = (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
                             ray.exceptions.LocalRayletDiedError)
@@ -58,4 +61,17 @@ class RayExecutor:
         if fn is not weaving.weave_chunk:
             raise ValueError("RayExecutor runs weaving.weave_chunk only")
         ref = _remote_weave.remote(self._loom, self._weave_fn, first_index, examples, examples_per_schedule)
-        return ref.future()
+        future = ref.future()
+        self._refs[future] = ref
+        future.add_done_callback(lambda f: self._refs.pop(f, None))
+        return future
+
+    def cancel_all(self):
+        """Ends the tasks not finished (a hung one included: its worker is killed)."""
+        ray = _ray()
+        for ref in list(self._refs.values()):
+            try:
+                ray.cancel(ref, force=True)
+            except Exception:  # noqa: BLE001 - a task that finished meanwhile
+                pass
+        self._refs.clear()

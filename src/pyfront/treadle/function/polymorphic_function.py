@@ -48,6 +48,11 @@ def functions_run_eagerly():
 class Function:
     """The object `@td.function` makes: call it like the Python function."""
 
+    # A method's Function, one per instance (__get__), refers to its instance
+    # weakly: the function cache must not keep the object alive (TensorFlow
+    # frees an object whose traced method has run once it is unreferenced).
+    _weak_instance = None
+
     def __init__(self, python_function, name=None, input_signature=None, autograph=True,
                  reduce_retracing=False, jit_compile=None, follow_type_hints=False, autograph_options=frozenset()):
         self._python_function = python_function
@@ -90,6 +95,20 @@ class Function:
                             "positional parameters")
         self._signature_type = FunctionType(
             [Parameter(p.name, p.kind, trace_type.from_spec_structure(s)) for p, s in zip(params, specs)])
+
+    @property
+    def _python_function(self):
+        """The Python function; for a method's Function, bound to its instance now."""
+        if self._weak_instance is None:
+            return self._plain_function
+        instance = self._weak_instance()
+        if instance is None:
+            raise ReferenceError(f"td.function method {self._name}: its object no longer exists")
+        return self._plain_function.__get__(instance, type(instance))
+
+    @_python_function.setter
+    def _python_function(self, python_function):
+        self._plain_function = python_function
 
     # ---------------------------------------------------------- properties
     @property
@@ -141,6 +160,10 @@ class Function:
                              self._input_signature, self._autograph, self._reduce_retracing,
                              self._jit_compile, self._follow_type_hints, self._autograph_options)
             bound._per_instance = True
+            bound._plain_function = self._plain_function
+            bound._weak_instance = weakref.ref(instance)
+            bound.__wrapped__ = self._plain_function  # not the bound method, which holds the instance
+            bound.__signature__ = bound._signature
             self._instances[instance] = bound
         return bound
 
@@ -319,7 +342,7 @@ class Function:
         arg_specs = {p.name: _spec_structure(p.type, p.name) for p in ftype.parameters}
         structured_args = (tuple(arg_specs[n] for n in arg_specs), {})
         concrete = finish_function(graph, unique_function_name(self._name), flat_out, structured_args,
-                                   self._python_function)
+                                   self._plain_function)
         concrete.function_type = ftype.with_output(_output_type(graph.structured_outputs))
         concrete._signature = self._signature
         return concrete

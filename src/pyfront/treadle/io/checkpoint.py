@@ -7,10 +7,11 @@ container holding a SavedFile message whose variables are named by path."""
 
 import os
 
-from treadle import _core, errors, saved_pb2
+from treadle import errors, saved_pb2
 from treadle.framework import graph_serialization
 from treadle.framework.variables import Variable
 from treadle.io.container import KIND_CHECKPOINT, file_kind, read_container, version_field, write_container
+from treadle.io.saved_values import decode_tensor
 from treadle.module.module import Module
 from treadle.ops.stateless_random_ops import Generator
 from treadle.optimizers import Optimizer
@@ -110,7 +111,9 @@ class Checkpoint:
         return walk
 
     def write(self, file_prefix):
-        """Writes the variables to `file_prefix` (the exact path); returns it."""
+        """Writes the variables to `file_prefix` (the exact path); returns it.
+        The file is replaced atomically: a reader, or a writer killed
+        mid-way, leaves the previous checkpoint or this one, whole."""
         walk = self._walk()
         saved = saved_pb2.SavedFile()
         for path, var in list(walk.variables.items()) + walk.slots():
@@ -134,37 +137,68 @@ class Checkpoint:
     def restore(self, save_path):
         """Assigns the saved values to the tracked variables (creating the
         optimizer slots the file has for tracked variables, so a restored
-        optimizer continues where it was)."""
+        optimizer continues where it was). Every entry of the file is decoded
+        and checked against its variable first: a bad file changes nothing."""
         if save_path is None:
             return CheckpointLoadStatus(set(), set())
-        if file_kind(save_path) != KIND_CHECKPOINT:
-            raise errors.DataLossError(None, None, f"{save_path}: not a checkpoint written by td.train.Checkpoint")
-        saved = saved_pb2.SavedFile()
-        try:
-            saved.ParseFromString(read_container(save_path, version_field(KIND_CHECKPOINT, _FORMAT_VERSION)))
-        except Exception as e:  # protobuf's DecodeError
-            raise errors.DataLossError(None, None, f"{save_path}: corrupt checkpoint: {e}") from None
-        values = {sv.name: sv for sv in saved.variables}
+        values = _read_entries(save_path)
         walk = self._walk()
-        targets = dict(walk.variables)
+        targets = dict(walk.variables)   # path -> the variable it restores
+        slots = {}                       # path -> (optimizer, variable, slot name): made once all is checked
         for opt_path, opt in walk.optimizers:
             for var_id, var_path in walk.path_of.items():
                 prefix = f"{opt_path}/slots/{var_path}/"
-                var = walk.variables[var_path]
                 for name in values:
                     if name.startswith(prefix):
-                        targets[name] = opt.add_slot(var, name[len(prefix):])
+                        slots[name] = (opt, walk.variables[var_path], name[len(prefix):])
+                        targets[name] = walk.variables[var_path]  # a slot has its variable's dtype and shape
         for path, var in targets.items():
-            sv = values.get(path)
-            if sv is None:
-                continue
-            value = _core.tensor_from_proto_bytes(sv.value.SerializeToString())
-            if value.dtype != var.dtype or tuple(value.shape) != tuple(var.shape):
-                raise ValueError(f"checkpoint {save_path}: '{path}' holds a {value.dtype.name} tensor of shape "
-                                 f"{tuple(value.shape)}, but the variable is {var.dtype.name} of shape "
-                                 f"{tuple(var.shape)}")
-            var.assign(value)
+            if path in values:
+                _check_entry(save_path, path, values[path], var)
+        for path, (opt, var, slot_name) in slots.items():
+            targets[path] = opt.add_slot(var, slot_name)
+        for path, var in targets.items():
+            if path in values:
+                var.assign(values[path])
         return CheckpointLoadStatus(set(values) - set(targets), set(targets) - set(values))
+
+
+def _read_entries(save_path):
+    """{path: value tensor} of every entry of a checkpoint file, each decoded;
+    DataLossError naming the file (and the entry) for anything malformed."""
+    if file_kind(save_path) != KIND_CHECKPOINT:
+        raise errors.DataLossError(None, None, f"{save_path}: not a checkpoint written by td.train.Checkpoint")
+    saved = saved_pb2.SavedFile()
+    try:
+        saved.ParseFromString(read_container(save_path, version_field(KIND_CHECKPOINT, _FORMAT_VERSION)))
+    except Exception as e:  # protobuf's DecodeError
+        raise errors.DataLossError(None, None, f"{save_path}: corrupt checkpoint: {e}") from None
+    values = {}
+    for sv in saved.variables:
+        def bad(what):
+            return errors.DataLossError(None, None, f"checkpoint {save_path}: the value of '{sv.name}' {what}")
+        if sv.name in values:
+            raise bad("appears twice")
+        if not sv.HasField("value"):
+            raise bad("is missing")
+        value = decode_tensor(sv.value, f"checkpoint {save_path}: the value of '{sv.name}'")
+        declared = tuple(d.size for d in sv.shape.dim)
+        if sv.HasField("shape") and not sv.shape.unknown_rank and not _shape_fits(declared, value.shape):
+            raise bad(f"has shape {tuple(value.shape)}, but the entry declares {declared}")
+        values[sv.name] = value
+    return values
+
+
+def _shape_fits(declared, shape):
+    """Whether a saved shape (-1: any size) admits `shape`."""
+    return len(declared) == len(shape) and all(d < 0 or d == n for d, n in zip(declared, shape))
+
+
+def _check_entry(save_path, path, value, var):
+    if value.dtype != var.dtype or not var.shape.is_compatible_with(value.shape):
+        raise ValueError(f"checkpoint {save_path}: '{path}' holds a {value.dtype.name} tensor of shape "
+                         f"{tuple(value.shape)}, but the variable is {var.dtype.name} of shape "
+                         f"{tuple(var.shape)}; no variable was changed")
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):

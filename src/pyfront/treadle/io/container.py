@@ -3,6 +3,7 @@ payload length and a CRC-32 of the payload, so a truncated or corrupt file is
 reported as such before any protobuf parser sees it."""
 
 import os
+import secrets
 import stat
 import struct
 import zlib
@@ -31,10 +32,56 @@ def kind_name(kind):
 
 
 def write_container(path, kind_version, payload):
+    """Writes the file atomically: a reader (or a writer killed mid-way)
+    sees the old file or the new one, never a part of either."""
     header = _HEADER.pack(MAGIC, kind_version, len(payload), zlib.crc32(payload) & 0xFFFFFFFF)
-    with open(path, "wb") as f:
-        f.write(header)
-        f.write(payload)
+    atomic_write(path, header + payload)
+
+
+def atomic_write(path, data):
+    """Writes `data` to a new file beside `path`, flushes it to disk and
+    renames it over `path` (POSIX rename replaces atomically). A path that
+    names something other than a regular file (a pipe, a device) is written
+    in place, as rename would replace the special file itself."""
+    path = os.fspath(path)
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            with open(path, "wb") as f:
+                f.write(data)
+            return
+    except FileNotFoundError:
+        pass
+    directory, name = os.path.split(os.path.abspath(path))
+    temp = os.path.join(directory, f".{name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    # 0o666 less the umask, as open() would make the file (mkstemp would make it 0o600)
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        try:
+            os.unlink(temp)
+        except OSError:
+            pass
+        raise
+    _fsync_directory(directory)
+
+
+def _fsync_directory(directory):
+    """Makes the rename itself durable (where the platform allows it)."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def read_container(path, supported_version):

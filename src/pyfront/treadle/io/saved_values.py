@@ -30,10 +30,21 @@ class SavedValueWriter:
             raise TypeError(f"td.save: cannot save {what} {value!r}")
 
 
-def restore_variables(saved_variables):
-    """New td.Variables with the saved values."""
-    return [Variable(_core.tensor_from_proto_bytes(sv.value.SerializeToString()), trainable=sv.trainable,
-                     name=sv.name or None) for sv in saved_variables]
+def decode_tensor(proto, where):
+    """The tensor of a TensorProto a file holds; DataLossError naming `where`
+    (the file and the entry) when it cannot be decoded."""
+    try:
+        return _core.tensor_from_proto_bytes(proto.SerializeToString())
+    except (errors.OpError, ValueError, TypeError) as e:
+        raise errors.DataLossError(None, None, f"{where} cannot be decoded: {e}") from None
+
+
+def restore_variables(saved_variables, path):
+    """New td.Variables with the saved values (each decoded first)."""
+    values = [decode_tensor(sv.value, f"{path}: the value of variable {i} ('{sv.name}')")
+              for i, sv in enumerate(saved_variables)]
+    return [Variable(value, trainable=sv.trainable, name=sv.name or None)
+            for value, sv in zip(values, saved_variables)]
 
 
 def read_value(cap, variables, where):
@@ -44,5 +55,5 @@ def read_value(cap, variables, where):
             raise errors.DataLossError(None, None, f"{where} refers to variable {cap.variable} of {len(variables)}")
         return variables[cap.variable]
     if kind == "constant":
-        return _core.tensor_from_proto_bytes(cap.constant.SerializeToString())
+        return decode_tensor(cap.constant, f"{where}: its constant")
     raise errors.DataLossError(None, None, f"{where} has no value")

@@ -3,6 +3,8 @@ graph library, the captured constants and variables, and the signatures. Other
 kinds of files (looms) are saved and loaded by the code registered for them in
 io/file_kinds."""
 
+import os
+
 from treadle import _core, errors, saved_pb2
 from treadle.framework import graph_serialization
 from treadle.framework.tensor import Tensor, convert_to_tensor
@@ -123,13 +125,15 @@ def save(obj, path, signatures=None, options=None):
 class LoadedFunction:
     """One function of a saved file: callable like the original."""
 
-    def __init__(self, library_bytes, proto, variables):
+    def __init__(self, library_bytes, proto, variables, path="saved file"):
         self.name = proto.function_name
         self.attribute = proto.attribute
         self.signature_key = proto.signature_key
         self._executable = _core.Executable.from_function(library_bytes, proto.function_name)
-        self.structured_input_signature = structure.decode(proto.input_signature)
-        self.structured_outputs = structure.decode(proto.output_structure)
+        where = f"{path}: saved function {self.name}"
+        self.structured_input_signature = structure.decode_input_signature(proto.input_signature,
+                                                                           f"{where}: input_signature")
+        self.structured_outputs = structure.decode(proto.output_structure, f"{where}: output_structure")
         self._captures = [read_value(cap, variables, f"saved function {self.name}: capture {i}")
                           for i, cap in enumerate(proto.captures)]
         self.parameter_names = list(proto.parameter_names)
@@ -248,15 +252,21 @@ def read_saved_file(path):
 
 
 def load(path):
-    """Loads a file written by td.save."""
-    return file_kinds.loader_for(file_kind(path), path)(path)
+    """Loads a file written by td.save. Every error a damaged file causes
+    names the file (a reader deep inside may know only the entry)."""
+    try:
+        return file_kinds.loader_for(file_kind(path), path)(path)
+    except errors.OpError as e:
+        if os.fspath(path) in e.message:
+            raise
+        raise type(e)(e.node_def, e.op, f"{os.fspath(path)}: {e.message}") from None
 
 
 def _load_functions(path):
     saved = read_saved_file(path)
-    variables = restore_variables(saved.variables)
+    variables = restore_variables(saved.variables, path)
     library = saved.graph.SerializeToString()
-    functions = [LoadedFunction(library, f, variables) for f in saved.functions]
+    functions = [LoadedFunction(library, f, variables, path) for f in saved.functions]
     if not functions:
         raise errors.DataLossError(None, None, f"{path}: the file holds no function")
     if all(not f.attribute and not f.signature_key for f in saved.functions):

@@ -52,7 +52,7 @@ def read_saved_loom(path):
 def load_loom(path):
     """A td.loom.Loom from a file written by td.save(loom, path)."""
     saved = read_saved_loom(path)
-    variables = restore_variables(saved.variables)
+    variables = restore_variables(saved.variables, path)
 
     def value(cap, what):
         return read_value(cap, variables, f"{path}: {what}")

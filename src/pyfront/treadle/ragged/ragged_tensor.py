@@ -12,7 +12,7 @@ from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 from treadle.function.trace_type import TraceType
-from treadle.ops import math_ops
+from treadle.ops import debugging_ops, math_ops
 
 _SPLIT_DTYPES = (dtypes.int32, dtypes.int64)
 
@@ -49,6 +49,43 @@ def _check_splits(splits, nvalues):
         raise ValueError(f"td.RaggedTensor: row_splits ends at {s[-1]} but there are {nvalues} values")
 
 
+def _graph_check(condition, message):
+    """A run-time assertion while tracing (TensorFlow's validate=True inside a
+    tf.function): the Assert op raises InvalidArgumentError with `message`
+    when the function runs (it is stateful, so it always runs)."""
+    debugging_ops.Assert(condition, [f"td.RaggedTensor: {message}"])
+
+
+def _all(op_name, x, y):
+    return math_ops.reduce_all(_run1(op_name, [x, y]))
+
+
+def _graph_check_splits(splits, values):
+    """_check_splits' rules as assertions, for symbolic row_splits."""
+    size = _run1("Size", [splits], {"out_type": splits.dtype})
+    _graph_check(_run1("GreaterEqual", [size, _scalar(1, splits.dtype)]),
+                 "row_splits must have at least one entry (0)")
+    _graph_check(_all("Equal", _slice(splits, 0, 1), _scalar(0, splits.dtype)), "row_splits must start with 0")
+    _graph_check(_all("GreaterEqual", _slice(splits, 1, None), _slice(splits, 0, -1)),
+                 "row_splits must not decrease")
+    nvalues = _run1("Shape", [values], {"out_type": splits.dtype})
+    _graph_check(_all("Equal", _slice(splits, -1, None), _slice(nvalues, 0, 1)),
+                 "row_splits must end at the number of values")
+
+
+def _graph_check_rowids(rowids, nrows):
+    _graph_check(_all("GreaterEqual", rowids, _scalar(0, rowids.dtype)), "value_rowids must be non-negative")
+    _graph_check(_all("GreaterEqual", _slice(rowids, 1, None), _slice(rowids, 0, -1)),
+                 "value_rowids must be sorted")
+    if nrows is not None:
+        nrows = _run1("Cast", [convert_to_tensor(nrows)], {"DstT": rowids.dtype})
+        _graph_check(_all("Less", rowids, nrows), "value_rowids must be less than nrows")
+
+
+def _symbolic(t):
+    return isinstance(t, Tensor) and type(t) is not EagerTensor
+
+
 class RaggedTensor:
     """Made by `from_row_splits`, `from_row_lengths` or `from_value_rowids`
     (as in TensorFlow, not by calling the class)."""
@@ -73,6 +110,8 @@ class RaggedTensor:
         splits = _index(row_splits, "row_splits")
         if validate and type(splits) is EagerTensor:
             _check_splits(splits, _nvalues(values))
+        elif validate:
+            _graph_check_splits(splits, values)
         return cls(values, splits, internal=True)
 
     @classmethod
@@ -82,10 +121,14 @@ class RaggedTensor:
         lengths = _index(row_lengths, "row_lengths")
         if validate and type(lengths) is EagerTensor and np.any(lengths.numpy() < 0):
             raise ValueError("td.RaggedTensor: row_lengths must be non-negative")
+        if validate and _symbolic(lengths):
+            _graph_check(_all("GreaterEqual", lengths, _scalar(0, lengths.dtype)), "row_lengths must be non-negative")
         zero = convert_to_tensor([0], dtype=lengths.dtype)
         splits = _run1("ConcatV2", [zero, math_ops_cumsum(lengths), _scalar(0, dtypes.int32)])
         if validate and type(splits) is EagerTensor:
             _check_splits(splits, _nvalues(values))
+        elif validate:
+            _graph_check_splits(splits, values)
         return cls(values, splits, row_lengths=lengths, internal=True)
 
     @classmethod
@@ -101,6 +144,8 @@ class RaggedTensor:
             n_given = None if nrows is None or isinstance(nrows, Tensor) else int(nrows)
             if n_given is not None and r.size and r[-1] >= n_given:
                 raise ValueError(f"td.RaggedTensor: value_rowids has row {r[-1]} but nrows is {n_given}")
+        elif validate:
+            _graph_check_rowids(rowids, nrows)
         if nrows is None:
             # The last row id + 1; the max of no ids is the lowest int, so 0 rows.
             last = _run1("Max", [rowids, convert_to_tensor([0], dtype=dtypes.int32)], {"keep_dims": False})
@@ -112,6 +157,8 @@ class RaggedTensor:
         splits = _run1("ConcatV2", [zero, math_ops_cumsum(lengths), _scalar(0, dtypes.int32)])
         if validate and type(splits) is EagerTensor:
             _check_splits(splits, _nvalues(values))
+        elif validate:
+            _graph_check_splits(splits, values)
         return cls(values, splits, value_rowids=rowids, row_lengths=lengths, internal=True)
 
     # ------------------------------------------------------------ composite protocol
