@@ -1,10 +1,10 @@
-"""The dynamic-tree batching benchmark (shared BENCHMARKS.md §2): a binary
+"""The dynamic-tree batching benchmark: a binary
 TreeLSTM on the bundled SST-like trees, inference and training, for treadle's
 Loom (schedules woven in the same process, and read from a schedule file),
 treadle one tree at a time, and PyTorch (recursion per tree, and batching by
 height) when it is installed.
 
-    python bench/treelstm_bench.py --short          # a minute or two: the README's main job
+    python bench/treelstm_bench.py --short          # a minute or two
     python bench/treelstm_bench.py                  # the full grid, JSON + Markdown + PNG
     python bench/treelstm_bench.py --train-epochs 5 # also the training run that must learn
     python bench/treelstm_bench.py --repeats 5      # each figure the median of 5 runs (the plot shows their range)

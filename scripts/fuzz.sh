@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The fuzzers in CI: replays the seeds and every regression input, then a
 # fixed-seed mutation run of each input kind (FUZZ_SECONDS per kind, 60 by
-# default as issue 14 asks: about ten minutes for the ten kinds). Fails on any crash, hang or
+# default: about ten minutes for the ten kinds). Fails on any crash, hang or
 # wrong result; the inputs are left in fuzz/findings/.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

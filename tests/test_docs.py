@@ -1,5 +1,5 @@
 """The documentation's examples run: every ```python block of each page of
-docs/, in order, in one namespace per page (like a notebook), in a scratch
+docs/ and of the README, in order, in one namespace per page (like a notebook), in a scratch
 directory. A ```text block right after a python block is the output it must
 print (`...` in it stands for any text, as in doctest). A block after `<!-- docs-test: requires NAME -->` runs only where
 NAME (e.g. td.loom.Ragged) exists, so a page may document what another
@@ -68,10 +68,18 @@ def test_every_page_has_examples_or_says_why():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_examples_run(page, tmp_path, monkeypatch):
+    run_examples(DOCS / page, tmp_path, monkeypatch)
+
+
+def test_readme_examples_run(tmp_path, monkeypatch):
+    run_examples(ROOT / "README.md", tmp_path, monkeypatch)
+
+
+def run_examples(path, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    namespace = {"__name__": f"docs_{page[:-3].replace('-', '_')}"}
+    namespace = {"__name__": f"docs_{path.stem.replace('-', '_')}"}
     skipped = []
-    for code, expected, required, line in blocks((DOCS / page).read_text()):
+    for code, expected, required, line in blocks(path.read_text()):
         if required:
             try:
                 resolve(required, namespace)
@@ -80,19 +88,19 @@ def test_examples_run(page, tmp_path, monkeypatch):
                 continue
         # A real file, so that AutoGraph (and tracebacks) can read the source;
         # blank lines first keep the page's line numbers.
-        source = tmp_path / f"docs_{page[:-3].replace('-', '_')}_line{line}.py"
+        source = tmp_path / f"docs_{path.stem.replace('-', '_')}_line{line}.py"
         source.write_text("\n" * line + code)
         stdout = io.StringIO()
         with contextlib.redirect_stdout(stdout):
             try:
                 exec(compile(source.read_text(), str(source), "exec"), namespace)
             except Exception as e:
-                raise AssertionError(f"docs/{page}, the block at line {line} raised {type(e).__name__}: {e}") from e
+                raise AssertionError(f"{path.relative_to(ROOT)}, the block at line {line} raised {type(e).__name__}: {e}") from e
         if expected is not None:
             got = stdout.getvalue()
-            assert matches(expected, got), f"docs/{page}, the block at line {line} printed:\n{got}\nnot:\n{expected}"
+            assert matches(expected, got), f"{path.relative_to(ROOT)}, the block at line {line} printed:\n{got}\nnot:\n{expected}"
     if skipped:
-        pytest.skip(f"docs/{page}: skipped blocks at " + ", ".join(skipped))
+        pytest.skip(f"{path.relative_to(ROOT)}: skipped blocks at " + ", ".join(skipped))
 
 
 def test_the_site_builds(tmp_path):
