@@ -68,6 +68,8 @@ class Optimizer:
 
     @property
     def learning_rate(self):
+        """The learning rate: a number, a variable, or a schedule (a callable of the step, such as
+        `td.keras.optimizers.schedules.ExponentialDecay`); assignable."""
         return self._learning_rate
 
     @learning_rate.setter
@@ -93,6 +95,8 @@ class Optimizer:
         return slot
 
     def get_slot(self, variable, slot_name):
+        """The slot variable `slot_name` (such as 'm' or 'v' for Adam) the optimizer keeps for `variable`;
+        `KeyError` if it has none yet."""
         return self._slots[(slot_name, variable._unique_id)]
 
     def _current_learning_rate(self, dtype):

@@ -56,9 +56,14 @@ class Dataset:
     # ------------------------------------------------------------ inspection
     @property
     def element_spec(self):
+        """The structure of an element: a nest of `td.TensorSpec` (dtype and shape, `None` for unknown
+        dimensions), as tf.data's."""
         return self._spec
 
     def cardinality(self):
+        """The number of elements as an int64 scalar tensor; `td.data.INFINITE_CARDINALITY` (-1) for a
+        dataset that never ends, `td.data.UNKNOWN_CARDINALITY` (-2) where it cannot be known without
+        iterating (after a `filter`, say)."""
         return constant(np.int64(self._cardinality()))
 
     def _cardinality(self):
@@ -79,6 +84,8 @@ class Dataset:
         return f"<{type(self).__name__} element_spec={self._spec}>"
 
     def apply(self, transformation_func):
+        """`transformation_func(self)`, which must return a Dataset: lets a chain of methods include a
+        function of the whole dataset."""
         result = transformation_func(self)
         if not isinstance(result, Dataset):
             raise TypeError(f"Dataset.apply: `transformation_func` must return a Dataset, got {type(result).__name__}")

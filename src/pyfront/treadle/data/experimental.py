@@ -7,4 +7,5 @@ from treadle.data.weaving import WeaveError, WorkerDiedError  # noqa: F401
 
 
 def cardinality(dataset):
+    """`dataset.cardinality()`, as `tf.data.experimental.cardinality`."""
     return dataset.cardinality()

@@ -260,18 +260,26 @@ class Loom:
 
     @property
     def max_depth(self):
+        """The deepest schedule the loom runs with unrolled steps, or None for the loop-mode runtime (any
+        depth), as given to `Loom(max_depth=...)`."""
         return self._max_depth
 
     @property
     def fingerprint(self):
+        """A digest of what the loom computes (type shapes, ops and their functions, named tensors); every
+        schedule carries its loom's fingerprint, and a loom refuses schedules of another."""
         return self._spec.fingerprint
 
     @property
     def named_tensors(self):
+        """{name: value} of the tensors and variables given as `named_tensors`, which weavers read with
+        `named_tensor(name)` or as attributes."""
         return {name: value for name, value, _ in self._named}
 
     @property
     def named_ops(self):
+        """{name: LoomOp} of the loom's ops; a weaver calls each as `weaver.NAME(...)` or `weaver.op(NAME,
+        args)`."""
         return dict(self._ops)
 
     @property
@@ -312,6 +320,7 @@ class Loom:
 
     @property
     def trainable_variables(self):
+        """The trainable variables among `variables`: what an optimizer updates."""
         return [v for v in self.variables if v.trainable]
 
     def _type_shape_index(self, type_shape):
@@ -375,6 +384,8 @@ class Loom:
 
     # ------------------------------------------------------------ weaving
     def make_weaver(self):
+        """A new, empty Weaver of this loom: call the loom's ops on it, add outputs, then run it with
+        `output_tensor` (or `serialize()` it into a schedule)."""
         return Weaver(self)
 
     def deserialize_weaver(self, serialized):

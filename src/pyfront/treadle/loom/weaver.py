@@ -29,6 +29,9 @@ class Weaver(_core.LoomWeaver):
         self.batch_input = self._batch_input_caller(
             {ts: loom._ts_index[ts] for ts in loom._batch_input_order})
 
+    num_results = property(_core.LoomWeaver.num_results.fget,
+                           doc="The number of results made so far (constants, batch-input rows, op outputs).")
+
     def __getattr__(self, name):
         # Only reached when normal lookup fails: named tensors, made on first use.
         loom = self.__dict__.get("_loom")
@@ -39,6 +42,7 @@ class Weaver(_core.LoomWeaver):
 
     @property
     def loom(self):
+        """The Loom this weaver belongs to."""
         return self._loom
 
     def __tf_tracing_type__(self, context):
@@ -54,6 +58,7 @@ class Weaver(_core.LoomWeaver):
         return self._call(self._loom._op_index(op_name), args)
 
     def named_tensor(self, name):
+        """A result holding the loom's named tensor `name` (also `weaver.NAME`)."""
         return self._named_tensor(self._loom._named_tensor_index(name))
 
     def constant(self, value, tag=""):
@@ -84,6 +89,7 @@ class Weaver(_core.LoomWeaver):
         return self._calls(self._loom._op_index(op_name), np.asarray(args, dtype=np.int32))
 
     def get_type_shape(self, result):
+        """The TypeShape of `result`."""
         return self._loom.type_shapes[self._type_shape_index(result)]
 
     # Where a bulk-woven argument comes from (Weaver.weave's arg_source).
