@@ -21,7 +21,8 @@ from treadle.framework import context
 
 
 class DatasetMethods:
-    """Installed on Dataset: `self` is a Dataset."""
+    """The sources, transformations and iteration of `td.data.Dataset`.
+    (Installed on Dataset: `self` is a Dataset.)"""
 
     # ------------------------------------------------------------ iteration
     def __iter__(self):

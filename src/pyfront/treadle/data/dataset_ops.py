@@ -23,15 +23,22 @@ _MAX_THREADS = 64
 
 
 class Dataset:
-    """Subclasses set `_spec` (the element_spec) and implement `_py_iter()`
-    (a new Python iterator of flat element lists), `_cardinality()` (an int)
-    and, where the stage runs in C++, `_cpp_stage()` (a _core.DataStage).
-    `_flat_iter()` runs the C++ pipeline when there is one: its elements then
-    flow between stages without Python, and prefetch threads run it ahead
-    with the GIL released.
+    """A stream of elements, as `tf.data.Dataset`: make one with a source
+    (`Dataset.from_tensor_slices`, `Dataset.range`, `td.data.TFRecordDataset`,
+    ...), chain transformations (`map`, `batch`, `shuffle`, `prefetch`, ...),
+    and iterate it with a `for` loop, eagerly or inside a `td.function`.
 
-    The sources, transformations and iteration are installed by
-    dataset_methods.py (see install_methods)."""
+        ds = td.data.Dataset.from_tensor_slices(x).map(f).batch(32).prefetch(2)
+        for batch in ds:
+            ...
+    """
+    # For subclasses: set `_spec` (the element_spec) and implement `_py_iter()`
+    # (a new Python iterator of flat element lists), `_cardinality()` (an int)
+    # and, where the stage runs in C++, `_cpp_stage()` (a _core.DataStage).
+    # `_flat_iter()` runs the C++ pipeline when there is one: its elements then
+    # flow between stages without Python, and prefetch threads run it ahead
+    # with the GIL released. The sources, transformations and iteration are
+    # installed by dataset_methods.py (see install_methods).
 
     _spec = None
 
