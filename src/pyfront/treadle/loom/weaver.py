@@ -23,11 +23,13 @@ class Weaver(_core.LoomWeaver):
     def __init__(self, loom):
         super().__init__(loom._spec)
         self._loom = loom
+        ragged = {op.name: list(op.ragged_inputs) for op in loom._metadata.ops}  # also for weaving-only looms
         for index, name in loom._weaver_op_names:
-            setattr(self, name, self._op_caller(index))
+            caller = self._op_caller(index)
+            setattr(self, name, _accepting_arrays(caller, ragged[name]) if ragged.get(name) else caller)
         # batch_input(type_shape, batch_idx), a C++ builtin: a call costs about what an op call does.
-        self.batch_input = self._batch_input_caller(
-            {ts: loom._ts_index[ts] for ts in loom._batch_input_order})
+        self.batch_input = _checking_rows(self._batch_input_caller(
+            {ts: loom._ts_index[ts] for ts in loom._batch_input_order}), _row_counts(loom))
 
     num_results = property(_core.LoomWeaver.num_results.fget,
                            doc="The number of results made so far (constants, batch-input rows, op outputs).")
@@ -55,7 +57,7 @@ class Weaver(_core.LoomWeaver):
 
     def op(self, op_name, args):
         """Calls op `op_name` on `args` (results); returns the list of its results."""
-        return self._call(self._loom._op_index(op_name), args)
+        return self._call(self._loom._op_index(op_name), [_as_results(a) for a in args])
 
     def named_tensor(self, name):
         """A result holding the loom's named tensor `name` (also `weaver.NAME`)."""
@@ -196,3 +198,44 @@ def _int_array(values, name, dtype, where="Weaver.weave"):
     if bad.size:
         raise ValueError(f"{where}: {name}[{bad[0]}] = {array.reshape(-1)[bad[0]]} does not fit in {info.dtype}")
     return array.astype(dtype)
+
+
+def _as_results(arg):
+    """A ragged argument given as a NumPy array of results (as weaver.calls
+    returns them) becomes the list of ints the C++ weaver takes."""
+    return arg.tolist() if isinstance(arg, np.ndarray) else arg
+
+
+def _accepting_arrays(caller, ragged_positions):
+    """`weaver.<op>` for an op with ragged inputs: NumPy arrays of results are
+    accepted there. (Ops without ragged inputs keep the C++ builtin itself.)"""
+    def call(*args):
+        args = list(args)
+        for i in ragged_positions:
+            if i < len(args) and isinstance(args[i], np.ndarray):
+                args[i] = args[i].tolist()
+        return caller(*args)
+    return call
+
+
+def _row_counts(loom):
+    """{TypeShape: rows} of the loom's batch inputs whose row count is known."""
+    counts = {}
+    for ts in loom._batch_input_order:
+        shape = getattr(loom._batch_inputs.get(ts), "shape", None)
+        if shape is not None and len(shape) > 0 and shape[0] is not None:
+            counts[ts] = int(shape[0])
+    return counts
+
+
+def _checking_rows(caller, counts):
+    """`weaver.batch_input`: refuses a row outside the batch input when it is
+    woven, so that nothing is added to the weaver (which would make every run
+    of it fail)."""
+    def batch_input(type_shape, batch_idx):
+        n = counts.get(type_shape) if isinstance(type_shape, TypeShape) else None
+        if n is not None and isinstance(batch_idx, (int, np.integer)) and not -1 < batch_idx < n:
+            raise IndexError(f"batch_input: row {batch_idx} is out of range for the batch input of {type_shape}, "
+                             f"which has {n} rows")
+        return caller(type_shape, batch_idx)
+    return batch_input
