@@ -232,10 +232,26 @@ def _checking_rows(caller, counts):
     """`weaver.batch_input`: refuses a row outside the batch input when it is
     woven, so that nothing is added to the weaver (which would make every run
     of it fail)."""
+    # Looked up by identity first: hashing a TypeShape costs more than the C++
+    # call itself, and callers pass the loom's own TypeShape objects (kept
+    # alive here, so their ids stay theirs).
+    by_id = {id(ts): n for ts, n in counts.items()}
+    keep_alive = list(counts)
+
     def batch_input(type_shape, batch_idx):
-        n = counts.get(type_shape) if isinstance(type_shape, TypeShape) else None
-        if n is not None and isinstance(batch_idx, (int, np.integer)) and not -1 < batch_idx < n:
-            raise IndexError(f"batch_input: row {batch_idx} is out of range for the batch input of {type_shape}, "
-                             f"which has {n} rows")
-        return caller(type_shape, batch_idx)
+        n = by_id.get(id(type_shape))
+        if n is None:
+            try:
+                n = counts.get(type_shape)
+            except TypeError:  # not a type shape: the C++ call says what is wrong
+                n = None
+        try:
+            fits = n is None or -1 < batch_idx < n
+        except TypeError:
+            fits = True  # a row that is not a number: the C++ call says what is wrong
+        if fits:
+            return caller(type_shape, batch_idx)
+        raise IndexError(f"batch_input: row {batch_idx} is out of range for the batch input of {type_shape}, "
+                         f"which has {n} rows")
+    batch_input.keep_alive = keep_alive
     return batch_input
