@@ -10,7 +10,7 @@ import re
 import shutil
 import sys
 
-STEP = re.compile(r"^\[(\d+)/(\d+)\]\s+(.*)")
+STEP = re.compile(r"^\s*\[(\d+)/(\d+)\]\s+(.*)")  # pip -v indents the build's output
 
 
 def main(log_path):
@@ -24,7 +24,7 @@ def main(log_path):
                 done, total, what = int(step.group(1)), int(step.group(2)), step.group(3)
                 target = what.split()[-1].rsplit("/", 1)[-1] if what.split() else ""
                 text = f"setup: compiling {done}/{total} ({100 * done // total}%) {target}"
-            elif line.startswith("-- Configuring done") or line.startswith("-- Generating done"):
+            elif line.strip().startswith(("-- Configuring done", "-- Generating done")):
                 text = "setup: configured the build"
             elif line.lstrip().startswith("Successfully installed"):
                 text = "setup: installed"

@@ -28,7 +28,8 @@ def test_the_race_speaks_plainly_and_leaves_no_bar_in_a_log():
 
 def test_build_progress_counts_steps_and_keeps_the_log(tmp_path):
     log = tmp_path / "setup.log"
-    lines = "-- Configuring done\n[1/2] Building CXX object src/a.cc.o\nwarning: x\n[2/2] Linking CXX shared module _core.so\n"
+    # As pip -v shows a build's output: indented by two spaces.
+    lines = "  -- Configuring done\n  [1/2] Building CXX object src/a.cc.o\nwarning: x\n  [2/2] Linking CXX shared module _core.so\n"
     result = subprocess.run([sys.executable, "scripts/build_progress.py", str(log)], cwd=ROOT, input=lines,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0

@@ -27,9 +27,11 @@ class Weaver(_core.LoomWeaver):
         for index, name in loom._weaver_op_names:
             caller = self._op_caller(index)
             setattr(self, name, _accepting_arrays(caller, ragged[name]) if ragged.get(name) else caller)
-        # batch_input(type_shape, batch_idx), a C++ builtin: a call costs about what an op call does.
-        self.batch_input = _checking_rows(self._batch_input_caller(
-            {ts: loom._ts_index[ts] for ts in loom._batch_input_order}), _row_counts(loom))
+        # batch_input(type_shape, batch_idx), a C++ builtin: a call costs about what an op call does. It
+        # refuses a row beyond a batch input's rows when woven, so the weaver never holds it.
+        self.batch_input = self._batch_input_caller(
+            {ts: loom._ts_index[ts] for ts in loom._batch_input_order},
+            {loom._ts_index[ts]: n for ts, n in _row_counts(loom).items()})
 
     num_results = property(_core.LoomWeaver.num_results.fget,
                            doc="The number of results made so far (constants, batch-input rows, op outputs).")
@@ -226,32 +228,3 @@ def _row_counts(loom):
         if shape is not None and len(shape) > 0 and shape[0] is not None:
             counts[ts] = int(shape[0])
     return counts
-
-
-def _checking_rows(caller, counts):
-    """`weaver.batch_input`: refuses a row outside the batch input when it is
-    woven, so that nothing is added to the weaver (which would make every run
-    of it fail)."""
-    # Looked up by identity first: hashing a TypeShape costs more than the C++
-    # call itself, and callers pass the loom's own TypeShape objects (kept
-    # alive here, so their ids stay theirs).
-    by_id = {id(ts): n for ts, n in counts.items()}
-    keep_alive = list(counts)
-
-    def batch_input(type_shape, batch_idx):
-        n = by_id.get(id(type_shape))
-        if n is None:
-            try:
-                n = counts.get(type_shape)
-            except TypeError:  # not a type shape: the C++ call says what is wrong
-                n = None
-        try:
-            fits = n is None or -1 < batch_idx < n
-        except TypeError:
-            fits = True  # a row that is not a number: the C++ call says what is wrong
-        if fits:
-            return caller(type_shape, batch_idx)
-        raise IndexError(f"batch_input: row {batch_idx} is out of range for the batch input of {type_shape}, "
-                         f"which has {n} rows")
-    batch_input.keep_alive = keep_alive
-    return batch_input
