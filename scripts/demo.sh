@@ -18,7 +18,7 @@ echo
 # TREADLE_DEMO_TORCH=0; without it the race runs treadle alone.
 if [ "${TREADLE_DEMO_TORCH:-1}" != 0 ] && ! .venv/bin/python -c "import torch" 2>/dev/null; then
   echo "demo: installing PyTorch (CPU build) into .venv to race against it"
-  .venv/bin/python -m pip install -q --disable-pip-version-check --timeout 30 \
+  .venv/bin/python -m pip install -q --disable-pip-version-check --timeout 30 --retries 1 \
       --index-url https://download.pytorch.org/whl/cpu torch \
     || echo "demo: could not install PyTorch; treadle runs alone"
 fi
