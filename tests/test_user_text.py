@@ -14,7 +14,7 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md"] + sorted((ROOT / "docs").glob("*.md"))
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", ROOT / "bench" / "README.md"] + sorted((ROOT / "docs").glob("*.md"))
 # Folders of the repository a path in the text may start with; `treadle/` is the package's source.
 TOP_LEVEL = {"bench", "docs", "fuzz", "proto", "scripts", "src", "tests", ".ci", "treadle"}
 INTERNAL = [
