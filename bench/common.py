@@ -112,7 +112,7 @@ def cpu_flags():
 
 def kernel_levels():
     """The SIMD level treadle's kernels run at and the kernels OpenBLAS chose:
-    every report names both (BENCHMARKS.md)."""
+    every report names both."""
     import treadle as td
     from treadle import _core
     isa = td.config.isa_info()

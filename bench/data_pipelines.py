@@ -1,4 +1,4 @@
-"""Input pipelines (shared BENCHMARKS.md §3): td.data against tf.data, and
+"""Input pipelines: td.data against tf.data, and
 the TreeLSTM fed by schedules woven per node in Python by worker processes.
 
     python -m bench.data_pipelines              # from the repository root
@@ -307,7 +307,7 @@ def markdown(p):
     c = p["weaving_costs"]
     tf_rate = "—" if o["tf_data_elements_per_s"] is None else f"{o['tf_data_elements_per_s']:,.0f}"
     lines = [
-        "# Input pipelines (BENCHMARKS.md §3)", "",
+        "# Input pipelines", "",
         f"Machine: {p['machine']['cpu_model']}, {p['machine']['cores']} cores, load average "
         f"{', '.join(f'{x:.2f}' for x in p['load_average'])}.", "",
         "| measurement | treadle | peer | ratio / share | target |", "| --- | ---: | ---: | ---: | --- |",

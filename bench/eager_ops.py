@@ -4,8 +4,7 @@ matmul, for treadle, NumPy and PyTorch (when installed), in one process.
     python bench/eager_ops.py [--repeat 15] [--threads N] [--out-dir bench/results]
 
 Writes bench/results/eager_ops.json (machine, versions, every figure) and
-eager_ops.md (the table), and prints the table. Targets (shared BENCHMARKS.md):
-eager a + b <= 1.5 us; matmul within 10% of NumPy.
+eager_ops.md (the table), and prints the table. 
 """
 
 import os

@@ -1,4 +1,4 @@
-"""Dispatch and execution overhead of td.function (shared BENCHMARKS.md §1),
+"""Dispatch and execution overhead of td.function,
 with tf.function, jax.jit and eager PyTorch measured in the same process when
 they are installed.
 

@@ -7,7 +7,6 @@ installed).
     python bench/graph_exec.py [--repeat 15] [--threads N] [--out-dir bench/results]
 
 Writes bench/results/graph_exec.json and graph_exec.md and prints the table.
-Target (shared BENCHMARKS.md, section 1): <= 40 us per call of the 300-op graph.
 """
 
 import os

@@ -1,4 +1,4 @@
-"""The workloads of bench/results/issue15-first-call.md, for counting
+"""The workloads of bench/function_calls.py, for counting
 instructions under valgrind (independent of the machine's load).
 
     python bench/instruction_counts.py first|add|chain300 N

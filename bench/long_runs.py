@@ -1,4 +1,4 @@
-"""Long runs (issue 14): what a retrace costs after many traces, and how soon
+"""Long runs: what a retrace costs after many traces, and how soon
 Ctrl-C and a deadline stop a run that would never end.
 
     python bench/long_runs.py [--traces 10000] [--out-dir bench/results]

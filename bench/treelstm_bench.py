@@ -1,10 +1,10 @@
-"""The dynamic-tree batching benchmark (shared BENCHMARKS.md §2): a binary
+"""The dynamic-tree batching benchmark: a binary
 TreeLSTM on the bundled SST-like trees, inference and training, for treadle's
 Loom (schedules woven in the same process, and read from a schedule file),
 treadle one tree at a time, and PyTorch (recursion per tree, and batching by
 height) when it is installed.
 
-    python bench/treelstm_bench.py --short          # a minute or two: the README's main job
+    python bench/treelstm_bench.py --short          # a minute or two
     python bench/treelstm_bench.py                  # the full grid, JSON + Markdown + PNG
     python bench/treelstm_bench.py --train-epochs 5 # also the training run that must learn
     python bench/treelstm_bench.py --repeats 5      # each figure the median of 5 runs (the plot shows their range)
@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 sys.path.insert(0, HERE)
 
 import common  # noqa: E402
-from bench.treelstm.plot import plot  # noqa: E402
+from bench.treelstm.plot import plot, plot_same_process  # noqa: E402
 
 BATCHES_FULL = [1, 32, 256, 1024]
 BATCHES_SHORT = [1, 32, 256]
@@ -322,6 +322,14 @@ def _cell(result):
     return f"{result['trees_per_s']:.0f}"
 
 
+def redraw(report, path):
+    """Draws a saved report of this benchmark or of treelstm_same_process.py;
+    None when matplotlib is missing."""
+    if report.get("benchmark") == "treelstm_same_process":
+        return plot_same_process(report, path)
+    return plot(report, path)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--short", action="store_true", help="the quick version (about a minute or two)")
@@ -333,7 +341,9 @@ def main():
                         help="BLAS/OpenMP threads for every implementation (default: the libraries' own)")
     parser.add_argument("--repeats", type=int, default=1,
                         help="runs of each implementation, each in a fresh process; figures are their median")
-    parser.add_argument("--plot-only", metavar="JSON", help="only redraw the figure of a saved report")
+    parser.add_argument("--plot-only", metavar="JSON",
+                        help="only redraw the figure of a saved report (of this benchmark or of "
+                             "treelstm_same_process.py), beside it as .png")
     parser.add_argument("--worker")
     parser.add_argument("--batches", help="comma-separated batch sizes (default: the full or short grid)")
     parser.add_argument("--modes", default="inference,training")
@@ -345,7 +355,10 @@ def main():
     if args.plot_only:
         with open(args.plot_only) as f:
             report = json.load(f)
-        print(f"plot: {plot(report, os.path.splitext(args.plot_only)[0] + '.png')}")
+        drawn = redraw(report, os.path.splitext(args.plot_only)[0] + ".png")
+        if drawn is None:
+            sys.exit("--plot-only needs matplotlib: .venv/bin/pip install matplotlib")
+        print(f"drew {drawn}")
         return
     if args.worker:
         out = worker(args.worker, [int(b) for b in args.batches.split(",")], args.modes.split(","),
@@ -385,8 +398,7 @@ def main():
     if not args.short or args.out_dir != str(common.RESULTS_DIR):
         common.write_report(name, report, md, args.out_dir)
         png = plot(report, os.path.join(args.out_dir, f"{name}.png"))
-        if png:
-            print(f"plot: {png}")
+        print(f"drew {png}" if png else "(matplotlib is not installed: no figure drawn)")
     print(md)
 
 

@@ -1,4 +1,4 @@
-"""The binary TreeLSTM (shared BENCHMARKS.md §2a) woven the Fold way, one
+"""The binary TreeLSTM woven the Fold way, one
 Python Weaver call per node, against PyTorch batched by height, measured in
 one process in interleaved rounds (every round times each implementation on
 the same batches, rotating the order), so a busy spell on this shared machine

@@ -1,4 +1,4 @@
-"""The binary TreeLSTM (BENCHMARKS.md §2a), treadle's bulk-woven Loom and
+"""The binary TreeLSTM, treadle's bulk-woven Loom and
 PyTorch batched by height, timed in ONE process in alternating rounds: on a
 shared machine a busy spell slows both alike, so the per-round ratio is the
 figure to trust (bench/treelstm_bench.py runs each implementation in its own

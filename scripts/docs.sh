@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# Builds the documentation site (MkDocs, API reference from the docstrings)
-# into build/docs with warnings as errors, and runs every example of its pages
-# (tests/test_docs.py). Run after scripts/setup.sh (CI: .ci/run does).
+# Builds the documentation site (Material for MkDocs, API reference from the
+# docstrings, pictures drawn by docs/hooks/figures.py) into build/docs with
+# warnings as errors, and runs every example of its pages and the checks of
+# what they state (tests/test_docs.py, tests/test_user_text.py,
+# tests/test_docstrings.py). Run after scripts/setup.sh (CI: .ci/run does).
+# The site works offline, also opened from disk.
 #
 #   bash scripts/docs.sh            # then open build/docs/index.html
 #   .venv/bin/mkdocs serve          # live preview while editing docs/
@@ -20,6 +23,7 @@ with open("pyproject.toml", "rb") as f:
 PY
 )
 "$VPY" -m pip install -q "${DOCS_REQUIRES[@]}"
+export NO_MKDOCS_2_WARNING=1
 .venv/bin/mkdocs build --strict --site-dir build/docs
-"$VPY" -m pytest -q tests/test_docs.py
+"$VPY" -m pytest -q tests/test_docs.py tests/test_user_text.py tests/test_docstrings.py
 echo "docs: built in build/docs (open build/docs/index.html)"

@@ -22,6 +22,7 @@ missing=()
 for pkg in "${APT_PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
 done
+echo "setup: checking the Debian packages"
 if [ ${#missing[@]} -gt 0 ]; then
   echo "setup: installing Debian packages: ${missing[*]}"
   SUDO=()
@@ -50,12 +51,25 @@ PY
 )
 # Building without isolation (below) keeps the CMake build directory between
 # runs; ninja makes those rebuilds fast.
+echo "setup: installing the build requirements into .venv"
 "$VPY" -m pip install -q "${BUILD_REQUIRES[@]}" ninja
 
 # --- treadle itself, built once and rebuilt incrementally
 BUILD_DIR=${TREADLE_BUILD_DIR:-build/release}
 # ccache keys on paths relative to the repository, so clones share objects.
 export CCACHE_BASEDIR="$PWD"
-echo "setup: building and installing treadle (build directory $BUILD_DIR)"
-"$VPY" -m pip install -q --no-build-isolation -Cbuild-dir="$BUILD_DIR" ".[test]"
+echo "setup: building and installing treadle (build directory $BUILD_DIR; the first build takes a minute or more)"
+if [ -t 1 ]; then
+  # On a terminal: the compile steps as a counter on one line; the whole
+  # output in build/setup.log, whose end is shown if the build fails.
+  mkdir -p build
+  if ! "$VPY" -m pip install -v --no-build-isolation -Cbuild-dir="$BUILD_DIR" ".[test]" 2>&1 \
+      | "$VPY" scripts/build_progress.py build/setup.log; then
+    tail -n 40 build/setup.log
+    echo "setup: the build failed; its whole output is in build/setup.log" >&2
+    exit 1
+  fi
+else
+  "$VPY" -m pip install -q --no-build-isolation -Cbuild-dir="$BUILD_DIR" ".[test]"
+fi
 "$VPY" -c "import treadle; print('setup: treadle', treadle.__version__, 'is installed in .venv')"

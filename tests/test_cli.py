@@ -213,7 +213,16 @@ def test_run_bad_inputs(files, capsys):
     assert_one_line_error(code, err, 1, "no parameter 'y'")
     np.save(tmp / "bad.npy", np.ones((2, 2), np.float32))
     code, _, err = run(["run", str(tmp / "f.td"), "-i", str(tmp / "bad.npy")], capsys)
-    assert_one_line_error(code, err, 1, "no saved function accepts these arguments")
+    assert_one_line_error(code, err, 1, f"input 'x' ({tmp / 'bad.npy'}) is float32 of shape [2, 2], but it takes "
+                                        "float32 of shape [None]")
+    np.save(tmp / "ints.npy", np.ones(2, np.int64))
+    code, _, err = run(["run", str(tmp / "f.td"), "-i", f"x={tmp / 'ints.npy'}"], capsys)
+    assert_one_line_error(code, err, 1, "input 'x' (" + str(tmp / "ints.npy") + ") is int64 of shape [2], but it "
+                                        "takes float32 of shape [None]")
+    code, _, err = run(["run", str(tmp / "f.td")], capsys)
+    assert_one_line_error(code, err, 1, "no input for 'x' (float32 of shape [None]; give it with -i x=FILE.npy)")
+    code, _, err = run(["run", str(tmp / "f.td"), "-i", str(tmp / "x.npy"), "-i", str(tmp / "x.npy")], capsys)
+    assert_one_line_error(code, err, 1, "2 inputs given by position, but it takes 1 (x)")
     code, out, _ = run(["run", str(tmp / "f.td"), "-i", f"x={tmp / 'x.npy'}"], capsys)
     assert code == 0 and "output 0: float32 [2]" in out and "[2. 2.]" in out
 
@@ -256,7 +265,7 @@ def test_info_on_a_saved_loom(files, capsys):
         assert f"fingerprint {loom.fingerprint:#018x}" in out
         assert "0: float32 (3,) tag='vec'" in out
         assert "add: [0, 0] -> [0] (with gradient)" in out
-        assert "named tensor x: type shape 0" in out
+        assert "named tensors:\n  x: type shape 0" in out
     code, out, _ = run(["show", str(tmp / "v.loom")], capsys)
     assert code == 0 and re.search(r"\w+ = AddV2\(input_0, input_1\)", out)
 
@@ -293,7 +302,7 @@ def test_loom_run_writes_npy_with_a_progress_bar(files, capsys):
     assert code == 0, err
     assert "100.0%" in err and "7 schedules" in err
     assert "ran 7 schedules" in out
-    np.testing.assert_array_equal(np.load(tmp / "out" / "outputs_0.npy"), expected_outputs(loom, messages))
+    np.testing.assert_array_equal(np.load(tmp / "out" / "outputs_vec.npy"), expected_outputs(loom, messages))
 
 
 def test_loom_run_writes_npz(files, capsys):
@@ -302,7 +311,7 @@ def test_loom_run_writes_npz(files, capsys):
                         "--format", "npz", "-q"], capsys)
     assert code == 0 and err == ""
     with np.load(tmp / "out" / "outputs.npz") as data:
-        np.testing.assert_array_equal(data["outputs_0"], expected_outputs(loom, messages))
+        np.testing.assert_array_equal(data["outputs_vec"], expected_outputs(loom, messages))
 
 
 def example_class():
@@ -346,7 +355,7 @@ def test_loom_run_writes_tf_train_examples(files, capsys):
     assert code == 0, err
     expected = expected_outputs(loom, messages)
     Example = example_class()
-    records = td.loom.read_schedules(tmp / "out" / "outputs_0.tfrecord")  # any TFRecord file reads this way
+    records = td.loom.read_schedules(tmp / "out" / "outputs_vec.tfrecord")  # any TFRecord file reads this way
     assert len(records) == len(expected)
     for record, row in zip(records, expected):
         feature = Example.FromString(record).features.feature
@@ -375,3 +384,36 @@ def test_demo_runs_the_loom(capsys):
     runs_line = next(line for line in out.splitlines() if "batched runs instead of" in line)
     runs, calls = int(runs_line.split()[2]), int(runs_line.split("instead of")[1].split()[0])
     assert runs < calls
+
+
+def test_loom_run_error_starts_its_own_line_after_the_progress_bar(files, capsys):
+    """stderr is not a terminal here (as in a log): the bar's last state ends its
+    line, and the error message is a line of its own."""
+    tmp, _, _ = files
+    code, _, err = run(["loom", "run", str(tmp / "v.loom"), str(tmp / "truncated-s.tfrecord"), "-o",
+                        str(tmp / "out"), "-b", "1"], capsys)
+    assert code == 1
+    last = err.rstrip("\n").split("\n")[-1]  # lines as a log shows them (not split at the bar's \r)
+    assert last.startswith("treadle: error:") and "truncated" in last, repr(err)
+    assert "100.0%" not in err and "schedules" in err  # the bar was drawn before the error
+
+
+def test_info_shows_ragged_inputs_and_variables_apart_from_batch_inputs(tmp_path, capsys):
+    h = td.loom.TypeShape(td.float32, (2,), "h")
+
+    class Node(td.loom.LoomOp):
+        def __init__(self):
+            super().__init__([td.loom.Ragged(h), h], [h])
+
+        def instantiate_batch(self, inputs):
+            return [inputs[1] + td.reduce_sum(inputs[0], axis=1)]
+
+    table = td.Variable(np.ones((5, 2), np.float32), name="table")
+    scale = td.Variable(np.ones(2, np.float32), name="scale")
+    loom = td.loom.Loom(named_ops={"node": Node()}, batch_inputs={h: table}, named_tensors={"s": (scale, "h")})
+    td.save(loom, str(tmp_path / "r.loom"))
+    code, out, _ = run(["info", str(tmp_path / "r.loom")], capsys)
+    assert code == 0
+    assert "node: [Ragged(0), 0] -> [0]" in out
+    assert "batch inputs (rows a weaver reads with batch_input):\n  type shape 0\nvariables:\n" in out
+    assert "variable table" in out.split("variables:")[1] and "variable scale" in out.split("variables:")[1]

@@ -79,24 +79,26 @@ def _training_panels(ax_loss, ax_acc, training):
 
 
 def plot(report, path):
-    """Draws `report` (treelstm_bench's JSON) to `path`; None when matplotlib is missing."""
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("(matplotlib is not installed: no plot)")
+    """Draws `report` (treelstm_bench's JSON) to `path`: a throughput panel per
+    mode, treadle's speedup over PyTorch, and the training run when there is
+    one. Returns `path`, or None when matplotlib is missing."""
+    plt = _pyplot()
+    if plt is None:
         return None
     training = report.get("training")
+    columns = len(report["modes"]) + 1
     rows = 2 if training else 1
-    fig, grid = plt.subplots(rows, len(report["modes"]), figsize=(6.2 * len(report["modes"]), 4.8 * rows),
-                             squeeze=False)
+    fig, grid = plt.subplots(rows, columns, figsize=(5.6 * columns, 4.8 * rows), squeeze=False)
     axes = [ax for row in grid for ax in row]
     for ax, mode in zip(axes, report["modes"]):
         _throughput_panel(ax, report, mode)
     axes[0].legend(fontsize=7, loc="lower right")
+    if not speedup_panel(axes[len(report["modes"])], report):
+        axes[len(report["modes"])].set_axis_off()
     if training:
-        _training_panels(axes[-2], axes[-1], training)
+        _training_panels(axes[columns], axes[columns + 1], training)
+        for ax in axes[columns + 2:]:
+            ax.set_axis_off()
     machine = report.get("machine", {})
     load = report.get("load_average_start", [None])[0]
     context = (f"; sgemm measured at {report['sgemm_gflops']:.0f} GFLOP/s, load average {load:.1f} at the start "
@@ -107,3 +109,118 @@ def plot(report, path):
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
+
+
+def _pyplot():
+    """matplotlib's pyplot on the file-only backend, or None when matplotlib is missing."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def same_process_series(report, mode):
+    """[(batch, {side: (median, min, max)}, (ratio median, min, max))] of a
+    treelstm_same_process report: trees/s over its rounds for treadle and
+    PyTorch, and the per-round ratios treadle / PyTorch."""
+    out = []
+    for key, entry in report["results"].items():
+        m, b = key.split("/")
+        if m != mode or "torch" not in entry:
+            continue
+        sides = {side: summary(entry[side]["rounds"]) for side in ("treadle", "torch")}
+        ratios = [x / y for x, y in zip(entry["treadle"]["rounds"], entry["torch"]["rounds"])]
+        out.append((int(b), sides, summary(ratios)))
+    return sorted(out, key=lambda item: item[0])
+
+
+def _band(ax, xs, stats, colour, marker, label):
+    med = [s[0] for s in stats]
+    ax.errorbar(xs, med, yerr=[[s[0] - s[1] for s in stats], [s[2] - s[0] for s in stats]], color=colour,
+                marker=marker, capsize=4, linewidth=1.6, markersize=6, label=label)
+    ax.fill_between(xs, [s[1] for s in stats], [s[2] for s in stats], color=colour, alpha=0.15, linewidth=0)
+
+
+def plot_same_process(report, path):
+    """Draws a treelstm_same_process report to `path`: per mode, trees/s of
+    treadle and PyTorch against batch size (median of the rounds, band and bars
+    from the lowest to the highest round), and a panel of treadle's speedup
+    (per-round ratios, same spread). Returns `path`, or None without matplotlib."""
+    plt = _pyplot()
+    if plt is None:
+        return None
+    modes = [m for m in ("inference", "training") if same_process_series(report, m)]
+    fig, axes = plt.subplots(1, len(modes) + 1, figsize=(5.2 * (len(modes) + 1), 4.4), squeeze=False)
+    axes = axes[0]
+    names = {"treadle": "treadle (Loom)", "torch": "PyTorch, batched by height"}
+    for ax, mode in zip(axes, modes):
+        series = same_process_series(report, mode)
+        xs = [b for b, _, _ in series]
+        for k, side in enumerate(("treadle", "torch")):
+            _band(ax, xs, [s[side] for _, s, _ in series], COLOURS[k], MARKERS[k], names[side])
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(xs, [str(b) for b in xs])
+        ax.set_ylim(bottom=0)
+        ax.set_xlabel("batch size (trees per step)")
+        ax.set_ylabel("trees per second")
+        ax.set_title(f"{mode}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8, loc="lower right")
+    ax = axes[-1]
+    for k, mode in enumerate(modes):
+        series = same_process_series(report, mode)
+        _band(ax, [b for b, _, _ in series], [r for _, _, r in series], COLOURS[k + 2], MARKERS[k + 2], mode)
+    ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
+    ax.set_xscale("log", base=2)
+    xs = sorted({b for mode in modes for b, _, _ in same_process_series(report, mode)})
+    ax.set_xticks(xs, [str(b) for b in xs])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("batch size (trees per step)")
+    ax.set_ylabel("treadle's speedup over PyTorch (×)")
+    ax.set_title("how much faster, at each batch size")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="lower right")
+    machine = report.get("machine", {})
+    fig.suptitle(f"TreeLSTM on {report['trees']} SST-like trees, treadle and PyTorch in one process: median of "
+                 f"{report['rounds']} alternating rounds, bars from the lowest to the highest; "
+                 f"{machine.get('cpu_model', '?')}, {machine.get('cores', '?')} cores, load average "
+                 f"{report['load_average_start'][0]:.1f}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def speedup_panel(ax, report, mode_colours=None):
+    """treadle's speedup over PyTorch by height against batch size, for a
+    treelstm_bench report: per batch size, the ratios of the runs (each run of
+    treadle against every run of PyTorch); the median, and bars from the lowest
+    to the highest."""
+    impls = report["implementations"]
+    ours, theirs = impls.get("treadle loom"), impls.get("torch by height")
+    if not ours or not theirs:
+        return False
+    for k, mode in enumerate(report["modes"]):
+        xs, stats = [], []
+        for b in report["batches"]:
+            key = f"{mode}/{b}"
+            if key in ours["results"] and key in theirs["results"]:
+                # Runs in separate processes are not paired: every run of one against every run of the other.
+                ratios = [x / y for x in runs_of(ours["results"][key]) for y in runs_of(theirs["results"][key])]
+                xs.append(b)
+                stats.append(summary(ratios))
+        if xs:
+            _band(ax, xs, stats, COLOURS[k + 2], MARKERS[k + 2], mode)
+    ax.axhline(1.0, color="gray", linestyle="--", linewidth=1)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")  # runs in separate processes on a busy machine can differ by tens of times
+    ax.set_xticks(report["batches"], [str(b) for b in report["batches"]])
+    ax.set_xlabel("batch size (trees per step)")
+    ax.set_ylabel("treadle's speedup over PyTorch by height (×)")
+    ax.set_title("how much faster, at each batch size")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8)
+    return True

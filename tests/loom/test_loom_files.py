@@ -166,8 +166,8 @@ def test_cli_runs_a_saved_loom_over_a_schedule_file(tmp_path, capsys):
                      "-o", str(out_dir), "-b", "5"]) == 0
     captured = capsys.readouterr()
     assert "ran 23 schedules" in captured.out and "100.0%" in captured.err
-    h_index = loom.type_shapes.index(w.h_ts)
-    np.testing.assert_allclose(np.load(out_dir / f"outputs_{h_index}.npy"),
+    name = f"outputs_{w.h_ts.tag}" if w.h_ts.tag else f"outputs_{loom.type_shapes.index(w.h_ts)}"
+    np.testing.assert_allclose(np.load(out_dir / f"{name}.npy"),
                                loom.output_tensor(w.h_ts, msgs).numpy(), rtol=1e-12)
     assert cli.main(["loom", "info", str(tmp_path / "s.tfrecord")]) == 0
     assert "23 schedules" in capsys.readouterr().out

@@ -79,9 +79,15 @@ def test_batch_inputs():
     w.add_output(w.mul(w.batch_input(VEC3, 3), w.batch_input(VEC3, 1)))
     w.add_output(w.batch_input(VEC3, 0))
     np.testing.assert_allclose(loom.output_tensor(VEC3, w).numpy(), [table[3] * table[1], table[0]])
-    w.add_output(w.batch_input(VEC3, 4))
+    with pytest.raises(IndexError, match="row 4 is out of range for the batch input .* which has 4 rows"):
+        w.batch_input(VEC3, 4)  # refused when woven
+    # A schedule woven against a larger table (elsewhere) is refused when run.
+    larger = td.loom.Loom(named_ops={"mul": BinaryLoomOp(VEC3, td.multiply)},
+                          batch_inputs={VEC3: np.zeros((8, 3))})
+    elsewhere = larger.make_weaver()
+    elsewhere.add_output(elsewhere.batch_input(VEC3, 4))
     with pytest.raises(td.errors.InvalidArgumentError, match="reads row 4 of the batch input .* which has 4 rows"):
-        loom(w)
+        loom(elsewhere.serialize())
 
 
 def test_ops_capturing_constants_and_integer_type_shapes():

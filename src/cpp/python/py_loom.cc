@@ -2,6 +2,7 @@
 // a METH_FASTCALL builtin so a call from Python costs well under a
 // microsecond), schedule merging, the runtime's validation, and record files.
 #include <climits>
+#include <unordered_map>
 
 #include "data/record_file.h"
 #include "graph/graph_def_writer.h"
@@ -194,6 +195,9 @@ PyMethodDef kCallOpDef = {"loom_op", reinterpret_cast<PyCFunction>(reinterpret_c
 struct BatchInputCaller {
   std::shared_ptr<Weaver> weaver;
   PyObject* index;  // dict, owned
+  // Rows of each batch input, by type shape index (-1: not known): a row
+  // beyond them is refused when woven, so the weaver never holds it.
+  std::unordered_map<int, int64_t> rows;
   PyObject* last_key = nullptr;  // borrowed from the dict's keys
   int last_ts = -1;
 };
@@ -231,6 +235,12 @@ PyObject* CallBatchInput(PyObject* self, PyObject* const* args, Py_ssize_t nargs
     PyErr_Format(PyExc_TypeError, "Weaver.batch_input: batch_idx must be a non-negative int, got %R", row);
     return nullptr;
   }
+  auto known = c->rows.find(ts);
+  if (known != c->rows.end() && known->second >= 0 && r >= known->second) {
+    PyErr_Format(PyExc_IndexError, "batch_input: row %d is out of range for the batch input of %R, which has %lld rows",
+                 static_cast<int>(r), args[0], static_cast<long long>(known->second));
+    return nullptr;
+  }
   try {
     return PyLong_FromLong(c->weaver->BatchInput(ts, r));
   } catch (...) {
@@ -243,8 +253,9 @@ PyMethodDef kBatchInputDef = {
     "batch_input", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&CallBatchInput)), METH_FASTCALL,
     "batch_input(type_shape, batch_idx): a result holding row batch_idx of the loom's batch input of type_shape."};
 
-py::object MakeBatchInputCaller(const PyWeaver& w, py::dict index) {
+py::object MakeBatchInputCaller(const PyWeaver& w, py::dict index, py::dict rows) {
   auto* c = new BatchInputCaller{w.weaver, index.ptr()};
+  for (auto item : rows) c->rows[item.first.cast<int>()] = item.second.cast<int64_t>();
   Py_INCREF(c->index);
   PyObject* capsule = PyCapsule_New(c, kBatchInputCapsule, [](PyObject* cap) {
     auto* p = static_cast<BatchInputCaller*>(PyCapsule_GetPointer(cap, kBatchInputCapsule));
@@ -492,7 +503,7 @@ void RegisterWeaver(py::module_& m) {
       .def(py::init([](const PyLoomSpec& s) { return PyWeaver{std::make_shared<Weaver>(s.spec)}; }),
            py::arg("spec"))
       .def("_op_caller", &MakeOpCaller, py::arg("op"))
-      .def("_batch_input_caller", &MakeBatchInputCaller, py::arg("index"))
+      .def("_batch_input_caller", &MakeBatchInputCaller, py::arg("index"), py::arg("rows") = py::dict())
       .def("_call", &WeaverCall)
       .def("_calls", &WeaverCalls)
       .def("_named_tensor", [](PyWeaver& w, int index) { return w.weaver->NamedTensor(index); })

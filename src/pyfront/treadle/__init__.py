@@ -60,6 +60,7 @@ from treadle.autodiff.custom_gradient import custom_gradient  # noqa: E402
 from treadle import bitwise, config, debugging, linalg, math, nest, nn, random, saved_model, train, types  # noqa: E402
 from treadle import experimental  # noqa: E402
 from treadle import optimizers  # noqa: E402
+from treadle import keras  # noqa: E402
 from treadle.ragged import RaggedTensor  # noqa: E402
 from treadle import sparse, strings  # noqa: E402
 from treadle.sparse import SparseTensor, SparseTensorSpec  # noqa: E402
@@ -73,3 +74,14 @@ from treadle._api import install_api as _install_api  # noqa: E402
 _install_api(globals())
 
 __version__ = "0.1.0"
+
+# The package's own modules are attributes of `treadle` once imported; they
+# are not part of its public names (dir(td) lists those only; `function` is
+# td.function, which replaced the subpackage of that name).
+_INTERNAL_MODULES = frozenset({
+    "autodiff", "cli", "cli_common", "cli_demo", "cli_files", "cli_loom", "cli_saved", "framework", "io",
+    "module", "ops", "ragged", "util", "graph_pb2", "loom_pb2", "saved_pb2", "tensor_pb2"})
+
+
+def __dir__():
+    return sorted(n for n in globals() if not n.startswith("_") and n not in _INTERNAL_MODULES)

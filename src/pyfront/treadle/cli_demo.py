@@ -141,7 +141,8 @@ def cmd_demo(args):
     print(f"  op runs: {runs} batched runs instead of {calls} one per call ({calls / runs:.1f}x fewer)")
     print(f"  time:    {t_batched * 1e3:.2f} ms for the batch, {t_single * 1e3:.2f} ms running the trees one "
           f"at a time ({t_single / t_batched:.1f}x; median of {args.repeats} runs)")
-    print("\nThe benchmark with a TreeLSTM and training: bash scripts/demo.sh; the guide: docs/loom.md")
+    print("\nMore: the Loom guide (docs/loom.md in the repository, or the documentation site) and the TreeLSTM "
+          "benchmark (bench/treelstm_bench.py).")
     return 0
 
 

@@ -145,6 +145,13 @@ def _print_library(library):
             print(f"  return {out} = {ref}")
 
 
+def _op_inputs(op):
+    """An op's input type shapes as a list, a ragged input (any number of
+    results per call) written Ragged(i)."""
+    ragged = set(op.ragged_inputs)
+    return "[" + ", ".join(f"Ragged({t})" if k in ragged else str(t) for k, t in enumerate(op.input_type_shapes)) + "]"
+
+
 def describe_loom(path, saved, full):
     md = saved.loom.metadata
     try:
@@ -164,11 +171,17 @@ def describe_loom(path, saved, full):
     for op in ops:
         kind = "pass-through" if op.pass_through else ("with gradient" if op.backward_function_name else
                                                        "no gradient")
-        print(f"  {op.name}: {list(op.input_type_shapes)} -> {list(op.output_type_shapes)} ({kind})")
+        print(f"  {op.name}: {_op_inputs(op)} -> {list(op.output_type_shapes)} ({kind})")
+    if md.named_tensors:
+        print("named tensors:")
     for nt in md.named_tensors:
-        print(f"named tensor {nt.name}: type shape {nt.type_shape}")
+        print(f"  {nt.name}: type shape {nt.type_shape}")
+    if md.batch_input_type_shapes:
+        print("batch inputs (rows a weaver reads with batch_input):")
     for i in md.batch_input_type_shapes:
-        print(f"batch input of type shape {i}")
+        print(f"  type shape {i}")
+    if saved.variables:
+        print("variables:")
     _print_variables(saved.variables)
     if full:
         _print_library(saved.loom.library.library)

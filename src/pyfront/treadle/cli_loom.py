@@ -1,6 +1,7 @@
 """`treadle loom run` and `treadle loom info`: a saved loom over a schedule file."""
 
 import os
+import re
 import sys
 import time
 
@@ -30,6 +31,22 @@ def _progress_bar(total_bytes, quiet):
                 bar_format="{percentage:5.1f}% |{bar}| {n_fmt}B of {total_fmt}B [{elapsed}<{remaining}]{postfix}")
 
 
+def _is_terminal(stream):
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def output_name(type_shape, index):
+    """The file name stem of a type shape's outputs: outputs_<tag> for a tag
+    that makes a plain file name (a tag names one type shape), else outputs_<index>."""
+    tag = type_shape.tag
+    if tag and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_.-]{0,63}", tag):
+        return f"outputs_{tag}"
+    return f"outputs_{index}"
+
+
 def run_schedules(loom, path, batch_size, quiet):
     """{TypeShape: [arrays]} of every output of the schedules in `path`, and the schedule count."""
     reader = _core.LoomScheduleReader(path)
@@ -48,7 +65,9 @@ def run_schedules(loom, path, batch_size, quiet):
             bar.set_postfix_str(f"{count} schedules", refresh=False)
             bar.update(reader.offset - bar.n)
     except BaseException:
-        bar.leave = False  # the error message, not a half-drawn bar, is the last line
+        # The error message must start a line of its own: on a terminal the bar
+        # is erased; elsewhere (a log, a pipe) its last state ends with a newline.
+        bar.leave = not _is_terminal(sys.stderr)
         raise
     finally:
         bar.close()
@@ -62,17 +81,18 @@ def _write_outputs(loom, outputs, output_dir, fmt):
     for ts in loom.type_shapes:
         parts = outputs[ts]
         arrays.append(np.concatenate(parts) if parts else np.zeros((0,) + ts.shape, ts.dtype.as_numpy_dtype))
+    names = [output_name(ts, i) for i, ts in enumerate(loom.type_shapes)]
     if fmt == "npz":
-        np.savez(os.path.join(output_dir, "outputs.npz"), **{f"outputs_{i}": a for i, a in enumerate(arrays)})
-    for i, (ts, array) in enumerate(zip(loom.type_shapes, arrays)):
+        np.savez(os.path.join(output_dir, "outputs.npz"), **dict(zip(names, arrays)))
+    for i, (ts, array, name) in enumerate(zip(loom.type_shapes, arrays, names)):
         if fmt == "npy":
-            path = os.path.join(output_dir, f"outputs_{i}.npy")
+            path = os.path.join(output_dir, f"{name}.npy")
             np.save(path, array)
         elif fmt == "tfrecord":
-            path = os.path.join(output_dir, f"outputs_{i}.tfrecord")
+            path = os.path.join(output_dir, f"{name}.tfrecord")
             examples.write_arrays_as_examples(path, array, type_shape_index=i)
         else:
-            path = f"{os.path.join(output_dir, 'outputs.npz')}[outputs_{i}]"
+            path = f"{os.path.join(output_dir, 'outputs.npz')}[{name}]"
         print(f"{path}: {ts} x {array.shape[0]}")
 
 
@@ -98,8 +118,9 @@ def add_run_arguments(run):
     run.add_argument("schedules", metavar="SCHEDULES",
                      help="a schedule file (td.loom.write_schedules: TFRecord records of WeaverMessages)")
     run.add_argument("-o", "--output-dir", default="loom_outputs", metavar="DIR",
-                     help="where the outputs go (default loom_outputs): one file per type shape, "
-                          "outputs_<i>.npy or outputs_<i>.tfrecord, or one outputs.npz")
+                     help="where the outputs go (default loom_outputs): one file per type shape, named by "
+                          "its tag (outputs_<tag>.npy or .tfrecord; outputs_<i> for an untagged type shape "
+                          "i), or one outputs.npz holding arrays of those names")
     run.add_argument("-f", "--format", choices=FORMATS, default="npy",
                      help="npy (default), npz, or tfrecord: one tf.train.Example per output, with features "
                           "'value' (raw little-endian bytes), 'dtype', 'shape' and 'type_shape'")

@@ -13,9 +13,10 @@ from treadle.util import nest
 
 
 def _parse_inputs(items, names):
-    """--input values as (args, kwargs): `NAME=file.npy` by parameter name, a
-    bare `file.npy` by position."""
-    args, kwargs = [], {}
+    """--input values as (args, kwargs, sources): `NAME=file.npy` by parameter
+    name, a bare `file.npy` by position; sources maps a position or a name to
+    its file, for messages."""
+    args, kwargs, sources = [], {}, {}
     for item in items:
         name, sep, path = item.partition("=")
         if not sep:
@@ -25,12 +26,58 @@ def _parse_inputs(items, names):
         except (OSError, ValueError) as e:
             raise CommandError(f"cannot read input {path}: {e}") from None
         if name is None:
+            sources[len(args)] = path
             args.append(value)
         elif names and name not in names:
             raise CommandError(f"the saved function has no parameter '{name}' (it has: {', '.join(names)})")
         else:
+            sources[name] = path
             kwargs[name] = value
-    return args, kwargs
+    return args, kwargs, sources
+
+
+def _spec_text(spec):
+    dims = "unknown rank" if spec.shape.rank is None else \
+        "[" + ", ".join("None" if d is None else str(d) for d in spec.shape.as_list()) + "]"
+    return f"{spec.dtype.name} of shape {dims}"
+
+
+def _mismatches(fn, args, kwargs, sources):
+    """What is wrong with the inputs for one saved signature: a list of phrases
+    naming each input and what it got (empty when nothing can be said)."""
+    specs, _ = fn.structured_input_signature
+    names = list(fn.parameter_names)
+    if len(args) > len(names):
+        return [f"{len(args)} inputs given by position, but it takes {len(names)} ({', '.join(names)})"]
+    given = {names[i]: (value, sources.get(i)) for i, value in enumerate(args)}
+    given.update({k: (v, sources.get(k)) for k, v in kwargs.items()})
+    problems = []
+    for name, spec in zip(names, specs):
+        if not isinstance(spec, td.TensorSpec):
+            continue  # a nested structure: the generic message below lists the signature
+        if name not in given:
+            problems.append(f"no input for '{name}' ({_spec_text(spec)}; give it with -i {name}=FILE.npy)")
+            continue
+        value, path = given[name]
+        array = np.asarray(value)
+        got = f"{array.dtype.name} of shape [{', '.join(str(d) for d in array.shape)}]"
+        fits = array.dtype == spec.dtype.as_numpy_dtype and spec.shape.is_compatible_with(array.shape)
+        if not fits:
+            problems.append(f"input '{name}'{f' ({path})' if path else ''} is {got}, but it takes {_spec_text(spec)}")
+    return problems
+
+
+def _check_inputs(loaded, args, kwargs, sources):
+    """A CommandError naming each input that no saved signature accepts, and what it got."""
+    functions = getattr(loaded, "functions", [])
+    if not functions or any(fn.accepts(args, kwargs) for fn in functions):
+        return
+    explained = [(i, _mismatches(fn, args, kwargs, sources)) for i, fn in enumerate(functions)]
+    if len(functions) == 1 and explained[0][1]:
+        raise CommandError("; ".join(explained[0][1]))
+    parts = [f"signature {i + 1}: {'; '.join(p) if p else repr(functions[i].structured_input_signature)}"
+             for i, p in explained]
+    raise CommandError("no saved function accepts these inputs: " + " | ".join(parts))
 
 
 def _flat_outputs(result):
@@ -44,7 +91,8 @@ def cmd_run(args):
     cli_files.require_kind(args.file, cli_files.FUNCTION, " (td.save writes one)")
     loaded = td.load(args.file)
     names = loaded.functions[0].parameter_names if hasattr(loaded, "functions") else []
-    call_args, call_kwargs = _parse_inputs(args.input, names)
+    call_args, call_kwargs, sources = _parse_inputs(args.input, names)
+    _check_inputs(loaded, call_args, call_kwargs, sources)
     result = loaded(*call_args, **call_kwargs)
     outputs = _flat_outputs(result)
     if args.output_dir:

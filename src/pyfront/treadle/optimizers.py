@@ -1,5 +1,7 @@
-"""td.optimizers: SGD (with momentum) and Adam, as TensorFlow's Keras
-optimizers compute them.
+"""td.optimizers: SGD (with momentum and Nesterov), Adam, AdamW, Adagrad and
+RMSprop, as TensorFlow's Keras optimizers compute them (also reachable as
+td.keras.optimizers; a learning rate may be a schedule of
+td.keras.optimizers.schedules).
 
 `apply_gradients(zip(grads, variables))` updates the variables with ops, so
 it runs eagerly or inside a td.function (a whole training step as one
@@ -68,6 +70,8 @@ class Optimizer:
 
     @property
     def learning_rate(self):
+        """The learning rate: a number, a variable, or a schedule (a callable of the step, such as
+        `td.keras.optimizers.schedules.ExponentialDecay`); assignable."""
         return self._learning_rate
 
     @learning_rate.setter
@@ -93,6 +97,8 @@ class Optimizer:
         return slot
 
     def get_slot(self, variable, slot_name):
+        """The slot variable `slot_name` (such as 'm' or 'v' for Adam) the optimizer keeps for `variable`;
+        `KeyError` if it has none yet."""
         return self._slots[(slot_name, variable._unique_id)]
 
     def _current_learning_rate(self, dtype):
@@ -277,6 +283,96 @@ class Adam(Optimizer):
         self._apply_moments(var, m.read_value(), v.read_value(), alpha)
 
 
+class AdamW(Adam):
+    """Adam with decoupled weight decay (Loshchilov and Hutter), as Keras
+    computes it: each step first shrinks the variable,
+    var -= var * weight_decay * learning_rate, then applies Adam's update."""
+
+    def __init__(self, learning_rate=0.001, weight_decay=0.004, beta_1=0.9, beta_2=0.999, epsilon=1e-7,
+                 amsgrad=False, name="AdamW"):
+        super().__init__(learning_rate, beta_1, beta_2, epsilon, amsgrad, name)
+        if weight_decay is None or float(weight_decay) < 0:
+            raise ValueError(f"AdamW: weight_decay must be a number >= 0, got {weight_decay!r}")
+        self.weight_decay = float(weight_decay)
+
+    def _decay(self, var):
+        if self.weight_decay:
+            rate = _run("Mul", [self._current_learning_rate(var.dtype), _constant(self.weight_decay, var.dtype)])
+            var.assign_sub(_run("Mul", [var.read_value(), rate]))
+
+    def _update(self, grad, var):
+        self._decay(var)
+        super()._update(grad, var)
+
+    def _update_sparse(self, grad, var):
+        self._decay(var)
+        super()._update_sparse(grad, var)
+
+
+class Adagrad(Optimizer):
+    """Adagrad, as Keras computes it: accumulator += grad**2 (the accumulator
+    starts at initial_accumulator_value);
+    var -= learning_rate * grad / sqrt(accumulator + epsilon)."""
+
+    def __init__(self, learning_rate=0.001, initial_accumulator_value=0.1, epsilon=1e-7, name="Adagrad"):
+        super().__init__(learning_rate, name)
+        if float(initial_accumulator_value) < 0:
+            raise ValueError(f"Adagrad: initial_accumulator_value must be >= 0, got {initial_accumulator_value!r}")
+        self.initial_accumulator_value, self.epsilon = float(initial_accumulator_value), float(epsilon)
+
+    def _build_slots(self, var):
+        slot = self.add_slot(var, "accumulator")
+        with context.init_scope():  # once, when the slot is made (also when that is inside a trace)
+            slot.assign(_run("AddV2", [slot.read_value(), convert_to_tensor(self.initial_accumulator_value,
+                                                                            dtype=var.dtype)]))
+
+    def _update(self, grad, var):
+        acc = self.get_slot(var, "accumulator")
+        acc.assign_add(_run("Square", [grad]))
+        denom = _run("Sqrt", [_run("AddV2", [acc.read_value(), _constant(self.epsilon, var.dtype)])])
+        var.assign_sub(_run("RealDiv", [_run("Mul", [grad, self._current_learning_rate(var.dtype)]), denom]))
+
+
+class RMSprop(Optimizer):
+    """RMSprop, as Keras computes it: v = rho * v + (1 - rho) * grad**2; when
+    centered, also mg = rho * mg + (1 - rho) * grad and the denominator is
+    v - mg**2; step = learning_rate * grad / sqrt(denominator + epsilon); with
+    momentum, m = momentum * m + step and var -= m, otherwise var -= step."""
+
+    def __init__(self, learning_rate=0.001, rho=0.9, momentum=0.0, epsilon=1e-7, centered=False, name="RMSprop"):
+        super().__init__(learning_rate, name)
+        if not 0.0 <= float(rho) <= 1.0 or not 0.0 <= float(momentum) <= 1.0:
+            raise ValueError(f"RMSprop: rho and momentum must be in [0, 1], got {rho!r} and {momentum!r}")
+        self.rho, self.momentum, self.epsilon, self.centered = float(rho), float(momentum), float(epsilon), bool(centered)
+
+    def _build_slots(self, var):
+        self.add_slot(var, "velocity")
+        if self.momentum > 0:
+            self.add_slot(var, "momentum")
+        if self.centered:
+            self.add_slot(var, "average_gradient")
+
+    def _moving_average(self, slot, value, dt):
+        rho = _constant(self.rho, dt)
+        slot.assign(_run("AddV2", [_run("Mul", [slot.read_value(), rho]),
+                                   _run("Mul", [value, _constant(1.0 - self.rho, dt)])]))
+        return slot.read_value()
+
+    def _update(self, grad, var):
+        dt = var.dtype
+        denom = self._moving_average(self.get_slot(var, "velocity"), _run("Square", [grad]), dt)
+        if self.centered:
+            mean = self._moving_average(self.get_slot(var, "average_gradient"), grad, dt)
+            denom = _run("Sub", [denom, _run("Square", [mean])])
+        step = _run("RealDiv", [_run("Mul", [grad, self._current_learning_rate(dt)]),
+                                _run("Sqrt", [_run("AddV2", [denom, _constant(self.epsilon, dt)])])])
+        if self.momentum > 0:
+            m = self.get_slot(var, "momentum")
+            m.assign(_run("AddV2", [_run("Mul", [m.read_value(), _constant(self.momentum, dt)]), step]))
+            step = m.read_value()
+        var.assign_sub(step)
+
+
 def _takes_argument(fn):
     try:
         params = inspect.signature(fn).parameters.values()
@@ -285,4 +381,8 @@ def _takes_argument(fn):
     return any(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.VAR_POSITIONAL) for p in params)
 
 
-__all__ = ["Optimizer", "SGD", "Adam"]
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW", "Adagrad", "RMSprop"]
+
+
+def __dir__():
+    return sorted(__all__)

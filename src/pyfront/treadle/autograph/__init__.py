@@ -5,3 +5,7 @@ from treadle.autograph import experimental
 from treadle.autograph.converter import AutoGraphWarning, to_code, to_graph
 
 __all__ = ["experimental", "to_code", "to_graph", "AutoGraphWarning"]
+
+
+def __dir__():
+    return sorted(__all__)

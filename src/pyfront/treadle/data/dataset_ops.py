@@ -23,15 +23,22 @@ _MAX_THREADS = 64
 
 
 class Dataset:
-    """Subclasses set `_spec` (the element_spec) and implement `_py_iter()`
-    (a new Python iterator of flat element lists), `_cardinality()` (an int)
-    and, where the stage runs in C++, `_cpp_stage()` (a _core.DataStage).
-    `_flat_iter()` runs the C++ pipeline when there is one: its elements then
-    flow between stages without Python, and prefetch threads run it ahead
-    with the GIL released.
+    """A stream of elements, as `tf.data.Dataset`: make one with a source
+    (`Dataset.from_tensor_slices`, `Dataset.range`, `td.data.TFRecordDataset`,
+    ...), chain transformations (`map`, `batch`, `shuffle`, `prefetch`, ...),
+    and iterate it with a `for` loop, eagerly or inside a `td.function`.
 
-    The sources, transformations and iteration are installed by
-    dataset_methods.py (see install_methods)."""
+        ds = td.data.Dataset.from_tensor_slices(x).map(f).batch(32).prefetch(2)
+        for batch in ds:
+            ...
+    """
+    # For subclasses: set `_spec` (the element_spec) and implement `_py_iter()`
+    # (a new Python iterator of flat element lists), `_cardinality()` (an int)
+    # and, where the stage runs in C++, `_cpp_stage()` (a _core.DataStage).
+    # `_flat_iter()` runs the C++ pipeline when there is one: its elements then
+    # flow between stages without Python, and prefetch threads run it ahead
+    # with the GIL released. The sources, transformations and iteration are
+    # installed by dataset_methods.py (see install_methods).
 
     _spec = None
 
@@ -56,9 +63,14 @@ class Dataset:
     # ------------------------------------------------------------ inspection
     @property
     def element_spec(self):
+        """The structure of an element: a nest of `td.TensorSpec` (dtype and shape, `None` for unknown
+        dimensions), as tf.data's."""
         return self._spec
 
     def cardinality(self):
+        """The number of elements as an int64 scalar tensor; `td.data.INFINITE_CARDINALITY` (-1) for a
+        dataset that never ends, `td.data.UNKNOWN_CARDINALITY` (-2) where it cannot be known without
+        iterating (after a `filter`, say)."""
         return constant(np.int64(self._cardinality()))
 
     def _cardinality(self):
@@ -79,6 +91,8 @@ class Dataset:
         return f"<{type(self).__name__} element_spec={self._spec}>"
 
     def apply(self, transformation_func):
+        """`transformation_func(self)`, which must return a Dataset: lets a chain of methods include a
+        function of the whole dataset."""
         result = transformation_func(self)
         if not isinstance(result, Dataset):
             raise TypeError(f"Dataset.apply: `transformation_func` must return a Dataset, got {type(result).__name__}")

@@ -7,4 +7,13 @@ from treadle.data.weaving import WeaveError, WorkerDiedError, WorkerTimeoutError
 
 
 def cardinality(dataset):
+    """`dataset.cardinality()`, as `tf.data.experimental.cardinality`."""
     return dataset.cardinality()
+
+
+__all__ = ["AUTOTUNE", "INFINITE_CARDINALITY", "UNKNOWN_CARDINALITY", "WeaveError", "WorkerDiedError", "cardinality",
+           "parallel_weave"]
+
+
+def __dir__():
+    return sorted(__all__)

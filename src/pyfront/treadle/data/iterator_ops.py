@@ -15,12 +15,14 @@ class OwnedIterator:
 
     @property
     def element_spec(self):
+        """The structure of an element (as the dataset's `element_spec`)."""
         return self._spec
 
     def __iter__(self):
         return self
 
     def __next__(self):
+        """The next element; `StopIteration` at the end."""
         return structure.pack(self._spec, next(self._flat))
 
     def get_next(self):

@@ -5,3 +5,7 @@ from treadle.experimental.deadline import deadline
 from treadle.experimental.extension_type import ExtensionType
 
 __all__ = ["ExtensionType", "deadline", "dlpack"]
+
+
+def __dir__():
+    return sorted(__all__)

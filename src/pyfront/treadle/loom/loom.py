@@ -260,18 +260,26 @@ class Loom:
 
     @property
     def max_depth(self):
+        """The deepest schedule the loom runs with unrolled steps, or None for the loop-mode runtime (any
+        depth), as given to `Loom(max_depth=...)`."""
         return self._max_depth
 
     @property
     def fingerprint(self):
+        """A digest of what the loom computes (type shapes, ops and their functions, named tensors); every
+        schedule carries its loom's fingerprint, and a loom refuses schedules of another."""
         return self._spec.fingerprint
 
     @property
     def named_tensors(self):
+        """{name: value} of the tensors and variables given as `named_tensors`, which weavers read with
+        `named_tensor(name)` or as attributes."""
         return {name: value for name, value, _ in self._named}
 
     @property
     def named_ops(self):
+        """{name: LoomOp} of the loom's ops; a weaver calls each as `weaver.NAME(...)` or `weaver.op(NAME,
+        args)`."""
         return dict(self._ops)
 
     @property
@@ -312,6 +320,7 @@ class Loom:
 
     @property
     def trainable_variables(self):
+        """The trainable variables among `variables`: what an optimizer updates."""
         return [v for v in self.variables if v.trainable]
 
     def _type_shape_index(self, type_shape):
@@ -375,6 +384,8 @@ class Loom:
 
     # ------------------------------------------------------------ weaving
     def make_weaver(self):
+        """A new, empty Weaver of this loom: call the loom's ops on it, add outputs, then run it with
+        `output_tensor` (or `serialize()` it into a schedule)."""
         return Weaver(self)
 
     def deserialize_weaver(self, serialized):
@@ -385,7 +396,8 @@ class Loom:
 
     def merge_schedules(self, schedules):
         """One serialized WeaverMessage holding all of `schedules` (Weavers or messages)."""
-        return self._spec.merge_to_message([_message_bytes(s) for s in schedules])
+        return self._spec.merge_to_message([_message_bytes(s, f"element {i} of the list")
+                                            for i, s in enumerate(schedules)])
 
     # ------------------------------------------------------------ running
     def __call__(self, schedule):
@@ -469,7 +481,7 @@ class Loom:
         if isinstance(schedule, Tensor):
             return schedule
         if isinstance(schedule, (list, tuple)):
-            messages = [_message_bytes(s) for s in schedule]
+            messages = [_message_bytes(s, f"element {i} of the list") for i, s in enumerate(schedule)]
             if eager:
                 return self._spec.merge(messages)
             return constant(np.array(messages, dtype=object)) if messages else constant([], dtype="string")
@@ -508,6 +520,9 @@ def _op_entries(named_ops):
         op = named_ops[name]
         if not isinstance(op, LoomOp):
             raise TypeError(f"named op '{name}' must be a td.loom.LoomOp, got {type(op).__name__}")
+        if "_output_type_shapes" not in vars(op):
+            raise TypeError(f"named op '{name}' ({type(op).__name__}) was not initialized as a LoomOp: its __init__ "
+                            "must call super().__init__(input_type_shapes, output_type_shapes)")
         if not op.input_type_shapes:
             # As in Fold: an op's batch size is that of its arguments, so
             # one without inputs could not know how many calls it serves.
@@ -583,7 +598,9 @@ def _check_tags(type_shapes):
                             "one dtype and shape")
 
 
-def _message_bytes(schedule):
+def _message_bytes(schedule, where=None):
+    """The serialized message of one schedule; `where` (such as "element 2 of
+    the list") says where it was in the caller's argument, for the error."""
     if isinstance(schedule, Schedule):
         return schedule.data
     if isinstance(schedule, Weaver):
@@ -593,4 +610,5 @@ def _message_bytes(schedule):
     converted = foreign_schedules.as_messages(schedule)
     if isinstance(converted, bytes):
         return converted
-    raise TypeError(f"expected a Weaver or serialized WeaverMessage bytes, got {type(schedule).__name__}")
+    raise TypeError(f"a loom schedule must be a Weaver, a td.loom.Schedule, serialized WeaverMessage bytes, or a list "
+                    f"of those; {where or 'the schedule'} is a {type(schedule).__name__}")

@@ -19,6 +19,7 @@ class Ragged:
 
     @property
     def type_shape(self):
+        """The TypeShape of each of the ragged input's elements."""
         return self._type_shape
 
     def __eq__(self, other):
@@ -60,9 +61,13 @@ class LoomOp:
 
     @property
     def output_type_shapes(self):
+        """The outputs' TypeShapes, in order."""
         return list(self._output_type_shapes)
 
     def instantiate_batch(self, inputs):
+        """The batched computation: gets one tensor per input (leading batch dimension, one row per call; a
+        `td.RaggedTensor` of shape [batch, None, ...] for a `td.loom.Ragged` input) and returns a list of
+        one tensor per output, with as many rows. Traced once, when the loom is built."""
         raise NotImplementedError(f"{type(self).__name__} must implement instantiate_batch(inputs)")
 
 
@@ -73,6 +78,7 @@ class PassThroughLoomOp(LoomOp):
         super().__init__([type_shape], [type_shape])
 
     def instantiate_batch(self, inputs):
+        """Returns the input unchanged."""
         return [inputs[0]]
 
 

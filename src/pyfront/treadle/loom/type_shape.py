@@ -37,18 +37,22 @@ class TypeShape(tuple):
 
     @property
     def dtype(self):
+        """The values' `td.DType`."""
         return self[0]
 
     @property
     def shape(self):
+        """The shape of one value, without the batch dimension: a tuple of ints."""
         return self[1]
 
     @property
     def tag(self):
+        """The tag that tells apart type shapes of the same dtype and shape (a string, '' by default)."""
         return self[2]
 
     @property
     def dtype_enum(self):
+        """The dtype's DataType number (as in TensorFlow's protos)."""
         return self[0].as_datatype_enum
 
     def _sort_key(self):

@@ -23,11 +23,18 @@ class Weaver(_core.LoomWeaver):
     def __init__(self, loom):
         super().__init__(loom._spec)
         self._loom = loom
+        ragged = {op.name: list(op.ragged_inputs) for op in loom._metadata.ops}  # also for weaving-only looms
         for index, name in loom._weaver_op_names:
-            setattr(self, name, self._op_caller(index))
-        # batch_input(type_shape, batch_idx), a C++ builtin: a call costs about what an op call does.
+            caller = self._op_caller(index)
+            setattr(self, name, _accepting_arrays(caller, ragged[name]) if ragged.get(name) else caller)
+        # batch_input(type_shape, batch_idx), a C++ builtin: a call costs about what an op call does. It
+        # refuses a row beyond a batch input's rows when woven, so the weaver never holds it.
         self.batch_input = self._batch_input_caller(
-            {ts: loom._ts_index[ts] for ts in loom._batch_input_order})
+            {ts: loom._ts_index[ts] for ts in loom._batch_input_order},
+            {loom._ts_index[ts]: n for ts, n in _row_counts(loom).items()})
+
+    num_results = property(_core.LoomWeaver.num_results.fget,
+                           doc="The number of results made so far (constants, batch-input rows, op outputs).")
 
     def __getattr__(self, name):
         # Only reached when normal lookup fails: named tensors, made on first use.
@@ -39,6 +46,7 @@ class Weaver(_core.LoomWeaver):
 
     @property
     def loom(self):
+        """The Loom this weaver belongs to."""
         return self._loom
 
     def __tf_tracing_type__(self, context):
@@ -51,9 +59,10 @@ class Weaver(_core.LoomWeaver):
 
     def op(self, op_name, args):
         """Calls op `op_name` on `args` (results); returns the list of its results."""
-        return self._call(self._loom._op_index(op_name), args)
+        return self._call(self._loom._op_index(op_name), [_as_results(a) for a in args])
 
     def named_tensor(self, name):
+        """A result holding the loom's named tensor `name` (also `weaver.NAME`)."""
         return self._named_tensor(self._loom._named_tensor_index(name))
 
     def constant(self, value, tag=""):
@@ -84,6 +93,7 @@ class Weaver(_core.LoomWeaver):
         return self._calls(self._loom._op_index(op_name), np.asarray(args, dtype=np.int32))
 
     def get_type_shape(self, result):
+        """The TypeShape of `result`."""
         return self._loom.type_shapes[self._type_shape_index(result)]
 
     # Where a bulk-woven argument comes from (Weaver.weave's arg_source).
@@ -190,3 +200,31 @@ def _int_array(values, name, dtype, where="Weaver.weave"):
     if bad.size:
         raise ValueError(f"{where}: {name}[{bad[0]}] = {array.reshape(-1)[bad[0]]} does not fit in {info.dtype}")
     return array.astype(dtype)
+
+
+def _as_results(arg):
+    """A ragged argument given as a NumPy array of results (as weaver.calls
+    returns them) becomes the list of ints the C++ weaver takes."""
+    return arg.tolist() if isinstance(arg, np.ndarray) else arg
+
+
+def _accepting_arrays(caller, ragged_positions):
+    """`weaver.<op>` for an op with ragged inputs: NumPy arrays of results are
+    accepted there. (Ops without ragged inputs keep the C++ builtin itself.)"""
+    def call(*args):
+        args = list(args)
+        for i in ragged_positions:
+            if i < len(args) and isinstance(args[i], np.ndarray):
+                args[i] = args[i].tolist()
+        return caller(*args)
+    return call
+
+
+def _row_counts(loom):
+    """{TypeShape: rows} of the loom's batch inputs whose row count is known."""
+    counts = {}
+    for ts in loom._batch_input_order:
+        shape = getattr(loom._batch_inputs.get(ts), "shape", None)
+        if shape is not None and len(shape) > 0 and shape[0] is not None:
+            counts[ts] = int(shape[0])
+    return counts

@@ -12,6 +12,11 @@ def _camel_to_snake(name):
 
 
 class Module:
+    """The base class of models and layers, as `tf.Module`: attributes that are variables, modules, or
+    lists, tuples and dicts of them are tracked, so `variables`, `trainable_variables` and `submodules` find
+    them (depth first, attributes in the order of their names). `td.train.Checkpoint` and `td.saved_model.save` save what a
+    module tracks; `td.keras.layers` are modules."""
+
     def __init__(self, name=None):
         if name is None:
             name = _camel_to_snake(type(self).__name__)
@@ -21,10 +26,13 @@ class Module:
 
     @property
     def name(self):
+        """The module's name: the `name` given, or the class name in snake_case."""
         return getattr(self, "_name", None) or _camel_to_snake(type(self).__name__)
 
     @property
     def name_scope(self):
+        """A context manager, for TensorFlow compatibility: treadle's graphs carry no name scopes, so it does
+        nothing."""
         return contextlib.nullcontext()
 
     def _walk(self, predicate, recurse_modules=True):
@@ -54,22 +62,28 @@ class Module:
 
     @property
     def variables(self):
+        """All variables of this module and its submodules, each once, as a tuple."""
         return self._walk(lambda o: isinstance(o, Variable))
 
     @property
     def trainable_variables(self):
+        """The variables with `trainable=True` of this module and its submodules, as a tuple."""
         return self._walk(lambda o: isinstance(o, Variable) and o.trainable)
 
     @property
     def non_trainable_variables(self):
+        """The variables with `trainable=False` of this module and its submodules, as a tuple."""
         return self._walk(lambda o: isinstance(o, Variable) and not o.trainable)
 
     @property
     def submodules(self):
+        """All modules reachable from this one's attributes (not itself), each once, as a tuple."""
         return self._walk(lambda o: isinstance(o, Module))
 
     @classmethod
     def with_name_scope(cls, method):
+        """A decorator for methods, as `tf.Module.with_name_scope`; returns the method unchanged (treadle's
+        graphs carry no name scopes)."""
         return method
 
     def __repr__(self):
