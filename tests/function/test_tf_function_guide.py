@@ -266,7 +266,7 @@ def test_input_signature(capsys):
     print(next_collatz(td.constant([1, 2])))
     assert capsys.readouterr().out == ('Tracing with Tensor("x:0", shape=(None,), dtype=int32)\n'
                                        "td.Tensor([4 1], shape=(2,), dtype=int32)\n")
-    with pytest.raises(TypeError, match="Binding inputs to td.function failed due to `Can not cast"):
+    with pytest.raises(TypeError, match="Binding inputs to td.function `next_collatz` failed due to `Can not cast"):
         next_collatz(td.constant([[1, 2], [3, 4]]))
     with pytest.raises(TypeError, match="Can not cast"):
         next_collatz(td.constant([1.0, 2.0]))
@@ -391,7 +391,7 @@ def test_binding_follows_python():
 
     assert f(td.constant(1), c=3).numpy() == 5
     assert f(td.constant(1), 3, 4, 5, c=1, d=10).numpy() == 23
-    with pytest.raises(TypeError, match="Binding inputs to td.function failed"):
+    with pytest.raises(TypeError, match="Binding inputs to td.function `f` failed"):
         f(td.constant(1))
 
 

@@ -97,14 +97,30 @@ class TensorType(TraceType):
         return [value]
 
     def cast(self, value, casting_context=None):
+        """`value` as a tensor of this type, as TensorFlow's TensorSpec casts:
+        a spec that is a subtype stands for itself (get_concrete_function of
+        a signature's own specs), Python values are converted, and a graph
+        tensor of a less specific shape is narrowed to this one."""
+        if isinstance(value, TensorSpec):
+            if value.dtype == self.dtype and value.shape.is_subtype_of(self.shape):
+                return value
+            raise ValueError(f"Can not cast {value!r} to {self.spec()!r}")
         if not isinstance(value, Tensor):
             try:
                 value = convert_to_tensor(value, dtype_hint=self.dtype)
             except (TypeError, ValueError) as e:
                 raise ValueError(str(e)) from None
-        if value.dtype != self.dtype or not TensorShape(value.shape).is_subtype_of(self.shape):
-            raise ValueError(f"{value!r} is not compatible with {self.spec()!r}")
-        return value
+        value_spec = TensorSpec(value.shape, value.dtype, self.name)
+        if value.dtype != self.dtype:
+            raise ValueError(f"Can not cast {value_spec!r} to {self.spec()!r} (Tensor conversion requested dtype "
+                             f"{self.dtype.name} for Tensor with dtype {value.dtype.name})")
+        shape = TensorShape(value.shape)
+        if shape.is_subtype_of(self.shape):
+            return value
+        if self.shape.is_subtype_of(shape) and hasattr(value, "set_shape"):
+            value.set_shape(self.shape)
+            return value
+        raise ValueError(f"Can not cast {value_spec!r} to {self.spec()!r}")
 
     def spec(self):
         return TensorSpec(self.shape, self.dtype, self.name)
