@@ -17,7 +17,7 @@ from treadle.framework import context, indexed_slices, variables
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
-from treadle.function import trace_type
+from treadle.function import argument_mutation, trace_type
 from treadle.function.concrete_function import finish_function, is_extension_value
 from treadle.function.function_type import FunctionCache, FunctionType, Parameter, is_specific
 from treadle.function.retracing import RetracingDetector
@@ -273,9 +273,11 @@ class Function:
         try:
             with graph:
                 arguments = ftype.placeholder_arguments(graph)
+                before = {name: argument_mutation.snapshot(value) for name, value in arguments.items()}
                 bound = self._signature.bind_partial()
                 bound.arguments.update(arguments)
                 outputs = self._converted_function()(*bound.args, **bound.kwargs)
+                argument_mutation.check(self._python_function, before, arguments)
                 _refuse_generator(outputs, self._python_function)
                 flat_out, packed = [], []
                 for leaf in nest.flatten(outputs):
