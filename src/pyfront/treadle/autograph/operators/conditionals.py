@@ -28,6 +28,7 @@ from treadle.ops import control_flow_ops, math_ops
 from treadle.util import nest
 
 _BRANCH = ("if", "else")
+_TF_BRANCH = ("main", "else")
 _SCALARS = (bool, int, float, str, bytes, type(None))
 
 
@@ -254,15 +255,16 @@ class _Merge:
         return x, y
 
     def _undefined_error(self, name, value, side):
-        other = _BRANCH[1 - side]
+        # TensorFlow's words for the two branches in these messages: "main" and "else".
+        branch, other = _TF_BRANCH[side], _TF_BRANCH[1 - side]
         if isinstance(value, UndefinedReturnValue):
-            return errors.located(ValueError, f"the {_BRANCH[side]} branch of this conditional on a tensor must "
-                                              f"also have a return statement, since the {other} branch returns a "
-                                              "value (a function converted to a graph returns the same kind of "
-                                              "value on every path). A return inside a loop works when the loop is "
-                                              "a graph loop (it iterates over a tensor or its condition is a "
-                                              "tensor), not when it runs as Python")
-        return errors.located(ValueError, f"'{name}' must also be initialized in the {_BRANCH[side]} branch: it is "
+            return errors.located(ValueError, f"the {branch} branch must also have a return statement, since the "
+                                              f"{other} branch of this conditional on a tensor returns a value (a "
+                                              "function converted to a graph returns the same kind of value on every "
+                                              "path). A return inside a loop works when the loop is a graph loop (it "
+                                              "iterates over a tensor or its condition is a tensor), not when it runs "
+                                              "as Python")
+        return errors.located(ValueError, f"'{name}' must also be initialized in the {branch} branch: it is "
                                           f"assigned only in the {other} branch of a conditional on a tensor, and is "
                                           "used after the conditional (define it before the if statement, or in "
                                           "both branches)")

@@ -121,7 +121,11 @@ def _became_tensor(what, names, before, get_state, opts):
     for n in changed:
         if n in flags:
             kind, line = flags[n]
-            return errors.located(NotImplementedError, f"a `{kind}` statement (line {line}) inside a Python loop "
+            # TensorFlow's words first, then which statement and what to do.
+            loop = "while" if "while loop" in what else "for"
+            return errors.located(NotImplementedError, "break and return statements which depend on a TF condition "
+                                                       f"are not supported in Python {loop} loops. Did you intend to "
+                                                       f"make it a TF loop? The `{kind}` statement (line {line}) "
                                                        "depends on a tensor. This loop runs as Python because what "
                                                        "it iterates over (or its first condition) is not a tensor; "
                                                        "iterate over a tensor (e.g. td.range) so that the loop "
