@@ -194,6 +194,10 @@ class _Merge:
             return _Plan("value", None)  # `return` without a value, and falling off the end: both None
         if a_undef or b_undef:
             if a_undef and b_undef:
+                if not self.dry_run and not isinstance(a, UndefinedReturnValue):
+                    # Deleted (or left unbound) in both branches and used after: as
+                    # TensorFlow, an error naming the main branch first.
+                    raise self._undefined_error(name, a, 0, in_both=True)
                 return _Plan("value", a)
             if not self.dry_run:
                 raise self._undefined_error(name, a if a_undef else b, 0 if a_undef else 1)
@@ -254,7 +258,7 @@ class _Merge:
                                             f"dtype {y.dtype.name} in the else branch")
         return x, y
 
-    def _undefined_error(self, name, value, side):
+    def _undefined_error(self, name, value, side, in_both=False):
         # TensorFlow's words for the two branches in these messages: "main" and "else".
         branch, other = _TF_BRANCH[side], _TF_BRANCH[1 - side]
         if isinstance(value, UndefinedReturnValue):
@@ -264,8 +268,10 @@ class _Merge:
                                               "path). A return inside a loop works when the loop is a graph loop (it "
                                               "iterates over a tensor or its condition is a tensor), not when it runs "
                                               "as Python")
-        return errors.located(ValueError, f"'{name}' must also be initialized in the {branch} branch: it is "
-                                          f"assigned only in the {other} branch of a conditional on a tensor, and is "
+        where = ("has no value at the end of either branch of a conditional on a tensor (it is deleted or left "
+                 "unassigned in both)" if in_both else
+                 f"is assigned only in the {other} branch of a conditional on a tensor")
+        return errors.located(ValueError, f"'{name}' must also be initialized in the {branch} branch: it {where}, and is "
                                           "used after the conditional (define it before the if statement, or in "
                                           "both branches)")
 
