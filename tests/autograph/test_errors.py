@@ -238,7 +238,8 @@ def test_tensor_break_in_a_python_loop():
     line = _line_of(tensor_break_in_python_loop, "    break")
     m = _raises(NotImplementedError, tensor_break_in_python_loop, td.constant(2),
                 match=r"^break and return statements which depend on a TF condition are not supported in Python "
-                    rf"for loops\. Did you intend to make it a TF loop\? The `break` statement \(line {line}\) depends on a tensor")
+                    r"for loops\. Did you intend to make it a TF loop\? "
+                    rf"The `break` statement \(line {line}\) depends on a tensor")
     _points_at(m, tensor_break_in_python_loop, "for k in [1, 2, 3]:")
 
 

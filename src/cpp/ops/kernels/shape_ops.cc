@@ -54,9 +54,19 @@ PartialShape ReshapeToComputedShape(const InferContext& c, const PartialShape& i
       known_product *= out.dims[i];
     }
   }
-  if (unknowns == 1 && in.fully_defined() && known_product > 0) {
-    const int64_t n = NumElements(in.dims);
-    if (n % known_product == 0) out.dims[unknown] = n / known_product;
+  if (!in.fully_defined() || unknowns > 1) return out;
+  const int64_t n = NumElements(in.dims);
+  if (unknowns == 0 && known_product != n) {
+    ThrowValueError("Input to reshape is a tensor with ", n, " values, but the requested shape has ", known_product,
+                    " (", c.op.name, " of ", in.ToString(), " to ", out.ToString(), ")");
+  }
+  if (unknowns == 1 && known_product > 0) {
+    if (n % known_product != 0) {
+      ThrowValueError("Input to reshape is a tensor with ", n, " values, but the requested shape requires a "
+                      "multiple of ", known_product, " (", c.op.name, " of ", in.ToString(), " to ", out.ToString(),
+                      ")");
+    }
+    out.dims[unknown] = n / known_product;
   }
   return out;
 }

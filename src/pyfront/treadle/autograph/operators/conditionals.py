@@ -271,9 +271,9 @@ class _Merge:
         where = ("has no value at the end of either branch of a conditional on a tensor (it is deleted or left "
                  "unassigned in both)" if in_both else
                  f"is assigned only in the {other} branch of a conditional on a tensor")
-        return errors.located(ValueError, f"'{name}' must also be initialized in the {branch} branch: it {where}, and is "
-                                          "used after the conditional (define it before the if statement, or in "
-                                          "both branches)")
+        return errors.located(ValueError, f"'{name}' must also be initialized in the {branch} branch: it {where}, "
+                                          "and is used after the conditional (define it before the if statement, "
+                                          "or in both branches)")
 
     # ---------------------------------------------------------- td.cond protocol
     def components(self, side, i):
