@@ -86,6 +86,22 @@ def test_a_td_function_method_of_an_extension_type():
     assert td.function(lambda s: s.total(td.constant(1.0)))(a).numpy() == 7.0
 
 
+class Shifted(td.experimental.ExtensionType):
+    values: td.Tensor
+
+    @td.function(input_signature=[td.TensorSpec([], td.float32)])
+    def plus(self, offset):
+        return self.values + offset
+
+
+def test_an_extension_type_method_with_an_input_signature():
+    np.testing.assert_array_equal(Shifted(td.constant([1.0, 2.0])).plus(td.constant(1.0)).numpy(), [2.0, 3.0])
+    np.testing.assert_array_equal(Shifted(td.constant([5.0, 6.0])).plus(2.0).numpy(), [7.0, 8.0])
+    assert Shifted.plus.experimental_get_tracing_count() == 1
+    with pytest.raises(TypeError, match="Binding inputs to td.function `plus` failed"):
+        Shifted(td.constant([1.0])).plus(td.constant([1.0]))
+
+
 # ---------------------------------------------------------------- packed lists
 
 @pytest.mark.parametrize("staged", [False, True])

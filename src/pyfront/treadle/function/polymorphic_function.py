@@ -160,8 +160,7 @@ class Function:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"Binding inputs to td.function `{self._name}` failed due to `{e}`. Received args: "
-                            f"{args} and "
-                            f"kwargs: {kwargs} for signature: {self._signature}.") from None
+                            f"{args} and kwargs: {kwargs} for signature: {self._signature}.") from None
         bound.apply_defaults()
         _convert_numpy_arguments(bound)
         if self._follow_type_hints:
@@ -192,20 +191,29 @@ class Function:
         return concrete, concrete.function_type.flatten_tensors(bound.arguments)
 
     def _dispatch_to_signature(self, bound, args, kwargs):
-        concrete = self._signature_concrete()
+        ftype = self._signature_type
         arguments = {}
+        if "self" in bound.arguments and "self" not in self._signature_type_names():
+            # A method called through the class-level function (an extension
+            # type's): as in TensorFlow, `self` has no constraint and traces
+            # as the value it is.
+            instance = bound.arguments["self"]
+            kind = self._signature.parameters["self"].kind
+            ftype = FunctionType([Parameter("self", kind, trace_type.from_value(instance))] + list(ftype.parameters))
+            arguments["self"] = instance
+        concrete = self._signature_concrete(ftype)
         try:
-            for name in bound.arguments:
-                if name not in self._signature_type_names and bound.arguments[name]:
-                    raise TypeError(f"got an unexpected keyword argument '{next(iter(bound.arguments[name]))}'")
+            for name, value in bound.arguments.items():
+                if self._signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD and value:
+                    # An input_signature leaves no room for keyword arguments.
+                    raise TypeError(f"got an unexpected keyword argument '{next(iter(value))}'")
             for p in self._signature_type.parameters:
                 arguments[p.name] = p.type.cast(bound.arguments[p.name])
         except (ValueError, TypeError) as e:
             raise TypeError(f"Binding inputs to td.function `{self._name}` failed due to `{e}`. Received args: "
                             f"{args} and kwargs: {kwargs} for signature: {self._signature_string()}.") from None
-        return concrete, self._signature_type.flatten_tensors(arguments)
+        return concrete, ftype.flatten_tensors(arguments)
 
-    @property
     def _signature_type_names(self):
         return {p.name for p in self._signature_type.parameters}
 
@@ -213,14 +221,15 @@ class Function:
         params = ", ".join(f"{p.name}: {_describe(p.type)}" for p in self._signature_type.parameters)
         return f"({params})"
 
-    def _signature_concrete(self):
-        concrete = self._cache.lookup(self._signature_type)
+    def _signature_concrete(self, ftype=None):
+        ftype = ftype or self._signature_type
+        concrete = self._cache.lookup(ftype)
         if concrete is None:
             with self._lock:
-                concrete = self._cache.lookup(self._signature_type)
+                concrete = self._cache.lookup(ftype)
                 if concrete is None:
-                    concrete = self._trace(self._signature_type)
-                    self._remember(self._signature_type, concrete)
+                    concrete = self._trace(ftype)
+                    self._remember(ftype, concrete)
         return concrete
 
     def _remember(self, ftype, concrete):
