@@ -93,7 +93,7 @@ def test_nested_structures_and_the_flat_fallback():
     assert c(d={"a": two}, pair=[three, four]).numpy() == 10
     # As in TensorFlow, the flat tensors are accepted too (the flat signature).
     assert c(two, three, four).numpy() == 10
-    with pytest.raises(TypeError, match=r"Can not cast .* to Dict(.|\n)*Fallback to flat signature also failed due "
+    with pytest.raises(TypeError, match=r"Can not cast .* to a Dict(.|\n)*Fallback to flat signature also failed due "
                                         r"to: f\(d, pair, pair_1\) missing required arguments: pair_1\."):
         c({"b": two}, (three, four))
     with pytest.raises(TypeError, match=r"f\(d, pair, pair_1\): expected argument #0\(zero-based\) to be a Tensor; "
@@ -201,3 +201,84 @@ def test_wrong_dtype_for_a_signature():
         f(td.ones([2]), td.ones([2]))
     with pytest.raises(TypeError, match="missing a required argument"):
         f()
+
+
+# ---------------------------------------------------------------- TensorFlow's structured-signature errors
+
+@td.function
+def _func(x, y=5, *varargs, **kwargs):
+    del y, varargs, kwargs
+    return x
+
+
+C = td.constant
+
+
+@pytest.mark.parametrize("conc_args, conc_kwargs, call_args, call_kwargs, error", [
+    ((1, C(2)), {}, (1,), {}, r"missing a required argument: 'y'"),
+    ((1, 2, C(1.0)), {}, (1, 2), {}, r"missing a required argument: 'varargs_0'"),
+    ((1, 2), {}, (1, 2, 3), {}, r"too many positional arguments"),
+    ((1, 2), {"c": C(1.0)}, (1, 2), {}, r"missing a required argument: 'c'"),
+    ((1, 2), {}, (1, 2), {"c": C(1.0)}, r"got an unexpected keyword argument"),
+    (({"a": C(1), "b": C(1)},), {}, (C(1), 5), {}, r"Binding inputs .* failed .*Can not cast .*Tensor.* to a Dict"),
+    (((C(1), C(2)),), {}, (C(1), 5), {}, r"Binding inputs .* failed .*Can not cast .*Tensor.* to tuple"),
+    ((5,), {}, (8, 5), {}, r"Binding inputs .* failed .*Can not cast 8 to .*5"),
+    ((5,), {}, (C(6), 5), {}, r"Binding inputs .* failed .*Can not cast .*Tensor.* to .*5"),
+    ((1, 2), {}, (1, 2), {"x": 3}, r"got an unexpected keyword argument 'x'"),
+    # What the flat signature says when the structured one fails too.
+    ((C(1), C(2)), {}, (C(1),), {}, r"_func\(x, y\) missing required arguments: y"),
+    ((C(1), C(2)), {}, (C(1),), {"x": C(1), "y": C(1)}, r"_func\(x, y\) got two values for 'x'"),
+    ((C(1), C(2)), {}, (C(1), C(2), C(3)), {}, r"_func\(x, y\) takes 2 .* got 3"),
+    ((C(1),), {}, (C(1),), {"c": C(1)}, r"_func\(x\) got unexpected keyword arguments: c"),
+    ((C(1), C(2), C(3)), {}, (C(1), C(2)), {}, r"_func\(x, y, varargs_0\) missing required arguments: varargs_0"),
+    ((C(1), C(2)), {"c": C(1)}, (C(1), C(2)), {}, r"_func\(x, y, c\) missing required arguments: c"),
+])
+def test_structured_signature_errors(conc_args, conc_kwargs, call_args, call_kwargs, error):
+    conc = _func.get_concrete_function(*conc_args, **conc_kwargs)
+    with pytest.raises(TypeError, match=error):
+        conc(*call_args, **call_kwargs)
+
+
+def test_all_python_arguments_bound_at_trace_time():
+    @td.function
+    def f(x, y):
+        return (x["a"] + x["b"], y[0] + y[1])
+
+    a, b = {"a": 5000, "b": 500}, (50, 5)
+    cf = f.get_concrete_function(a, b)
+    for output in [cf(), cf(a, b), cf(x=a, y=b)]:
+        assert output[0].numpy() + output[1].numpy() == 5555
+
+
+def test_nested_tensor_arguments_by_every_convention():
+    @td.function
+    def f(x, y):
+        return (x["a"] + x["b"], y[0] + y[1])
+
+    a, b, c = C(1000), C(200), C(30)
+    d, e = {"a": a, "b": b}, (c, 4)
+    spec_d = {"a": I32, "b": I32}
+    for cf in [f.get_concrete_function(d, e), f.get_concrete_function(y=e, x=d),
+               f.get_concrete_function(spec_d, y=(I32, 4))]:
+        for output in [cf(d, e), cf(d, y=e), cf(y=e, x=d), cf(a, b, c)]:
+            assert (output[0].numpy(), output[1].numpy()) == (1200, 34)
+
+
+def test_a_method_with_var_positional_arguments_and_a_signature():
+    class Model(td.Module):
+        @td.function(input_signature=[td.TensorSpec([], td.float32)] * 2)
+        def add(self, *args):
+            return args[0] + args[1]
+
+    cf = Model().add.get_concrete_function()
+    assert cf(-12.0, 3.0).numpy() == -9.0
+
+
+def test_structured_binding_wins_over_placeholder_names():
+    @td.function
+    def f(x, y):
+        return x * 10 + y
+
+    conc = f.get_concrete_function(x=td.TensorSpec(None, td.int32, name="y"),
+                                   y=td.TensorSpec(None, td.int32, name="x"))
+    assert conc(x=C(5), y=C(6)).numpy() == 56

@@ -12,24 +12,45 @@ from treadle.framework.tensor import Tensor, convert_to_tensor
 
 def bind_structured(function_type, name, args, kwargs):
     """The flat tensor arguments of a call, bound through the traced
-    parameters (their names and kinds, every one required: a traced function
-    has no defaults, as in TensorFlow) and cast to each parameter's traced
-    type. TypeError when they do not bind."""
-    signature = inspect.Signature([inspect.Parameter(p.name, p.kind) for p in function_type.parameters])
+    parameters and cast to each parameter's traced type. As in TensorFlow, a
+    traced function has no defaults (every parameter is required), *args
+    traced with k values is k positional parameters `args_0`... and **kwargs
+    one keyword-only parameter per key traced. TypeError when the call does
+    not bind."""
+    signature, gather = _call_signature(function_type)
     try:
         bound = signature.bind(*args, **kwargs)
         arguments = {}
         for p in function_type.parameters:
-            arguments[p.name] = p.type.cast(bound.arguments.get(p.name, _empty_variadic(p.kind)))
+            arguments[p.name] = p.type.cast(gather[p.name](bound.arguments))
     except (TypeError, ValueError) as e:
         raise TypeError(f"Binding inputs to td.function `{name}` failed due to `{e}`. Received args: {args} and "
                         f"kwargs: {kwargs} for signature: {function_type}.") from None
     return function_type.flatten_tensors(arguments)
 
 
-def _empty_variadic(kind):
-    """What Python binds to a *args or **kwargs parameter given nothing."""
-    return {} if kind is inspect.Parameter.VAR_KEYWORD else ()
+def _call_signature(function_type):
+    """The inspect.Signature calls bind to (so that Python's binding rules and
+    messages apply) and, per traced parameter, how to take its value from
+    the bound arguments."""
+    P = inspect.Parameter
+    variadic = any(p.kind is P.VAR_POSITIONAL for p in function_type.parameters)
+    params, keyword_only, gather = [], [], {}
+    for p in function_type.parameters:
+        if p.kind is P.VAR_POSITIONAL:
+            names = [f"{p.name}_{i}" for i in range(len(getattr(p.type, "components", ())))]
+            params.extend(P(n, P.POSITIONAL_ONLY) for n in names)
+            gather[p.name] = lambda bound, names=names: tuple(bound[n] for n in names)
+        elif p.kind is P.VAR_KEYWORD:
+            keys = sorted(getattr(p.type, "mapping", {}))
+            keyword_only.extend(P(k, P.KEYWORD_ONLY) for k in keys)
+            gather[p.name] = lambda bound, keys=keys: {k: bound[k] for k in keys}
+        else:
+            # Parameters before *args can only be given by position.
+            kind = P.POSITIONAL_ONLY if variadic and p.kind is P.POSITIONAL_OR_KEYWORD else p.kind
+            (keyword_only if kind is P.KEYWORD_ONLY else params).append(P(p.name, kind))
+            gather[p.name] = lambda bound, n=p.name: bound[n]
+    return inspect.Signature(params + keyword_only), gather
 
 
 def bind_flat(inputs, keywords, summary, args, kwargs, convert=False):

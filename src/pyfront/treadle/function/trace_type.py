@@ -267,8 +267,12 @@ class SequenceType(TraceType):
 
     def cast(self, value, casting_context=None):
         if not isinstance(value, (list, tuple)) or len(value) != len(self.components):
-            raise ValueError(f"Can not cast {value!r} to {self!r}")
+            # TensorFlow's words: "to tuple", "to list", "to <namedtuple name>".
+            raise ValueError(f"Can not cast {value!r} to {self._kind_name()} {self!r}")
         return self._make([c.cast(v) for c, v in zip(self.components, value)])
+
+    def _kind_name(self):
+        return "sequence"
 
     def __eq__(self, other):
         return type(other) is type(self) and self.components == other.components
@@ -281,6 +285,9 @@ class TupleType(SequenceType):
     def _make(self, values):
         return tuple(values)
 
+    def _kind_name(self):
+        return "tuple"
+
     def __repr__(self):
         return f"Tuple[{', '.join(map(repr, self.components))}]"
 
@@ -288,6 +295,9 @@ class TupleType(SequenceType):
 class ListType(SequenceType):
     def _make(self, values):
         return list(values)
+
+    def _kind_name(self):
+        return "list"
 
     def __repr__(self):
         return f"List[{', '.join(map(repr, self.components))}]"
@@ -374,8 +384,10 @@ class DictType(TraceType):
         return out
 
     def cast(self, value, casting_context=None):
-        if not isinstance(value, collections.abc.Mapping) or value.keys() != self.mapping.keys():
-            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        if not isinstance(value, collections.abc.Mapping):
+            raise ValueError(f"Can not cast {value!r} to a Dict type {self!r}")
+        if value.keys() != self.mapping.keys():
+            raise ValueError(f"Can not cast {value!r} to a Dict type {self!r}: its keys differ")
         return {k: self.mapping[k].cast(value[k]) for k in value}
 
     def __eq__(self, other):
