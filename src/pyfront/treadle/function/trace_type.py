@@ -112,8 +112,8 @@ class TensorType(TraceType):
                 raise ValueError(str(e)) from None
         value_spec = TensorSpec(value.shape, value.dtype, self.name)
         if value.dtype != self.dtype:
-            raise ValueError(f"Can not cast {value_spec!r} to {self.spec()!r} (Tensor conversion requested dtype "
-                             f"{self.dtype.name} for Tensor with dtype {value.dtype.name})")
+            raise ValueError(f"Can not cast {value_spec!r} to {self.spec()!r}: Tensor conversion requested dtype "
+                             f"{self.dtype.name} for Tensor with dtype {value.dtype.name}: {value!r}")
         shape = TensorShape(value.shape)
         if shape.is_subtype_of(self.shape):
             return value
