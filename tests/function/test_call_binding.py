@@ -282,3 +282,18 @@ def test_structured_binding_wins_over_placeholder_names():
     conc = f.get_concrete_function(x=td.TensorSpec(None, td.int32, name="y"),
                                    y=td.TensorSpec(None, td.int32, name="x"))
     assert conc(x=C(5), y=C(6)).numpy() == 56
+
+
+def test_a_signature_converts_compatible_inputs_to_its_dtype():
+    @td.function(input_signature=[td.TensorSpec([None, None], td.float32)])
+    def func(a):
+        assert a.shape.as_list() == [None, None]
+        return td.shape(a)
+
+    assert func([[0], [1.0], [1]]).numpy().tolist() == [3, 1]
+    assert func(np.array([[1, 1], [2, 2]])).numpy().tolist() == [2, 2]  # NumPy int64 cast to float32
+    with pytest.raises(TypeError, match="Binding inputs to td.function `func` failed"):
+        func([0.0, 1.0, 2.0])  # wrong rank
+    with pytest.raises(TypeError, match="Binding inputs to td.function `func` failed"):
+        func([["wrong dtype"]])
+    assert func.experimental_get_tracing_count() == 1

@@ -155,14 +155,15 @@ class Function:
             self._fast_cache.insert(args, flat, concrete)
         return concrete._call_flat(flat)
 
-    def _bind(self, args, kwargs):
+    def _bind(self, args, kwargs, convert_numpy=True):
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"Binding inputs to td.function `{self._name}` failed due to `{e}`. Received args: "
                             f"{args} and kwargs: {kwargs} for signature: {self._signature}.") from None
         bound.apply_defaults()
-        _convert_numpy_arguments(bound)
+        if convert_numpy:
+            _convert_numpy_arguments(bound)
         if self._follow_type_hints:
             self._convert_hinted_arguments(bound)
         return bound
@@ -176,9 +177,10 @@ class Function:
 
     def _dispatch(self, args, kwargs):
         """(ConcreteFunction, flat tensor arguments) for a call, tracing if needed."""
-        bound = self._bind(args, kwargs)
         if self._signature_type is not None:
-            return self._dispatch_to_signature(bound, args, kwargs)
+            # NumPy values are cast by the signature's specs (to their dtypes).
+            return self._dispatch_to_signature(self._bind(args, kwargs, convert_numpy=False), args, kwargs)
+        bound = self._bind(args, kwargs)
         ftype = FunctionType.from_bound(bound)
         concrete = self._cache.lookup(ftype, self._fast_cache.clock)
         if concrete is None:

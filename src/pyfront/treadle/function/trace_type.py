@@ -106,8 +106,8 @@ class TensorType(TraceType):
                 return value
             raise ValueError(f"Can not cast {value!r} to {self.spec()!r}")
         if not isinstance(value, Tensor):
-            try:
-                value = convert_to_tensor(value, dtype_hint=self.dtype)
+            try:  # to this dtype, as TensorFlow converts: NumPy arrays of another dtype included
+                value = convert_to_tensor(value, dtype=self.dtype)
             except (TypeError, ValueError) as e:
                 raise ValueError(str(e)) from None
         value_spec = TensorSpec(value.shape, value.dtype, self.name)
