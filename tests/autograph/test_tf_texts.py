@@ -141,8 +141,27 @@ def test_tensor_dependent_break_in_a_python_loop():
                                                   "not supported in Python for loops. Did you intend to make it a "
                                                   "TF loop?"):
         td.function(break_on_a_tensor_in_a_python_loop)(td.constant(1))
-    with pytest.raises(NotImplementedError, match="not supported in Python while loops"):
+    with pytest.raises(NotImplementedError, match="^The condition of while loop started as non-Tensor, then changed "
+                                                  "to Tensor.(.|\n)*The `break` statement"):
         td.function(break_on_a_tensor_in_a_python_while)(td.constant(1))
+
+
+def return_on_a_tensor_in_both_branches(items):
+    for c in items:
+        if td.greater(c % 2, 0):
+            return c
+        else:
+            return c + 10
+    return -1
+
+
+@pytest.mark.parametrize("items", [[1], [2, 3]])
+def test_a_return_on_both_branches_of_a_tensor_if_in_a_python_loop(items):
+    # treadle's choice: every path returns, so the loop ends after its first
+    # element whatever the tensor is, and the result is computed (TensorFlow
+    # raises "not supported in Python for loops").
+    expected = return_on_a_tensor_in_both_branches(items)
+    assert td.function(return_on_a_tensor_in_both_branches)(items).numpy() == expected
 
 
 def grows(n):
