@@ -254,3 +254,72 @@ def test_the_out_of_scope_error_names_the_graph_and_the_line():
     assert "is out of scope and cannot be used here" in message
     assert "because it was defined in FuncGraph(name=leak), which is out of scope" in message
     assert f'File "{__file__}"' in message and "return leaked[0] + x" in message
+
+
+# ---------------------------------------------------------------- iterators as arguments
+
+def _sum_all(it):
+    s = td.constant(0, td.int64)
+    for x in it:
+        s += x
+    return s
+
+
+def test_an_iterator_argument_is_one_staged_loop_that_continues_where_it_is():
+    ds = td.data.Dataset.range(5)
+    total = td.function(_sum_all)
+    assert total(iter(ds)).numpy() == 10
+    assert total(iter(ds)).numpy() == 10
+    assert total.experimental_get_tracing_count() == 1  # traced per element_spec, not per iterator
+    it = iter(ds)
+    next(it), next(it)
+    assert total(it).numpy() == 2 + 3 + 4
+    assert [op.type for op in total.get_concrete_function(iter(ds)).graph.operations].count("While") == 1
+
+    @td.function
+    def first_two(it):
+        return next(it) + 10 * next(it)
+
+    it = iter(ds)
+    assert first_two(it).numpy() == 10
+    assert first_two(it).numpy() == 32
+    assert next(it).numpy() == 4
+
+
+def for_with_variable_shape(items):
+    t = td.constant([1])
+    for _ in items:
+        t = td.constant([1, 1])
+    return t
+
+
+def for_with_shape_invariant_violation(items):
+    t = td.constant([1])
+    for _ in items:
+        td.autograph.experimental.set_loop_options(shape_invariants=((t, td.TensorShape([1])),))
+        t = td.range(td.random.uniform((), 2, 3, dtype=td.int32))
+    return t
+
+
+def for_with_variable_dtype(items):
+    n = td.constant(0, dtype=td.int32)
+    for _ in items:
+        n = td.constant(0, dtype=td.float32)
+    return n
+
+
+@pytest.mark.parametrize("make", [lambda: iter(td.data.Dataset.from_tensor_slices([1, 2, 3])),
+                                  lambda: td.constant([1, 2, 3])])
+def test_loop_checks_of_a_loop_over_an_iterator(make):
+    with pytest.raises(ValueError, match=r"'t' has shape \(1,\) before the loop, but shape \(2,\) after"):
+        td.function(for_with_variable_shape)(make())
+    with pytest.raises(ValueError, match=r"'t' has shape \(None,\) after one iteration, which does not conform"):
+        td.function(for_with_shape_invariant_violation)(make())
+    with pytest.raises(TypeError, match="'n' has dtype int32 before the loop, but dtype float32 after"):
+        td.function(for_with_variable_dtype)(make())
+
+
+def test_a_loop_over_a_dataset_relaxes_shapes():
+    # A loop over a dataset is a reduction, which relaxes shapes (TensorFlow's "datasets do allow variable shape").
+    out = td.function(for_with_variable_shape)(td.data.Dataset.from_tensor_slices([1, 2, 3]))
+    assert out.numpy().tolist() == [1, 1]
