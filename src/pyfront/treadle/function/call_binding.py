@@ -10,14 +10,14 @@ import inspect
 from treadle import errors
 from treadle.framework.tensor import Tensor, convert_to_tensor
 
-def bind_structured(function_type, name, args, kwargs):
+def bind_structured(function_type, call_signature, name, args, kwargs):
     """The flat tensor arguments of a call, bound through the traced
     parameters and cast to each parameter's traced type. As in TensorFlow, a
     traced function has no defaults (every parameter is required), *args
     traced with k values is k positional parameters `args_0`... and **kwargs
     one keyword-only parameter per key traced. TypeError when the call does
     not bind."""
-    signature, gather = _call_signature(function_type)
+    signature, gather = call_signature
     try:
         bound = signature.bind(*args, **kwargs)
         arguments = {}
@@ -29,10 +29,10 @@ def bind_structured(function_type, name, args, kwargs):
     return function_type.flatten_tensors(arguments)
 
 
-def _call_signature(function_type):
+def call_signature(function_type):
     """The inspect.Signature calls bind to (so that Python's binding rules and
     messages apply) and, per traced parameter, how to take its value from
-    the bound arguments."""
+    the bound arguments (bind_structured's `call_signature`)."""
     P = inspect.Parameter
     variadic = any(p.kind is P.VAR_POSITIONAL for p in function_type.parameters)
     params, keyword_only, gather = [], [], {}

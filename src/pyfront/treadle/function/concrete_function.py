@@ -43,6 +43,8 @@ class ConcreteFunction:
         self._signature = None     # inspect.Signature of the Python function
         # The name binding errors give (the Python function's, as TensorFlow's do).
         self._function_name = getattr(python_function, "__name__", None) or name
+        self._call_signature = None  # (inspect.Signature, gatherers) calls bind to, made on the first call
+        self._flat = None
 
     # ---------------------------------------------------------- inspection
     @property
@@ -96,14 +98,15 @@ class ConcreteFunction:
         """The flat tensor arguments of a call: bound through the Python
         signature the function was traced with, else (as TensorFlow falls
         back) through its flat signature of graph inputs."""
-        inputs = self.graph.inputs[:self._num_args]
-        keywords = [t.op.name for t in inputs]
-        summary = f"{self._function_name}({', '.join(keywords)})"
+        inputs, keywords, summary = self._flat_signature()
         if self.function_type is None:
             flat = call_binding.bind_flat(inputs, keywords, summary, args, kwargs, convert=True)
         else:
+            if self._call_signature is None:
+                self._call_signature = call_binding.call_signature(self.function_type)
             try:
-                flat = call_binding.bind_structured(self.function_type, self._function_name, args, kwargs)
+                flat = call_binding.bind_structured(self.function_type, self._call_signature, self._function_name,
+                                                    args, kwargs)
             except TypeError as structured_error:
                 try:
                     flat = call_binding.bind_flat(inputs, keywords, summary, args, kwargs)
@@ -112,6 +115,14 @@ class ConcreteFunction:
                                     f"{flat_error}") from None
         call_binding.check_dtypes(inputs, flat, self.name)
         return flat
+
+    def _flat_signature(self):
+        """(graph inputs of the arguments, their placeholder names, "f(x, y)"), made once."""
+        if self._flat is None:
+            inputs = self.graph.inputs[:self._num_args]
+            keywords = [t.op.name for t in inputs]
+            self._flat = (inputs, keywords, f"{self._function_name}({', '.join(keywords)})")
+        return self._flat
 
     def _call_flat(self, tensors):
         """Runs on the flat tensor arguments; returns the structured outputs."""
