@@ -59,7 +59,7 @@ def defined_in_else_branch_only(x):
 
 def test_symbol_defined_in_only_the_else_branch():
     m = _raises(ValueError, defined_in_else_branch_only, td.constant(1),
-                match="'z' must also be initialized in the if branch")
+                match="'z' must also be initialized in the main branch")
     _points_at(m, defined_in_else_branch_only, "if x > 0:")
 
 
@@ -80,7 +80,7 @@ def return_in_one_branch(x):
 
 def test_return_missing_from_one_branch():
     m = _raises(ValueError, return_in_one_branch, td.constant(1),
-                match="the else branch of this conditional on a tensor must also have a return statement")
+                match="the else branch must also have a return statement")
     _points_at(m, return_in_one_branch, "if x > 0:")
 
 
@@ -237,7 +237,9 @@ def tensor_break_in_python_loop(x):
 def test_tensor_break_in_a_python_loop():
     line = _line_of(tensor_break_in_python_loop, "    break")
     m = _raises(NotImplementedError, tensor_break_in_python_loop, td.constant(2),
-                match=rf"a `break` statement \(line {line}\) inside a Python loop depends on a tensor")
+                match=r"^break and return statements which depend on a TF condition are not supported in Python "
+                    r"for loops\. Did you intend to make it a TF loop\? "
+                    rf"The `break` statement \(line {line}\) depends on a tensor")
     _points_at(m, tensor_break_in_python_loop, "for k in [1, 2, 3]:")
 
 

@@ -4,6 +4,7 @@
 
 Each prints "RANK <r> OK" when its checks pass on that process."""
 
+import faulthandler
 import os
 import signal
 import sys
@@ -211,6 +212,8 @@ PROGRAMS = {f.__name__: f for f in (equivalence, identical_after_100_steps, repl
                                     checkpoint_resume)}
 
 if __name__ == "__main__":
+    # a hung program shows where each process waits, and ends, before the test's own timeout
+    faulthandler.dump_traceback_later(150, exit=True)
     name, directory = sys.argv[1], sys.argv[2]
     strategy = _strategy()
     PROGRAMS[name](strategy, directory)

@@ -3,7 +3,7 @@ least-recently-used bound, no per-call keys with reduce_retracing, and
 TensorFlow's excessive-retracing warning naming its cause."""
 
 import gc
-import warnings
+import logging
 import weakref
 
 import numpy as np
@@ -32,7 +32,6 @@ def subtype_checks(monkeypatch):
     return counter
 
 
-@pytest.mark.filterwarnings("ignore:.*triggered td.function retracing")
 def test_a_miss_does_not_scan_the_earlier_traces(subtype_checks):
     @td.function
     def f(x):
@@ -47,7 +46,6 @@ def test_a_miss_does_not_scan_the_earlier_traces(subtype_checks):
     assert work[300] == work[10]
 
 
-@pytest.mark.filterwarnings("ignore:.*triggered td.function retracing")
 def test_the_cache_is_bounded_and_evicts_the_least_recently_used():
     @td.function
     def f(x):
@@ -105,14 +103,20 @@ def test_input_signature_with_unknown_dims_keeps_no_per_call_keys():
 
 # ---------------------------------------------------------------- the retracing warning
 
-def _warnings_of(fn):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fn()
-    return [str(w.message) for w in caught if "retracing" in str(w.message)]
+@pytest.fixture
+def _warnings_of(caplog):
+    """The retracing warnings logged (at WARNING level, logger "treadle", as
+    TensorFlow logs them) while fn runs."""
+    def run(fn):
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="treadle"):
+            fn()
+        return [r.getMessage() for r in caplog.records
+                if r.name == "treadle" and r.levelno == logging.WARNING and "retracing" in r.getMessage()]
+    return run
 
 
-def test_warning_names_a_tensor_argument_whose_shape_changes():
+def test_warning_names_a_tensor_argument_whose_shape_changes(_warnings_of):
     @td.function
     def f(x, scale):
         return x * scale
@@ -127,7 +131,7 @@ def test_warning_names_a_tensor_argument_whose_shape_changes():
     assert "reduce_retracing=True" in messages[0]
 
 
-def test_warning_names_a_python_argument_whose_value_changes():
+def test_warning_names_a_python_argument_whose_value_changes(_warnings_of):
     @td.function
     def f(x, k):
         return x + k
@@ -139,7 +143,7 @@ def test_warning_names_a_python_argument_whose_value_changes():
     assert "argument 'k', a Python value that changed from 3.0 to 4.0" in message
 
 
-def test_no_warning_when_traces_are_rare_among_calls():
+def test_no_warning_when_traces_are_rare_among_calls(_warnings_of):
     @td.function
     def f(x):
         return x + 1.0
@@ -151,7 +155,7 @@ def test_no_warning_when_traces_are_rare_among_calls():
     assert _warnings_of(calls) == []
 
 
-def test_warning_for_a_td_function_created_in_a_loop():
+def test_warning_for_a_td_function_created_in_a_loop(_warnings_of):
     def body(x):
         return x + 1.0
 
@@ -162,7 +166,7 @@ def test_warning_for_a_td_function_created_in_a_loop():
     assert "5 td.functions were made of" in message and "cause (1)" in message
 
 
-def test_methods_traced_once_per_instance_do_not_warn():
+def test_methods_traced_once_per_instance_do_not_warn(_warnings_of):
     class Model:
         @td.function
         def __call__(self, x):

@@ -1,7 +1,9 @@
 #include "graph/graph_builder.h"
 
 #include "graph/body_builder.h"
+#include "graph/partial_values.h"
 #include "graph/shape_merge.h"
+#include "ops/shape_values.h"
 #include "util/errors.h"
 
 namespace treadle::graph {
@@ -67,20 +69,27 @@ std::string GraphBuilder::UniqueName(const std::string& requested) {
   }
 }
 
-void GraphBuilder::Infer(Node* node) const {
+std::vector<PartialShape> GraphBuilder::Infer(Node* node) const {
   const size_t n = node->inputs.size();
   std::vector<DType> dtypes(n);
   std::vector<PartialShape> shapes(n);
   std::vector<const Tensor*> values(n, nullptr);
+  std::vector<PartialShape> partial(n);  // what is known of the inputs' values
   for (size_t j = 0; j < n; ++j) {
-    const Node& src = nodes_[node->inputs[j].index];
-    dtypes[j] = src.outputs.dtypes[node->inputs[j].output];
-    shapes[j] = src.outputs.shapes[node->inputs[j].output];
+    const TensorRef r = node->inputs[j];
+    const Node& src = nodes_[r.index];
+    dtypes[j] = src.outputs.dtypes[r.output];
+    shapes[j] = src.outputs.shapes[r.output];
     if (src.op->name == "Const") values[j] = &src.attrs.GetTensor("value");
+    partial[j] = partial_values_[r.index][r.output];
   }
   AttrMap given = std::move(node->attrs);
   node->attrs = CanonicalizeAttrs(*node->op, given, dtypes);
-  node->outputs = InferOutputs(*node->op, dtypes, shapes, values, node->attrs);
+  {
+    PartialValuesScope known(&shapes, &partial);  // for the shape functions that read shape operands
+    node->outputs = InferOutputs(*node->op, dtypes, shapes, values, node->attrs);
+  }
+  return PartialOutputValues(*node, partial, shapes, values);
 }
 
 int GraphBuilder::AddNode(const std::string& base, const OpDef& op, std::vector<TensorRef> inputs,
@@ -92,9 +101,10 @@ int GraphBuilder::AddNode(const std::string& base, const OpDef& op, std::vector<
   added.inputs = std::move(inputs);
   added.control_inputs = std::move(control_inputs);
   added.attrs = given;
-  Infer(&added);  // throws before anything is added or named
+  std::vector<PartialShape> partial = Infer(&added);  // throws before anything is added or named
   added.name = UniqueName(base);
   nodes_.push_back(std::move(added));
+  partial_values_.push_back(std::move(partial));
   return size() - 1;
 }
 
@@ -124,8 +134,9 @@ void GraphBuilder::ReplaceNode(int index, std::vector<TensorRef> inputs, const A
   replaced.inputs = std::move(inputs);
   replaced.control_inputs = std::move(control_inputs);
   replaced.attrs = given;
-  Infer(&replaced);
+  std::vector<PartialShape> partial = Infer(&replaced);
   nodes_[index] = std::move(replaced);
+  partial_values_[index] = std::move(partial);
 }
 
 void GraphBuilder::RefineShape(int index, int output, const PartialShape& shape) {

@@ -54,7 +54,9 @@ class GraphBuilder {
                                                       const std::vector<int>& control_rets, bool is_stateful) const;
 
  private:
-  void Infer(Node* node) const;
+  // Canonicalises `node`'s attrs and infers its outputs; returns what is known
+  // of their values (graph/partial_values.h).
+  std::vector<PartialShape> Infer(Node* node) const;
   std::string UniqueName(const std::string& base);
   // Throws InvalidArgument unless `r` is an output of a node added already;
   // `where()` names the reference in the message (built only on error: it
@@ -63,6 +65,10 @@ class GraphBuilder {
   void CheckRef(TensorRef r, const Where& where) const;
 
   std::vector<Node> nodes_;
+  // Per node, per output: the partially known value of a small integer
+  // tensor (a shape being computed), read by the shape functions of the
+  // nodes that consume it.
+  std::vector<std::vector<PartialShape>> partial_values_;
   // Per name base, the next suffix to try; every name taken is a key too.
   std::unordered_map<std::string, int> names_;
   // Small numeric Const nodes shared by value (ConstantKey), the first of each.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <type_traits>
 
+#include "ops/shape_values.h"
 #include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
@@ -16,11 +17,10 @@ PartialShape FillShape(const InferContext& c) {
   CheckInputRank(c, 0, 1, "dims");
   CheckInputRank(c, 1, 0, "value");
   auto dims = c.IntValues(0);
-  if (!dims) {
-    const PartialShape& s = c.shapes[0];
-    if (!s.known_rank || s.dims[0] < 0) return PartialShape::Unknown();
-    CheckOutputRank(c.op, s.dims[0]);
-    return PartialShape::UnknownOfRank(static_cast<int>(s.dims[0]));
+  if (!dims) {  // what is known of a computed shape (ops/shape_values.h)
+    PartialShape out = ShapeOperand(c, 0);
+    if (out.known_rank) CheckOutputRank(c.op, out.rank());
+    return out;
   }
   CheckOutputRank(c.op, static_cast<int64_t>(dims->size()));
   for (size_t i = 0; i < dims->size(); ++i) {

@@ -5,6 +5,7 @@
 // usable eagerly and in graphs, under TensorFlow's name.
 #include <type_traits>
 
+#include "ops/shape_values.h"
 #include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/simd/vec_kernels.h"
@@ -103,11 +104,7 @@ OpDef MakeBroadcastTo() {
   op.shape_fn = [](const InferContext& c) {
     CheckInputRank(c, 1, 1, "shape");
     auto v = c.IntValues(1);
-    if (!v) {
-      const PartialShape& s = c.shapes[1];
-      if (s.known_rank && s.dims[0] >= 0) return std::vector<PartialShape>{PartialShape::UnknownOfRank(s.dims[0])};
-      return std::vector<PartialShape>{PartialShape::Unknown()};
-    }
+    if (!v) return std::vector<PartialShape>{ShapeOperand(c, 1)};  // a computed shape: what is known of it
     CheckOutputRank(c.op, static_cast<int64_t>(v->size()));
     for (int64_t d : *v) {
       if (d < 0) ThrowValueError(c.op.name, ": shape has a negative dimension ", d);

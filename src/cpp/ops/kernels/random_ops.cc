@@ -22,6 +22,7 @@
 
 #include "ops/dispatch.h"
 #include "ops/op_helpers.h"
+#include "ops/shape_values.h"
 
 namespace treadle {
 namespace {
@@ -176,9 +177,9 @@ PartialShape ShapeFromInput(const InferContext& c, int i) {
     ThrowValueError(c.op.name, ": 'shape' must be a 1-D tensor, got a tensor of shape ", ss.ToString());
   }
   std::optional<std::vector<int64_t>> dims = c.IntValues(i);
-  if (!dims) {
-    if (ss.known_rank && ss.dims[0] >= 0 && ss.dims[0] <= kMaxRank) return PartialShape::UnknownOfRank(ss.dims[0]);
-    return PartialShape::Unknown();
+  if (!dims) {  // a computed shape: what is known of it
+    PartialShape out = ShapeOperand(c, i);
+    return out.rank() <= kMaxRank ? out : PartialShape::Unknown();
   }
   if (dims->size() > static_cast<size_t>(kMaxRank)) {
     ThrowValueError(c.op.name, ": 'shape' has ", dims->size(), " dims; at most ", kMaxRank, " are supported");

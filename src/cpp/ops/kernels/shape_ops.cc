@@ -3,6 +3,7 @@
 // Shape, Size and Rank.
 #include <limits>
 
+#include "ops/shape_values.h"
 #include "ops/narrow_types.h"
 #include "ops/dispatch.h"
 #include "ops/kernels/array_util.h"
@@ -34,6 +35,42 @@ int CheckRequestedShape(const OpDef& op, const std::vector<int64_t>& sizes) {
   return unknown;
 }
 
+// Reshape to a shape computed in the graph: its known elements (ops/
+// shape_values.h); one unknown element is worked out from the input's size
+// when that is known, as TensorFlow's shape function does.
+PartialShape ReshapeToComputedShape(const InferContext& c, const PartialShape& in) {
+  PartialShape out = ShapeOperand(c, 1);
+  if (!out.known_rank) return out;
+  CheckOutputRank(c.op, out.rank());
+  int unknown = -1, unknowns = 0;
+  int64_t known_product = 1;
+  for (int i = 0; i < out.rank(); ++i) {
+    if (out.dims[i] == kUnknownDim) {
+      unknown = i;
+      ++unknowns;
+    } else if (out.dims[i] > 0 && known_product > std::numeric_limits<int64_t>::max() / out.dims[i]) {
+      return out;  // the op's kernel reports sizes that overflow
+    } else {
+      known_product *= out.dims[i];
+    }
+  }
+  if (!in.fully_defined() || unknowns > 1) return out;
+  const int64_t n = NumElements(in.dims);
+  if (unknowns == 0 && known_product != n) {
+    ThrowValueError("Input to reshape is a tensor with ", n, " values, but the requested shape has ", known_product,
+                    " (", c.op.name, " of ", in.ToString(), " to ", out.ToString(), ")");
+  }
+  if (unknowns == 1 && known_product > 0) {
+    if (n % known_product != 0) {
+      ThrowValueError("Input to reshape is a tensor with ", n, " values, but the requested shape requires a "
+                      "multiple of ", known_product, " (", c.op.name, " of ", in.ToString(), " to ", out.ToString(),
+                      ")");
+    }
+    out.dims[unknown] = n / known_product;
+  }
+  return out;
+}
+
 PartialShape ReshapeShape(const InferContext& c) {
   const PartialShape& in = c.shapes[0];
   const PartialShape& shape_arg = c.shapes[1];
@@ -41,13 +78,7 @@ PartialShape ReshapeShape(const InferContext& c) {
     ThrowValueError(c.op.name, ": 'shape' must be a vector, got shape ", shape_arg.ToString());
   }
   auto requested = c.IntValues(1);
-  if (!requested) {
-    if (shape_arg.known_rank && shape_arg.dims[0] >= 0) {
-      CheckOutputRank(c.op, shape_arg.dims[0]);
-      return PartialShape::UnknownOfRank(static_cast<int>(shape_arg.dims[0]));
-    }
-    return PartialShape::Unknown();
-  }
+  if (!requested) return ReshapeToComputedShape(c, in);
   CheckOutputRank(c.op, static_cast<int64_t>(requested->size()));
   Dims dims(requested->begin(), requested->end());
   const int unknown = CheckRequestedShape(c.op, dims);

@@ -348,10 +348,11 @@ def _transform_scope(scope, namer, optional):
     directives.extract(scope)
     break_continue.transform(scope, namer)
     return_statements.transform(scope, namer)
+    deleted = functions.deletions_as_undefined(scope)
     definitions.analyze(scope)
     liveness.analyze(scope)
     maybe_undefined = control_flow.transform(scope, namer)
-    functions.checked_loads(scope, maybe_undefined)
+    functions.checked_loads(scope, set(maybe_undefined) | deleted)
 
 
 def _compile(node, code, fn):

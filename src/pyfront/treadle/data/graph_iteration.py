@@ -102,6 +102,14 @@ class StagedIteration:
         self._owns = owns_iterator
         self._handle = handle
 
+    @property
+    def relaxes_shapes(self):
+        """Whether a loop over it relaxes its variables' shapes: a loop over a
+        dataset is a reduction, which does (and ignores shape invariants), a
+        loop over an iterator a while loop, which checks them, as in
+        TensorFlow."""
+        return self._owns
+
     def start(self):
         if self._handle is not None:
             return self._handle
@@ -158,9 +166,13 @@ class GraphIterator:
     (OutOfRangeError when the graph runs past the end); `for x in it`
     continues from where the iterator is."""
 
-    def __init__(self, source, element_spec):
-        self._iteration = StagedIteration(source, element_spec)
-        self._handle = self._iteration.start()
+    def __init__(self, source, element_spec, handle=None):
+        if handle is None:
+            self._iteration = StagedIteration(source, element_spec)
+            self._handle = self._iteration.start()
+        else:  # an iterator made outside, passed as an argument: it continues where it is
+            self._iteration = StagedIteration(None, element_spec, owns_iterator=False, handle=handle)
+            self._handle = handle
         self.element_spec = element_spec
         self._traced_next = 0
 
@@ -249,3 +261,63 @@ class DatasetType(trace_type.TraceType):
 
     def __repr__(self):
         return f"DatasetSpec({self.element_spec})"
+
+
+# ------------------------------------------------------------------ iterator arguments
+def iterator_id_of(iterator):
+    """The id under which the graph pulls from an eager iterator (its own flat
+    element source, so that graph and Python pulls share one position),
+    registering it on first use; the entry goes when the iterator does."""
+    it_id = iterator.__dict__.get("_graph_id")
+    if it_id is None:
+        with _lock:
+            it_id = iterator.__dict__.get("_graph_id")
+            if it_id is None:
+                it_id = next(_iterator_ids)
+                _iterators[it_id] = (iterator._flat, structure.flat_specs(iterator.element_spec))
+                iterator._graph_id = it_id
+                weakref.finalize(iterator, _forget_iterator, it_id)
+    return it_id
+
+
+def _forget_iterator(it_id):
+    with _lock:
+        _iterators.pop(it_id, None)
+
+
+class IteratorType(trace_type.TraceType):
+    """The trace type of an iterator argument (`iter(dataset)` made outside
+    the function): its element_spec. The function pulls from the iterator it
+    is given, from where it is, and a `for` loop over it is one While loop
+    with the loop checks of a while loop, as in TensorFlow."""
+
+    def __init__(self, element_spec):
+        self.element_spec = element_spec
+        self._key = repr(element_spec)
+
+    def is_subtype_of(self, other):
+        return self == other
+
+    def most_specific_common_supertype(self, others):
+        return self if all(self == o for o in others) else None
+
+    def placeholder_value(self, placeholder_context=None):
+        handle = placeholder_context.graph.add_placeholder(dtypes.int64, [], placeholder_context.name)
+        return GraphIterator(None, self.element_spec, handle=handle)
+
+    def to_tensors(self, value):
+        return [constant(np.int64(iterator_id_of(value)))]
+
+    def cast(self, value, casting_context=None):
+        if getattr(value, "__tf_tracing_type__", None) is None or repr(value.element_spec) != self._key:
+            raise ValueError(f"{value!r} is not an iterator with element_spec {self.element_spec}")
+        return value
+
+    def __eq__(self, other):
+        return type(other) is IteratorType and other._key == self._key
+
+    def __hash__(self):
+        return hash(("iterator", self._key))
+
+    def __repr__(self):
+        return f"IteratorSpec({self.element_spec})"

@@ -3,6 +3,7 @@
 from treadle import _core, errors
 from treadle.data import structure
 from treadle.data.dataset_ops import AUTOTUNE, Dataset, as_count
+from treadle.data.graph_iteration import IteratorType
 from treadle.util import nest
 
 
@@ -24,6 +25,11 @@ class OwnedIterator:
     def __next__(self):
         """The next element; `StopIteration` at the end."""
         return structure.pack(self._spec, next(self._flat))
+
+    def __tf_tracing_type__(self, tracing_context):
+        """An iterator argument of a td.function: traced once per element_spec;
+        the function pulls from this iterator (data/graph_iteration.py)."""
+        return IteratorType(self._spec)
 
     def get_next(self):
         """The next element; OutOfRangeError at the end (TensorFlow's `End of sequence`)."""

@@ -8,6 +8,9 @@ tensors from outside become captured inputs, and constants made during
 tracing become Const nodes."""
 
 import itertools
+import linecache
+import os
+import sys
 
 from treadle import _core, errors
 from treadle.framework import context, dtypes, graph_serialization
@@ -20,6 +23,27 @@ from treadle.framework.tensor_shape import TensorShape
 _OUT_OF_SCOPE = ("{t!r} is out of scope and cannot be used here. Use return values, explicit Python locals or "
                  "treadle collections to access it. A tensor created inside a td.function exists only while "
                  "that function is being traced.")
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _out_of_scope_message(t):
+    """The out-of-scope error for tensor `t`, naming the graph it belongs to
+    and the user's line that used it (the innermost frame outside treadle;
+    converted code keeps the user's file and line numbers)."""
+    message = _OUT_OF_SCOPE.format(t=t)
+    graph = getattr(t, "graph", None)
+    if graph is not None:
+        message += (f"\n\nThe tensor {t!r} cannot be accessed from here, because it was defined in "
+                    f"FuncGraph(name={graph.name}), which is out of scope.")
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+    if frame is not None:
+        code = frame.f_code
+        line = linecache.getline(code.co_filename, frame.f_lineno).strip()
+        message += f'\n\nIt is used here:\n  File "{code.co_filename}", line {frame.f_lineno}, in {code.co_name}'
+        message += f"\n    {line}" if line else ""
+    return message
 
 
 class FuncGraph:
@@ -136,9 +160,9 @@ class FuncGraph:
             if self._encloses_graph_of(value):
                 # Made in a graph nested in this one or in one enclosing it (a loop
                 # body or branch): as TensorFlow, InaccessibleTensorError, a ValueError.
-                raise errors.InaccessibleTensorError(_OUT_OF_SCOPE.format(t=value))
+                raise errors.InaccessibleTensorError(_out_of_scope_message(value))
             if value.graph.finalized or not value.graph.is_ancestor_of(self.outer_graph):
-                raise TypeError(_OUT_OF_SCOPE.format(t=value))
+                raise TypeError(_out_of_scope_message(value))
             # Thread it through the graphs in between: this graph captures (and
             # keys) the enclosing graph's placeholder for it.
             value = self.outer_graph.capture(value)
@@ -154,7 +178,7 @@ class FuncGraph:
         if isinstance(t, SymbolicTensor):
             if t.op.graph is self:
                 if self.finalized:
-                    raise TypeError(_OUT_OF_SCOPE.format(t=t))
+                    raise TypeError(_out_of_scope_message(t))
                 return t
             return self.capture(t)
         if type(t) is EagerTensor:

@@ -33,8 +33,8 @@ class Variable(metaclass=VariableMetaclass):
     def __init__(self, initial_value=None, trainable=True, name=None, dtype=None, shape=None, validate_shape=True):
         if initial_value is None:
             raise ValueError("initial_value must be specified.")
-        for hook in _creation_hooks:
-            hook(self)
+        # The initial value is checked before anything else: a refused one
+        # leaves no variable (a half-built one would reach creation hooks).
         with context.init_scope():
             if callable(initial_value):
                 initial_value = initial_value()
@@ -43,18 +43,22 @@ class Variable(metaclass=VariableMetaclass):
                     "A td.Variable created inside a td.function cannot take its initial value from a tensor "
                     "computed in that function. Create the variable outside, or pass a Python value or callable.")
             value = convert_to_tensor(initial_value, dtype=dtype)
-            self._dtype = value.dtype
             if shape is not None:
-                self._shape = TensorShape(shape)
+                var_shape = TensorShape(shape)
             elif validate_shape:
-                self._shape = value.shape
+                var_shape = value.shape
             else:
-                self._shape = TensorShape(None)
-            if not self._shape.is_compatible_with(value.shape):
-                raise ValueError(f"initial value of shape {value.shape} is not compatible with shape {self._shape}")
-            self._unique_id = next(_ids)
-            self._name = name or "Variable"
-            self._trainable = bool(trainable)
+                var_shape = TensorShape(None)
+            if not var_shape.is_compatible_with(value.shape):
+                raise ValueError(f"initial value of shape {value.shape} is not compatible with shape {var_shape}")
+        self._dtype = value.dtype
+        self._shape = var_shape
+        self._unique_id = next(_ids)
+        self._name = name or "Variable"
+        self._trainable = bool(trainable)
+        for hook in _creation_hooks:
+            hook(self)
+        with context.init_scope():
             self._handle = execute("VarHandleOp", [], {"dtype": self._dtype, "shape": self._shape.dims,
                                                        "shared_name": self._name})[0]
             execute("AssignVariableOp", [self._handle, value], {"dtype": self._dtype})
@@ -156,6 +160,8 @@ class Variable(metaclass=VariableMetaclass):
         return VariableType(self)
 
     def __repr__(self):
+        if not hasattr(self, "_handle"):  # seen by a creation hook, or its creation failed
+            return f"<td.Variable '{getattr(self, '_name', 'Variable')}:0' (not created)>"
         if context.executing_eagerly():
             return (f"<td.Variable '{self.name}' shape={self._shape} dtype={self._dtype.name}, "
                     f"numpy={self.numpy()!r}>")

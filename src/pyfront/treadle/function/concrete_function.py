@@ -1,15 +1,14 @@
 """ConcreteFunction: one traced graph, callable with tensors."""
 
-import inspect
 import threading
 
-from treadle import _core, errors, graph_pb2
+from treadle import _core, graph_pb2
 from treadle.framework import context, graph_serialization, indexed_slices, variables
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.op_execution import execute
-from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
+from treadle.framework.tensor import EagerTensor, Tensor
 from treadle.framework.tensor_shape import TensorShape
-from treadle.function import trace_type
+from treadle.function import call_binding
 from treadle.function.signature_printing import pretty_signature
 from treadle.util import nest
 
@@ -43,6 +42,10 @@ class ConcreteFunction:
         self._function_def = None
         self.function_type = None  # set by the polymorphic function that traced it
         self._signature = None     # inspect.Signature of the Python function
+        # The name binding errors give (the Python function's, as TensorFlow's do).
+        self._function_name = getattr(python_function, "__name__", None) or name
+        self._call_signature = None  # (inspect.Signature, gatherers) calls bind to, made on the first call
+        self._flat = None
 
     # ---------------------------------------------------------- inspection
     @property
@@ -119,49 +122,37 @@ class ConcreteFunction:
         return self._executable
 
     def __call__(self, *args, **kwargs):
-        return self._call_flat(self._flatten_call_args(args, kwargs))
+        return self._call_flat(self._bind_call(args, kwargs))
 
-    def _flatten_call_args(self, args, kwargs):
-        """The tensor arguments of a call, checked against the traced FunctionType.
-
-        As in TensorFlow, positional arguments go to the parameters that carry
-        tensors; the others keep the Python values the function was traced
-        with unless given (equal) by keyword."""
+    def _bind_call(self, args, kwargs):
+        """The flat tensor arguments of a call: bound through the Python
+        signature the function was traced with, else (as TensorFlow falls
+        back) through its flat signature of graph inputs."""
+        inputs, keywords, summary = self._flat_signature()
         if self.function_type is None:
-            if kwargs:
-                raise TypeError(f"{self.name} takes only positional tensor arguments")
-            return [convert_to_tensor(a) for a in args]
-        params = self.function_type.parameters
-        tensor_params = [p for p in params if _carries_tensors(p.type)]
-        if len(args) > len(tensor_params):
-            raise TypeError(f"{self.name} takes {len(tensor_params)} positional arguments but {len(args)} were "
-                            f"given")
-        values = {p.name: a for p, a in zip(tensor_params, args)}
-        for name, value in kwargs.items():
-            if name in values:
-                raise TypeError(f"{self.name} got multiple values for argument '{name}'")
-            if not any(p.name == name for p in params):
-                raise TypeError(f"{self.name} got an unexpected keyword argument '{name}'")
-            values[name] = value
-        arguments = {}
-        for p in params:
-            if p.name in values:
-                value = values[p.name]
-            elif not _carries_tensors(p.type):
-                value = p.type.placeholder_value(None)  # the literal or object traced with
-            else:
-                raise TypeError(f"{self.name} missing required argument '{p.name}'")
-            if isinstance(p.type, trace_type.TensorType) and isinstance(value, Tensor) \
-                    and value.dtype != p.type.dtype:
-                raise errors.InvalidArgumentError(
-                    None, None, f"cannot compute {self.name} as input '{p.name}' was expected to be a "
-                                f"{p.type.dtype.name} tensor but is a {value.dtype.name} tensor [Op:{self.name}]")
+            flat = call_binding.bind_flat(inputs, keywords, summary, args, kwargs, convert=True)
+        else:
+            if self._call_signature is None:
+                self._call_signature = call_binding.call_signature(self.function_type)
             try:
-                arguments[p.name] = p.type.cast(value)
-            except (ValueError, TypeError) as e:
-                raise TypeError(f"Binding inputs to td.function failed due to `Can not cast {value!r} to "
-                                f"{p.type!r}`: {e}") from None
-        return self.function_type.flatten_tensors(arguments)
+                flat = call_binding.bind_structured(self.function_type, self._call_signature, self._function_name,
+                                                    args, kwargs)
+            except TypeError as structured_error:
+                try:
+                    flat = call_binding.bind_flat(inputs, keywords, summary, args, kwargs)
+                except (TypeError, ValueError) as flat_error:
+                    raise TypeError(f"{structured_error}\nFallback to flat signature also failed due to: "
+                                    f"{flat_error}") from None
+        call_binding.check_dtypes(inputs, flat, self.name)
+        return flat
+
+    def _flat_signature(self):
+        """(graph inputs of the arguments, their placeholder names, "f(x, y)"), made once."""
+        if self._flat is None:
+            inputs = self.graph.inputs[:self._num_args]
+            keywords = [t.op.name for t in inputs]
+            self._flat = (inputs, keywords, f"{self._function_name}({', '.join(keywords)})")
+        return self._flat
 
     def _call_flat(self, tensors):
         """Runs on the flat tensor arguments; returns the structured outputs."""
@@ -279,14 +270,3 @@ def _read_capture(value):
     """Captured values are eager tensors, or objects (variables) that give one."""
     return value if type(value) is EagerTensor else value._captured_value()
 
-
-def _carries_tensors(t):
-    if isinstance(t, trace_type.TensorType):
-        return True
-    if isinstance(t, trace_type.SequenceType):
-        return any(_carries_tensors(c) for c in t.components)
-    if isinstance(t, trace_type.DictType):
-        return any(_carries_tensors(c) for c in t.mapping.values())
-    if isinstance(t, trace_type.CompositeType):
-        return any(_carries_tensors(c) for c in t.types)
-    return False

@@ -88,6 +88,16 @@ class FunctionType:
         """{name: value the Python function sees}, with graph placeholders for tensors."""
         out = {}
         for p in self.parameters:
+            if p.kind is inspect.Parameter.VAR_POSITIONAL and isinstance(p.type, trace_type.SequenceType):
+                # As TensorFlow names them: args_0, args_1, ...
+                out[p.name] = p.type._make([c.placeholder_value(trace_type.PlaceholderContext(graph, f"{p.name}_{i}"))
+                                            for i, c in enumerate(p.type.components)])
+                continue
+            if p.kind is inspect.Parameter.VAR_KEYWORD and isinstance(p.type, trace_type.DictType):
+                # Each keyword's placeholders are named after it.
+                out[p.name] = {k: v.placeholder_value(trace_type.PlaceholderContext(graph, str(k)))
+                               for k, v in p.type.mapping.items()}
+                continue
             ctx = trace_type.PlaceholderContext(graph, p.name)
             out[p.name] = p.type.placeholder_value(ctx)
         return out

@@ -5,6 +5,7 @@ ConcreteFunction whose type accepts them."""
 import functools
 import inspect
 import threading
+import types
 import warnings
 import weakref
 
@@ -16,7 +17,7 @@ from treadle.framework import context, indexed_slices, variables
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
-from treadle.function import trace_type
+from treadle.function import argument_mutation, trace_type
 from treadle.function.concrete_function import finish_function, is_extension_value
 from treadle.function.function_type import FunctionCache, FunctionType, Parameter, is_specific
 from treadle.function.retracing import RetracingDetector
@@ -88,13 +89,7 @@ class Function:
                 raise TypeError(f"input_signature must be a possibly nested sequence of TensorSpec objects, got "
                                 f"{s!r}")
         self._input_signature = specs
-        params = [p for p in self._signature.parameters.values()
-                  if p.kind in (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)]
-        if len(specs) > len(params):
-            raise TypeError(f"input_signature has {len(specs)} entries but {self._name} takes {len(params)} "
-                            "positional parameters")
-        self._signature_type = FunctionType(
-            [Parameter(p.name, p.kind, trace_type.from_spec_structure(s)) for p, s in zip(params, specs)])
+        self._signature_type = FunctionType(_signature_parameters(self._signature, specs))
 
     @property
     def _python_function(self):
@@ -154,6 +149,11 @@ class Function:
         instance's traces are its own (as the self argument's identity)."""
         if instance is None:
             return self
+        if is_extension_value(instance):
+            # As TensorFlow does for composite tensors: the instance is an
+            # argument like any other (its tensors are traced as inputs,
+            # its type keys the trace), so it need not be hashable.
+            return types.MethodType(self, instance)
         bound = self._instances.get(instance)
         if bound is None:
             bound = Function(self._python_function.__get__(instance, owner), self._name,
@@ -187,14 +187,15 @@ class Function:
             self._fast_cache.insert(args, flat, concrete)
         return concrete._call_flat(flat)
 
-    def _bind(self, args, kwargs):
+    def _bind(self, args, kwargs, convert_numpy=True):
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
-            raise TypeError(f"Binding inputs to td.function failed due to `{e}`. Received args: {args} and "
-                            f"kwargs: {kwargs} for signature: {self._signature}.") from None
+            raise TypeError(f"Binding inputs to td.function `{self._name}` failed due to `{e}`. Received args: "
+                            f"{args} and kwargs: {kwargs} for signature: {self._signature}.") from None
         bound.apply_defaults()
-        _convert_numpy_arguments(bound)
+        if convert_numpy:
+            _convert_numpy_arguments(bound)
         if self._follow_type_hints:
             self._convert_hinted_arguments(bound)
         return bound
@@ -208,9 +209,10 @@ class Function:
 
     def _dispatch(self, args, kwargs):
         """(ConcreteFunction, flat tensor arguments) for a call, tracing if needed."""
-        bound = self._bind(args, kwargs)
         if self._signature_type is not None:
-            return self._dispatch_to_signature(bound, args, kwargs)
+            # NumPy values are cast by the signature's specs (to their dtypes).
+            return self._dispatch_to_signature(self._bind(args, kwargs, convert_numpy=False), args, kwargs)
+        bound = self._bind(args, kwargs)
         ftype = FunctionType.from_bound(bound)
         concrete = self._cache.lookup(ftype, self._fast_cache.clock)
         if concrete is None:
@@ -223,38 +225,45 @@ class Function:
         return concrete, concrete.function_type.flatten_tensors(bound.arguments)
 
     def _dispatch_to_signature(self, bound, args, kwargs):
-        concrete = self._signature_concrete()
+        ftype = self._signature_type
         arguments = {}
-        for p in self._signature_type.parameters:
-            value = bound.arguments[p.name]
-            try:
-                arguments[p.name] = p.type.cast(value)
-            except (ValueError, TypeError):
-                raise TypeError(f"Binding inputs to td.function failed due to `Can not cast {value!r} to "
-                                f"{_describe(p.type)}`. Received args: {args} and kwargs: {kwargs} for signature: "
-                                f"{self._signature_string()}.") from None
-        extra = [n for n in bound.arguments if n not in arguments and
-                 self._signature.parameters[n].kind not in (inspect.Parameter.VAR_POSITIONAL,
-                                                            inspect.Parameter.VAR_KEYWORD)]
-        for n in extra:
-            if bound.arguments[n] is not self._signature.parameters[n].default:
-                raise TypeError(f"Binding inputs to td.function failed due to `too many positional arguments`. "
-                                f"Received args: {args} and kwargs: {kwargs} for signature: "
-                                f"{self._signature_string()}.")
-        return concrete, self._signature_type.flatten_tensors(arguments)
+        if "self" in bound.arguments and "self" not in self._signature_type_names():
+            # A method called through the class-level function (an extension
+            # type's): as in TensorFlow, `self` has no constraint and traces
+            # as the value it is.
+            instance = bound.arguments["self"]
+            kind = self._signature.parameters["self"].kind
+            ftype = FunctionType([Parameter("self", kind, trace_type.from_value(instance))] + list(ftype.parameters))
+            arguments["self"] = instance
+        concrete = self._signature_concrete(ftype)
+        try:
+            for name, value in bound.arguments.items():
+                if self._signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD and value:
+                    # An input_signature leaves no room for keyword arguments.
+                    raise TypeError(f"got an unexpected keyword argument '{next(iter(value))}'")
+            for p in self._signature_type.parameters:
+                arguments[p.name] = p.type.cast(bound.arguments[p.name])
+        except (ValueError, TypeError) as e:
+            raise TypeError(f"Binding inputs to td.function `{self._name}` failed due to `{e}`. Received args: "
+                            f"{args} and kwargs: {kwargs} for signature: {self._signature_string()}.") from None
+        return concrete, ftype.flatten_tensors(arguments)
+
+    def _signature_type_names(self):
+        return {p.name for p in self._signature_type.parameters}
 
     def _signature_string(self):
         params = ", ".join(f"{p.name}: {_describe(p.type)}" for p in self._signature_type.parameters)
         return f"({params})"
 
-    def _signature_concrete(self):
-        concrete = self._cache.lookup(self._signature_type)
+    def _signature_concrete(self, ftype=None):
+        ftype = ftype or self._signature_type
+        concrete = self._cache.lookup(ftype)
         if concrete is None:
             with self._lock:
-                concrete = self._cache.lookup(self._signature_type)
+                concrete = self._cache.lookup(ftype)
                 if concrete is None:
-                    concrete = self._trace(self._signature_type)
-                    self._remember(self._signature_type, concrete)
+                    concrete = self._trace(ftype)
+                    self._remember(ftype, concrete)
         return concrete
 
     def _remember(self, ftype, concrete):
@@ -307,9 +316,12 @@ class Function:
         try:
             with graph:
                 arguments = ftype.placeholder_arguments(graph)
+                before = {name: argument_mutation.snapshot(value) for name, value in arguments.items()}
                 bound = self._signature.bind_partial()
                 bound.arguments.update(arguments)
                 outputs = self._converted_function()(*bound.args, **bound.kwargs)
+                argument_mutation.check(self._python_function, before, arguments)
+                _refuse_generator(outputs, self._python_function)
                 flat_out, packed = [], []
                 for leaf in nest.flatten(outputs):
                     if isinstance(leaf, _RETURNED_AS_TENSORS):
@@ -345,6 +357,7 @@ class Function:
                                    self._plain_function)
         concrete.function_type = ftype.with_output(_output_type(graph.structured_outputs))
         concrete._signature = self._signature
+        concrete._function_name = self._name
         return concrete
 
     def _variable_creation_hook(self, graph, allowed, created):
@@ -370,16 +383,58 @@ class Function:
         """The ConcreteFunction for these arguments (values or TensorSpecs), tracing if needed."""
         if self._signature_type is not None:
             if args or kwargs:
-                self._dispatch(args, kwargs)
+                self._check_signature_arguments(args, kwargs)
             return self._signature_concrete()
         concrete, _ = self._dispatch(args, kwargs)
         return concrete
+
+    def _check_signature_arguments(self, args, kwargs):
+        """get_concrete_function's arguments (specs or values) for a function
+        with an input_signature must fit that signature."""
+        bound = self._bind(args, kwargs)
+        for p in self._signature_type.parameters:
+            value = bound.arguments[p.name]
+            try:
+                p.type.cast(value)
+            except (TypeError, ValueError):
+                raise TypeError(f"Argument `{p.name}` of get_concrete_function of td.function `{self._name}` was "
+                                f"expected to be of type {_describe(p.type)} but is {value!r}.") from None
 
     def pretty_printed_concrete_signatures(self, verbose=True):
         return "\n\n".join(c.pretty_printed_signature(verbose) for c in self._concrete_functions)
 
     def __repr__(self):
         return f"<td.function {self._name}>"
+
+
+def _signature_parameters(signature, specs):
+    """The parameters of a function with an input_signature, as TensorFlow
+    types them: positional parameters take the specs in order, *args the
+    specs left over, an optional parameter with no spec its default
+    value; a required parameter with no spec, or a spec with no
+    parameter, is an error."""
+    specs = list(specs)
+    params = []
+    for p in signature.parameters.values():
+        if p.name == "self":
+            continue  # a method's instance, bound before a call (see __get__)
+        if p.kind is inspect.Parameter.VAR_POSITIONAL:
+            params.append(Parameter(p.name, p.kind, trace_type.TupleType(
+                [trace_type.from_spec_structure(s) for s in specs])))
+            specs = []
+        elif p.kind is inspect.Parameter.VAR_KEYWORD:
+            continue  # an input_signature leaves no room for keyword arguments
+        elif specs and p.kind is not inspect.Parameter.KEYWORD_ONLY:
+            params.append(Parameter(p.name, p.kind, trace_type.from_spec_structure(specs.pop(0))))
+        elif p.default is not inspect.Parameter.empty:
+            params.append(Parameter(p.name, p.kind, trace_type.from_value(p.default)))
+        elif p.kind is inspect.Parameter.KEYWORD_ONLY:
+            raise TypeError(f"input_signature must specify type constraint for keyword-only argument {p.name}")
+        else:
+            raise TypeError(f"input_signature missing type constraint for {p.name}")
+    if specs:
+        raise TypeError(f"input_signature contains {len(specs)} extra type constraints.")
+    return params
 
 
 def _is_numpy_value(x):
@@ -403,6 +458,19 @@ def _convert_numpy_arguments(bound):
                 continue
             if any(_is_numpy_value(x) for x in leaves):
                 bound.arguments[name] = nest.pack_sequence_as(value, [_numpy_to_tensor(x) for x in leaves])
+
+
+def _refuse_generator(outputs, python_function):
+    """A generator function traced runs none of its body: TensorFlow refuses
+    its generator as a return value, and so does treadle (other Python
+    objects come back as they are)."""
+    if inspect.isgenerator(outputs) or inspect.isasyncgen(outputs) or inspect.iscoroutine(outputs):
+        if inspect.iscoroutine(outputs):
+            outputs.close()
+        raise TypeError(
+            "To be compatible with td.function, Python functions must return zero or more Tensors or "
+            f"ExtensionTypes or None values; in compilation of {python_function}, found return value of type "
+            f"{type(outputs).__name__}, which is not a Tensor or ExtensionType.")
 
 
 def _output_identity(graph, t):

@@ -2,11 +2,13 @@
 a function traced THRESHOLD times within its last WINDOW calls, or when
 THRESHOLD td.functions were made of one Python function and each traced
 (a td.function created in a loop), and it names the argument whose change
-caused the last trace."""
+caused the last trace. As TensorFlow logs it (at WARNING level, through its
+"tensorflow" logger), treadle logs it through Python logging's "treadle"
+logger, so `logging` configuration (and caplog in tests) controls it."""
 
 import collections
+import logging
 import os
-import warnings
 
 from treadle.function import trace_type
 
@@ -26,6 +28,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.
 # Per Python code object: how many td.functions made of it have traced.
 _functions_traced = collections.Counter()
 _warned_codes = set()
+_LOG = logging.getLogger("treadle")
 
 
 class RetracingDetector:
@@ -50,8 +53,8 @@ class RetracingDetector:
             return
         self._warned = True
         cause = _cause(previous, ftype) if previous is not None else ""
-        warnings.warn(f"{THRESHOLD} out of the last {calls} calls to {fn} triggered td.function retracing. "
-                      f"{cause}{_GENERIC}", stacklevel=5)
+        _LOG.warning(f"{THRESHOLD} out of the last {calls} calls to {fn} triggered td.function retracing. "
+                     f"{cause}{_GENERIC}")
 
 
 def _first_trace(fn):
@@ -61,9 +64,9 @@ def _first_trace(fn):
     _functions_traced[code] += 1
     if _functions_traced[code] >= THRESHOLD and code not in _warned_codes:
         _warned_codes.add(code)
-        warnings.warn(f"{_functions_traced[code]} td.functions were made of {fn} and each of them traced: a "
-                      f"td.function created again and again (in a loop) traces every time. This is cause (1) of "
-                      f"td.function retracing. {_GENERIC}", stacklevel=6)
+        _LOG.warning(f"{_functions_traced[code]} td.functions were made of {fn} and each of them traced: a "
+                     f"td.function created again and again (in a loop) traces every time. This is cause (1) of "
+                     f"td.function retracing. {_GENERIC}")
 
 
 def _cause(old, new):

@@ -97,14 +97,30 @@ class TensorType(TraceType):
         return [value]
 
     def cast(self, value, casting_context=None):
+        """`value` as a tensor of this type, as TensorFlow's TensorSpec casts:
+        a spec that is a subtype stands for itself (get_concrete_function of
+        a signature's own specs), Python values are converted, and a graph
+        tensor of a less specific shape is narrowed to this one."""
+        if isinstance(value, TensorSpec):
+            if value.dtype == self.dtype and value.shape.is_subtype_of(self.shape):
+                return value
+            raise ValueError(f"Can not cast {value!r} to {self.spec()!r}")
         if not isinstance(value, Tensor):
-            try:
-                value = convert_to_tensor(value, dtype_hint=self.dtype)
+            try:  # to this dtype, as TensorFlow converts: NumPy arrays of another dtype included
+                value = convert_to_tensor(value, dtype=self.dtype)
             except (TypeError, ValueError) as e:
                 raise ValueError(str(e)) from None
-        if value.dtype != self.dtype or not TensorShape(value.shape).is_subtype_of(self.shape):
-            raise ValueError(f"{value!r} is not compatible with {self.spec()!r}")
-        return value
+        value_spec = TensorSpec(value.shape, value.dtype, self.name)
+        if value.dtype != self.dtype:
+            raise ValueError(f"Can not cast {value_spec!r} to {self.spec()!r}: Tensor conversion requested dtype "
+                             f"{self.dtype.name} for Tensor with dtype {value.dtype.name}: {value!r}")
+        shape = TensorShape(value.shape)
+        if shape.is_subtype_of(self.shape):
+            return value
+        if self.shape.is_subtype_of(shape) and hasattr(value, "set_shape"):
+            value.set_shape(self.shape)
+            return value
+        raise ValueError(f"Can not cast {value_spec!r} to {self.spec()!r}")
 
     def spec(self):
         return TensorSpec(self.shape, self.dtype, self.name)
@@ -251,8 +267,12 @@ class SequenceType(TraceType):
 
     def cast(self, value, casting_context=None):
         if not isinstance(value, (list, tuple)) or len(value) != len(self.components):
-            raise ValueError(f"Can not cast {value!r} to {self!r}")
+            # TensorFlow's words: "to tuple", "to list", "to <namedtuple name>".
+            raise ValueError(f"Can not cast {value!r} to {self._kind_name()} {self!r}")
         return self._make([c.cast(v) for c, v in zip(self.components, value)])
+
+    def _kind_name(self):
+        return "sequence"
 
     def __eq__(self, other):
         return type(other) is type(self) and self.components == other.components
@@ -265,6 +285,9 @@ class TupleType(SequenceType):
     def _make(self, values):
         return tuple(values)
 
+    def _kind_name(self):
+        return "tuple"
+
     def __repr__(self):
         return f"Tuple[{', '.join(map(repr, self.components))}]"
 
@@ -272,6 +295,9 @@ class TupleType(SequenceType):
 class ListType(SequenceType):
     def _make(self, values):
         return list(values)
+
+    def _kind_name(self):
+        return "list"
 
     def __repr__(self):
         return f"List[{', '.join(map(repr, self.components))}]"
@@ -358,8 +384,10 @@ class DictType(TraceType):
         return out
 
     def cast(self, value, casting_context=None):
-        if not isinstance(value, collections.abc.Mapping) or value.keys() != self.mapping.keys():
-            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        if not isinstance(value, collections.abc.Mapping):
+            raise ValueError(f"Can not cast {value!r} to a Dict type {self!r}")
+        if value.keys() != self.mapping.keys():
+            raise ValueError(f"Can not cast {value!r} to a Dict type {self!r}: its keys differ")
         return {k: self.mapping[k].cast(value[k]) for k in value}
 
     def __eq__(self, other):

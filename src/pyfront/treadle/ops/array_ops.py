@@ -114,7 +114,19 @@ def _convert_list(values):
         if isinstance(v, Tensor):
             hint = v.dtype
             break
+    if hint is not None:
+        values = [_cast_packed_tensors(v, hint) if isinstance(v, (list, tuple)) else v for v in values]
     return [convert_to_tensor(v, dtype_hint=hint) for v in values]
+
+
+def _cast_packed_tensors(value, dtype):
+    """A Python list packed into a tensor of `dtype`: as TensorFlow's
+    autopacking does, tensors of another dtype in it are cast to `dtype`."""
+    if isinstance(value, Tensor):
+        return value if value.dtype == dtype else _run1("Cast", [value], {"DstT": dtype})
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast_packed_tensors(v, dtype) for v in value)
+    return value
 
 
 # ---------------------------------------------------------------- shapes

@@ -28,6 +28,7 @@ from treadle.ops import control_flow_ops, math_ops
 from treadle.util import nest
 
 _BRANCH = ("if", "else")
+_TF_BRANCH = ("main", "else")
 _SCALARS = (bool, int, float, str, bytes, type(None))
 
 
@@ -193,6 +194,10 @@ class _Merge:
             return _Plan("value", None)  # `return` without a value, and falling off the end: both None
         if a_undef or b_undef:
             if a_undef and b_undef:
+                if not self.dry_run and not isinstance(a, UndefinedReturnValue):
+                    # Deleted (or left unbound) in both branches and used after: as
+                    # TensorFlow, an error naming the main branch first.
+                    raise self._undefined_error(name, a, 0, in_both=True)
                 return _Plan("value", a)
             if not self.dry_run:
                 raise self._undefined_error(name, a if a_undef else b, 0 if a_undef else 1)
@@ -253,19 +258,22 @@ class _Merge:
                                             f"dtype {y.dtype.name} in the else branch")
         return x, y
 
-    def _undefined_error(self, name, value, side):
-        other = _BRANCH[1 - side]
+    def _undefined_error(self, name, value, side, in_both=False):
+        # TensorFlow's words for the two branches in these messages: "main" and "else".
+        branch, other = _TF_BRANCH[side], _TF_BRANCH[1 - side]
         if isinstance(value, UndefinedReturnValue):
-            return errors.located(ValueError, f"the {_BRANCH[side]} branch of this conditional on a tensor must "
-                                              f"also have a return statement, since the {other} branch returns a "
-                                              "value (a function converted to a graph returns the same kind of "
-                                              "value on every path). A return inside a loop works when the loop is "
-                                              "a graph loop (it iterates over a tensor or its condition is a "
-                                              "tensor), not when it runs as Python")
-        return errors.located(ValueError, f"'{name}' must also be initialized in the {_BRANCH[side]} branch: it is "
-                                          f"assigned only in the {other} branch of a conditional on a tensor, and is "
-                                          "used after the conditional (define it before the if statement, or in "
-                                          "both branches)")
+            return errors.located(ValueError, f"the {branch} branch must also have a return statement, since the "
+                                              f"{other} branch of this conditional on a tensor returns a value (a "
+                                              "function converted to a graph returns the same kind of value on every "
+                                              "path). A return inside a loop works when the loop is a graph loop (it "
+                                              "iterates over a tensor or its condition is a tensor), not when it runs "
+                                              "as Python")
+        where = ("has no value at the end of either branch of a conditional on a tensor (it is deleted or left "
+                 "unassigned in both)" if in_both else
+                 f"is assigned only in the {other} branch of a conditional on a tensor")
+        return errors.located(ValueError, f"'{name}' must also be initialized in the {branch} branch: it {where}, "
+                                          "and is used after the conditional (define it before the if statement, "
+                                          "or in both branches)")
 
     # ---------------------------------------------------------- td.cond protocol
     def components(self, side, i):

@@ -45,7 +45,8 @@ def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
         body(iteration.pack(current[1]))
         current[0], current[1] = iteration.get_next(handle)
 
-    opts = _with_relaxed_shapes(opts, lambda: body(iteration.pack(current[1])), get_state, set_state)
+    if getattr(iteration, "relaxes_shapes", True):  # a dataset's loop, not an iterator's (see StagedIteration)
+        opts = _with_relaxed_shapes(opts, lambda: body(iteration.pack(current[1])), get_state, set_state)
     names = ("the dataset's has_value",) + tuple(f"the dataset element's component {i}" for i in range(width))
     staged_loop(test, step, get_all, set_all, names + tuple(symbol_names), opts, opts.get("maximum_iterations"))
     iteration.finish(handle, [current[0]])

@@ -50,7 +50,8 @@ def staged_loop(test, body, get_state, set_state, names, opts, maximum_iteration
     def body_fn(*values):
         set_state(values)
         body()
-        return _checked_iteration(names, values, tuple(get_state()) if get_state is not None else ())
+        after = tuple(get_state()) if get_state is not None else ()
+        return _checked_iteration(names, values, after, _invariant_flags(init, invariants))
 
     results = control_flow_ops.while_loop(cond_fn, body_fn, tuple(init), shape_invariants=flat_invariants,
                                           maximum_iterations=maximum_iterations,
@@ -126,10 +127,16 @@ def _entry_value(name, value):
     return nest.map_structure(leaf, value)
 
 
-def _checked_iteration(names, before, after):
+def _invariant_flags(init, overrides):
+    """Per loop variable, per leaf: whether a shape invariant was set for it."""
+    return [[id(leaf) in overrides for leaf in nest.flatten(value)] if not isinstance(value, Undefined) else []
+            for value in init]
+
+
+def _checked_iteration(names, before, after, invariant_flags):
     """The body's results, after checking they match the loop variables."""
     out = []
-    for name, b, a in zip(names, before, after):
+    for name, b, a, flags in zip(names, before, after, invariant_flags):
         if a is None or isinstance(a, Undefined):
             what = "None" if a is None else "undefined"
             raise errors.located(ValueError, f"{describe(name)} is {what} after one iteration of the loop")
@@ -138,12 +145,13 @@ def _checked_iteration(names, before, after):
         except (ValueError, TypeError) as e:
             raise errors.located(TypeError, f"{describe(name)} does not have the same nested structure after one "
                                              f"iteration of the loop: {e}") from None
-        leaves = [_checked_leaf(name, x, y) for x, y in zip(nest.flatten(b), nest.flatten(a))]
+        flags = flags or [False] * len(nest.flatten(b))
+        leaves = [_checked_leaf(name, x, y, f) for x, y, f in zip(nest.flatten(b), nest.flatten(a), flags)]
         out.append(nest.pack_sequence_as(b, leaves))
     return tuple(out)
 
 
-def _checked_leaf(name, before, after):
+def _checked_leaf(name, before, after, has_invariant=False):
     if conditionals._is_composite(before):
         if type(after) is not type(before):
             raise errors.located(TypeError, f"{describe(name)} is a {type(before).__name__} before the loop but "
@@ -159,11 +167,14 @@ def _checked_leaf(name, before, after):
         raise errors.located(TypeError, f"{describe(name)} has dtype {before.dtype.name} before the loop, but dtype "
                                         f"{after.dtype.name} after one iteration")
     if not after.shape.is_subtype_of(before.shape):
+        if has_invariant:  # `before` is the loop variable, of the invariant's shape
+            raise errors.located(ValueError, f"{describe(name)} has shape {after.shape} after one iteration, which "
+                                             f"does not conform with its shape invariant {before.shape}.")
         raise errors.located(ValueError, f"{describe(name)} has shape {before.shape} before the loop, but shape "
-                                         f"{after.shape} after one iteration. A shape that changes needs a shape "
-                                         "invariant: call td.autograph.experimental.set_loop_options("
-                                         f"shape_invariants=[({name}, <shape with None where it varies>)]) at the "
-                                         "top of the loop body")
+                                         f"{after.shape} after one iteration. Use "
+                                         "td.autograph.experimental.set_loop_options to set shape invariants: call "
+                                         f"set_loop_options(shape_invariants=[({name}, <shape with None where it "
+                                         "varies>)]) at the top of the loop body")
     return after
 
 

@@ -115,21 +115,30 @@ def _staged_for(source, extra_test, body, get_state, set_state, names, opts):
 # ------------------------------------------------------------------ errors
 
 def _became_tensor(what, names, before, get_state, opts):
+    """The error for a Python loop whose test became a tensor: TensorFlow's
+    words first (tests of ported code match them), then which statement or
+    variable did it and what to do."""
     after = tuple(get_state()) if get_state is not None else ()
     changed = [n for n, b, a in zip(names, before, after) if not contains_tensor(b) and contains_tensor(a)]
     flags = opts.get("flags") or {}
+    is_while = "while loop" in what
+    lead = ("The condition of while loop started as non-Tensor, then changed to Tensor. This may happen either "
+            "because variables changed type, or when a break or return statement inside the loop depends on a "
+            "Tensor condition. In both cases, changing to a TF loop should remove the error." if is_while else
+            "break and return statements which depend on a TF condition are not supported in Python for loops. "
+            "Did you intend to make it a TF loop?")
     for n in changed:
         if n in flags:
             kind, line = flags[n]
-            return errors.located(NotImplementedError, f"a `{kind}` statement (line {line}) inside a Python loop "
-                                                       "depends on a tensor. This loop runs as Python because what "
-                                                       "it iterates over (or its first condition) is not a tensor; "
-                                                       "iterate over a tensor (e.g. td.range) so that the loop "
-                                                       f"becomes a graph loop, or make the `{kind}` depend on Python "
-                                                       "values only")
+            return errors.located(NotImplementedError, f"{lead} The `{kind}` statement (line {line}) depends on a "
+                                                       "tensor. This loop runs as Python because what it iterates "
+                                                       "over (or its first condition) is not a tensor; iterate over "
+                                                       "a tensor (e.g. td.range) so that the loop becomes a graph "
+                                                       f"loop, or make the `{kind}` depend on Python values only")
     cause = (f"{', '.join(describe(n) for n in changed)} changed from a Python value to a tensor"
              if changed else "a variable changed from a Python value to a tensor")
-    return errors.located(NotImplementedError, f"{what} started as a Python value, then changed to a tensor "
-                                               f"({cause}). A loop runs as Python or as a graph loop depending on "
-                                               "its first condition; give those variables tensor values before the "
-                                               "loop (e.g. td.constant) so that the whole loop is staged")
+    return errors.located(NotImplementedError, f"{lead} Here {what} started as a Python value, then changed to a "
+                                               f"tensor ({cause}). A loop runs as Python or as a graph loop "
+                                               "depending on its first condition; give those variables tensor "
+                                               "values before the loop (e.g. td.constant) so that the whole loop is "
+                                               "staged")

@@ -9,8 +9,8 @@ class _UseOfUndefined(UnboundLocalError):
 
 
 def _use(self, *args, **kwargs):
-    raise errors.located(_UseOfUndefined, f"'{self.symbol_name}' is used before it is assigned a value (it is "
-                                          "not assigned on every path that reaches this use)")
+    raise errors.located(_UseOfUndefined, f"'{self.symbol_name}' is used before assignment (it is not assigned on "
+                                          "every path that reaches this use)")
 
 
 class Undefined:
@@ -57,7 +57,7 @@ def ld(value, name):
     """A read of a symbol that may hold an Undefined placeholder: fails as
     reading an unbound local does."""
     if isinstance(value, Undefined):
-        raise UnboundLocalError(f"cannot access local variable '{name}' where it is not associated with a value")
+        raise UnboundLocalError(f"'{name}' is used before assignment")  # TensorFlow's AutoGraph text
     return value
 
 

@@ -72,9 +72,9 @@ def _statement(s, may, must):
         return cases_may, must  # no case may match
     if isinstance(s, (ast.Raise, ast.Return)):
         return may, EVERYTHING
-    if isinstance(s, ast.Delete):
+    if isinstance(s, ast.Delete) or getattr(s, "ag_deletes", False):  # (a `del` made an Undefined assignment)
         deleted = set(activity.analyze(s).simple_modified())
-        return may, (EVERYTHING if must is EVERYTHING else must - deleted)
+        return may | deleted, (EVERYTHING if must is EVERYTHING else must - deleted)
     defs = set(activity.analyze(s).simple_modified())
     return may | defs, _add(must, defs)
 

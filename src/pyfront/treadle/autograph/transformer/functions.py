@@ -79,3 +79,45 @@ def checked_loads(scope, names):
         return
     t = _CheckedLoads(set(names))
     scope.body = [t.visit(s) for s in scope.body]
+
+
+class _Deletions(ast.NodeTransformer):
+    """`del x` of a local becomes `x = ag__.Undefined('x')` (as in
+    TensorFlow's AutoGraph), so that a symbol deleted in a branch of a
+    conditional on a tensor is an undefined branch output (an error naming it
+    if it is used after the conditional) rather than a raw NameError from the
+    generated state functions."""
+
+    def __init__(self, keep):
+        self.keep = keep  # global and nonlocal names: their `del` stays
+        self.deleted = set()
+
+    def visit_Delete(self, node):
+        names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        if len(names) != len(node.targets) or set(names) & self.keep:
+            return node
+        self.deleted.update(names)
+        out = []
+        for name in names:
+            stmt = ast.copy_location(base.assign(name, base.ag_call("Undefined", base.const(name))), node)
+            stmt.ag_deletes = True  # definedness treats it as the `del` it was
+            out.append(stmt)
+        return out
+
+    def _skip(self, node):
+        return node  # nested scopes are transformed as scopes of their own
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = visit_ClassDef = _skip
+
+
+def deletions_as_undefined(scope):
+    """Rewrites the `del name` statements of one function body; returns the
+    names deleted (their later reads must be checked, see checked_loads)."""
+    body = activity.analyze(scope.body)
+    t = _Deletions(body.declared_global | body.declared_nonlocal)
+    scope.body = [n for s in scope.body for n in _as_list(t.visit(s))]
+    return t.deleted
+
+
+def _as_list(result):
+    return result if isinstance(result, list) else [result]
