@@ -1,0 +1,177 @@
+"""The three models of BENCHMARKS.md §2c written as a treadle user writes
+them: plain recursive Python over one example, cells as `td.function`s,
+batched across examples by `td.loom.autobatch`. Per-example tensors are rows
+([1, n]): an embedding row is `td.gather(E, [token])`, and a cell's matrix
+products are ordinary `td.matmul`s.
+
+Training is a `td.GradientTape` around the autobatched call, then an SGD
+step, as for any treadle model."""
+
+import numpy as np
+
+import treadle as td
+
+
+def available():
+    """Whether this treadle has automatic batching."""
+    return hasattr(td.loom, "autobatch")
+
+
+def _variables(weights):
+    return {k: td.Variable(v, name=k) for k, v in weights.items()}
+
+
+def nested_binary(tree):
+    """A bench.treelstm.data.Tree (post-ordered arrays) as nested tuples: a
+    leaf is its token id, a node the pair of its subtrees."""
+    made = []
+    for left, right, token in zip(tree.left.tolist(), tree.right.tolist(), tree.token.tolist()):
+        made.append(token if left < 0 else (made[left], made[right]))
+    return made[-1]
+
+
+class _Classifier:
+    """A tree classifier: `root_logits(example)` per example, batched by
+    autobatch; inference returns [batch, classes] logits, training takes one
+    SGD step on the mean cross-entropy."""
+
+    def __init__(self, learning_rate):
+        self.batched = td.loom.autobatch(self.root_logits)
+        self.optimizer = td.optimizers.SGD(learning_rate)
+
+    def logits(self, examples):
+        out = self.batched(examples)  # [batch, 1, classes]: one row per example
+        return td.reshape(out, [len(examples), -1])
+
+    def infer(self, examples):
+        return self.logits(examples).numpy()
+
+    def train(self, examples, labels):
+        trainable = list(self.vars.values())
+        with td.GradientTape() as tape:
+            loss = td.reduce_mean(td.nn.sparse_softmax_cross_entropy_with_logits(
+                labels=labels, logits=self.logits(examples)))
+        grads = tape.gradient(loss, trainable)
+        self.optimizer.apply_gradients(zip(grads, trainable))
+        return float(loss)
+
+
+class BinaryTreeLSTM(_Classifier):
+    """§2a; examples are `nested_binary` trees."""
+
+    def __init__(self, weights, learning_rate=0.05):
+        v = self.vars = _variables(weights)
+
+        @td.function
+        def leaf(x):
+            i, o, u = td.split(td.matmul(x, v["W_leaf"]) + v["b_leaf"], 3, axis=1)
+            c = td.sigmoid(i) * td.tanh(u)
+            return c, td.sigmoid(o) * td.tanh(c)
+
+        @td.function
+        def node(c_l, h_l, c_r, h_r):
+            z = td.matmul(td.concat([h_l, h_r], axis=1), v["W_node"]) + v["b_node"]
+            i, f_l, f_r, o, u = td.split(z, 5, axis=1)
+            c = td.sigmoid(i) * td.tanh(u) + td.sigmoid(f_l) * c_l + td.sigmoid(f_r) * c_r
+            return c, td.sigmoid(o) * td.tanh(c)
+
+        def visit(tree):
+            if isinstance(tree, int):
+                return leaf(td.gather(v["embedding"], [tree]))
+            return node(*visit(tree[0]), *visit(tree[1]))
+
+        self.visit = visit
+        super().__init__(learning_rate)
+
+    def root_logits(self, tree):
+        _, h = self.visit(tree)
+        return td.matmul(h, self.vars["W_out"]) + self.vars["b_out"]
+
+
+class ChildSumTreeLSTM(_Classifier):
+    """§2b; examples are bench.autobatch.child_sum nested (kind, [subtrees]).
+    The children are a Python list: their h are summed with `td.add_n`, and
+    each child's forget gate is one call of the `forget` cell."""
+
+    def __init__(self, weights, learning_rate=0.01):
+        v = self.vars = _variables(weights)
+
+        @td.function
+        def gates(kind):
+            return td.split(td.matmul(td.gather(v["embedding"], kind), v["w"]) + v["b"], 4, axis=1)
+
+        @td.function
+        def forget(f_x, c_k, h_k):
+            return td.sigmoid(f_x + td.matmul(h_k, v["u_f"])) * c_k
+
+        @td.function
+        def leaf(i, o, u):
+            c = td.sigmoid(i) * td.tanh(u)
+            return c, td.sigmoid(o) * td.tanh(c)
+
+        @td.function
+        def node(i, o, u, h_sum, kept):
+            i_h, o_h, u_h = td.split(td.matmul(h_sum, v["u_iou"]), 3, axis=1)
+            c = td.sigmoid(i + i_h) * td.tanh(u + u_h) + kept
+            return c, td.sigmoid(o + o_h) * td.tanh(c)
+
+        def visit(tree):
+            kind, kids = tree
+            states = [visit(k) for k in kids]
+            i, o, u, f_x = gates([kind])
+            if not states:
+                return leaf(i, o, u)
+            h_sum = td.add_n([h for _, h in states])
+            kept = td.add_n([forget(f_x, c, h) for c, h in states])
+            return node(i, o, u, h_sum, kept)
+
+        self.visit = visit
+        super().__init__(learning_rate)
+
+    def root_logits(self, example):
+        tree, _ = example
+        _, h = self.visit(tree)
+        return td.matmul(h, self.vars["w_out"]) + self.vars["b_out"]
+
+
+class TreeDecoder:
+    """§2c. Each node reads its expansion probability (`float(p)`): autobatch
+    suspends that example until the batched work it waits for has run. An
+    example is a root state [STATE] (NumPy); the output is [batch, STATE]."""
+
+    def __init__(self, weights, max_depth, learning_rate):
+        v = self.vars = _variables(weights)
+
+        @td.function
+        def probability(s):
+            return td.sigmoid(td.matmul(s, v["w_p"]) + v["b_p"])
+
+        @td.function
+        def expand(s):
+            return td.split(td.tanh(td.matmul(s, v["W_c"]) + v["b_c"]), 2, axis=1)
+
+        def decode(s, depth=0):
+            if depth < max_depth and float(probability(s)[0, 0]) > 0.5:
+                left, right = expand(s)
+                return decode(left, depth + 1) + decode(right, depth + 1)
+            return s
+
+        self.batched = td.loom.autobatch(lambda root: decode(td.constant(root[None])))
+        self.optimizer = td.optimizers.SGD(learning_rate)
+
+    def outputs(self, states):
+        return td.reshape(self.batched(list(states)), [len(states), -1])
+
+    def infer(self, states):
+        return self.outputs(states).numpy()
+
+    def train(self, states):
+        trainable = [self.vars[k] for k in ("W_c", "b_c")]  # the decisions carry no gradient
+        with td.GradientTape() as tape:
+            loss = 0.5 * td.reduce_mean(td.square(self.outputs(states)))
+        grads = tape.gradient(loss, trainable)
+        self.optimizer.apply_gradients(zip(grads, trainable))
+        return float(loss)
+
+    def weights(self):
+        return {k: var.numpy() for k, var in self.vars.items()}
