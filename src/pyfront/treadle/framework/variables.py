@@ -18,6 +18,12 @@ _ids = itertools.count(1)
 _by_handle = weakref.WeakValueDictionary()  # id(handle tensor) -> Variable, to recognise captured handles
 _creation_hooks = []  # callables(variable) run when a variable is created (td.function's first-call rule)
 _read_hooks = []  # callables(variable) run before each read while a GradientTape records (it may watch it)
+# td.loom.autobatch stands in for variable reads: while it records, a read
+# inside the per-example function gives a value it records; while a loom
+# traces an op that maps a function over its batch, a read gives the op's own
+# read (a value the op's graph captured, so nested graphs capture values, not
+# handles). Each entry: callable(variable) -> a tensor, or None to read as usual.
+read_overrides = []
 
 
 class Variable:
@@ -86,6 +92,10 @@ class Variable:
 
     # ---------------------------------------------------------- reading
     def read_value(self):
+        if read_overrides:
+            value = read_overrides[-1](self)
+            if value is not None:
+                return value
         if _read_hooks:
             for hook in _read_hooks:
                 hook(self)

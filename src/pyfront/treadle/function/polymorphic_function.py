@@ -23,6 +23,10 @@ from treadle.function.retracing import RetracingDetector
 from treadle.util import nest
 
 _RUN_EAGERLY = False
+# td.loom.autobatch records the calls made with its per-example values: while
+# it records, the last entry is called first, as callable(function, args,
+# kwargs), and returns the call's result, or NotImplemented to let it run.
+call_interceptors = []
 _RETURNED_AS_TENSORS = (bool, int, float, str, bytes, np.generic, np.ndarray)
 
 # The most traces a td.function keeps. Past it, the least recently used
@@ -141,6 +145,10 @@ class Function:
 
     # ---------------------------------------------------------- calling
     def __call__(self, *args, **kwargs):
+        if call_interceptors:
+            result = call_interceptors[-1](self, args, kwargs)
+            if result is not NotImplemented:
+                return result
         if _RUN_EAGERLY:
             return self._python_function(*args, **kwargs)
         if not kwargs:

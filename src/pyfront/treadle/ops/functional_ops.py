@@ -7,6 +7,7 @@ branches td.cond, so gradients come from those."""
 import contextlib
 
 from treadle.framework import context, dtypes
+from treadle.framework.func_graph import FuncGraph
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_array import TensorArray
 from treadle.framework.tensor_spec import TensorSpec
@@ -75,8 +76,21 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
 
 
 def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
-    """map_fn's result: treadle has no vectorizing rewrite, so this runs as map_fn."""
-    return map_fn(fn, elems)
+    """fn applied to each slice of elems, the results stacked, as TensorFlow's:
+    their structure and dtypes are those fn returns. treadle has no vectorizing
+    rewrite yet, so this runs as map_fn."""
+    return map_fn(fn, elems, fn_output_signature=_result_signature(fn, elems))
+
+
+def _result_signature(fn, elems):
+    """The TensorSpecs of what fn returns for one slice of elems (traced on
+    placeholders in a scratch graph, which is then dropped)."""
+    flat = _flat_elems(elems, "vectorized_map")
+    scratch = FuncGraph("vectorized_map_signature", outer_graph=context.current_graph())
+    with scratch:
+        slices = [scratch.add_placeholder(t.dtype, t.shape[1:].dims, name="slice") for t in flat]
+        results = fn(nest.pack_sequence_as(elems, slices))
+    return nest.map_structure(lambda r: TensorSpec(convert_to_tensor(r).shape, convert_to_tensor(r).dtype), results)
 
 
 # ---------------------------------------------------------------- scan and folds

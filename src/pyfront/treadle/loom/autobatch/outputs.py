@@ -1,0 +1,65 @@
+"""The call's result: each example's output structure, checked to agree
+across examples, with every leaf stacked along a new axis 0."""
+
+import numpy as np
+
+from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.loom.autobatch.values import STORED, Value
+from treadle.ops import array_ops
+from treadle.util import nest
+
+
+def stacked_outputs(recorder, results):
+    if not results:
+        raise ValueError("td.loom.autobatch: no examples were given")
+    structure = results[0]
+    flat = [_flat(r, i, structure) for i, r in enumerate(results)]
+    columns = []
+    for j in range(len(flat[0])):
+        column = [f[j] for f in flat]
+        _check_column(column, j)
+        columns.append(_stack(recorder, column))
+    return nest.pack_sequence_as(structure, columns)
+
+
+def _flat(result, i, structure):
+    try:
+        nest.assert_same_structure(structure, result, check_types=True)
+    except (TypeError, ValueError) as e:
+        raise TypeError(f"td.loom.autobatch: example {i} returned a structure other than example 0's: {e}") from None
+    leaves = nest.flatten(result)
+    for leaf in leaves:
+        if not isinstance(leaf, Tensor):
+            raise TypeError(f"td.loom.autobatch: example {i} returned {leaf!r}; the function must return tensors "
+                            "(or a nest of them)")
+    return leaves
+
+
+def _signature(t):
+    return t.dtype, (t._shape_tuple_ if type(t) is Value else tuple(t.shape.as_list()))
+
+
+def _check_column(column, j):
+    first = _signature(column[0])
+    for i, t in enumerate(column):
+        sig = _signature(t)
+        if sig != first:
+            raise ValueError(f"td.loom.autobatch: output {j} of example {i} has dtype {sig[0].name} and shape "
+                             f"{sig[1]}, but example 0's has dtype {first[0].name} and shape {first[1]}")
+
+
+def _stack(recorder, column):
+    """One tensor of the column's values (rows of the store gathered at once)."""
+    if all(type(t) is Value and t.src[0] == STORED for t in column):
+        ts = column[0].src[1]
+        if all(t.src[1] is ts or t.src[1] == ts for t in column):
+            store = recorder.store[ts]
+            rows = np.fromiter((t.src[2] for t in column), np.int64, len(column))
+            if rows[0] == 0 and len(rows) == int(store.shape[0]) and np.all(np.diff(rows) == 1):
+                return store
+            return array_ops.gather(store, convert_to_tensor(rows))
+    values = [recorder.eager_of(t) if type(t) is Value else t for t in column]
+    return array_ops.stack(values, 0)
+
+
+

@@ -1,0 +1,115 @@
+"""What an autobatched function keeps from call to call: the LoomOps it has
+made (one per cell and signature, one per plain op and signature), what each
+returns, and the loom of all of them (rebuilt only when an op is added)."""
+
+import numpy as np
+
+from treadle.framework.func_graph import FuncGraph
+from treadle.framework.tensor import EagerTensor, convert_to_tensor
+from treadle.framework.tensor_spec import TensorSpec
+from treadle.framework.variables import Variable
+from treadle.loom.autobatch.batched_ops import CellOp, PrimitiveOp, Slot
+from treadle.loom.loom import Loom
+from treadle.loom.type_shape import TypeShape
+from treadle.util import nest
+
+
+class OpInfo:
+    """A LoomOp of the registry: its index, and its outputs' dtypes and shapes."""
+
+    __slots__ = ("index", "op", "out_dtypes", "out_shapes", "out_type_shapes", "in_type_shapes", "structure")
+
+    def __init__(self, index, op, structure=None):
+        self.index = index
+        self.op = op
+        self.in_type_shapes = op.input_type_shapes
+        self.out_type_shapes = op.output_type_shapes
+        self.out_dtypes = [ts.dtype for ts in self.out_type_shapes]
+        self.out_shapes = [ts.shape for ts in self.out_type_shapes]
+        self.structure = structure  # a cell's structured outputs (None for a plain op)
+
+
+def type_shape(dtype, shape):
+    return TypeShape(dtype, tuple(shape))
+
+
+class Registry:
+    def __init__(self):
+        self.ops = []          # OpInfo, by index
+        self.by_key = {}       # signature key -> OpInfo
+        self._loom = None
+        self._loom_size = 0
+
+    # -------------------------------------------------- ops
+    def cell(self, key, function, template, specs):
+        """The OpInfo of td.function `function` called on `specs` (TensorSpecs
+        of the per-example arguments, in slot order; `template` holds Slots)."""
+        info = self.by_key.get(key)
+        if info is None:
+            args, kwargs = nest.map_structure(lambda leaf: specs[leaf.index] if _is_slot(leaf) else leaf, template)
+            concrete = function.get_concrete_function(*args, **kwargs)
+            outputs = [t for t in nest.flatten(concrete.structured_outputs) if hasattr(t, "dtype")]
+            op = CellOp(function, template, concrete, [type_shape(s.dtype, s.shape) for s in specs],
+                        [type_shape(t.dtype, _static_shape(t, function)) for t in outputs])
+            info = self._add(key, op, concrete.structured_outputs)
+        return info
+
+    def primitive(self, key, op_name, attrs, inputs, specs):
+        """The OpInfo of op `op_name` on `inputs` (Slots for the per-example
+        inputs, whose TensorSpecs are `specs`, and shared values)."""
+        info = self.by_key.get(key)
+        if info is None:
+            scratch = FuncGraph(f"autobatch_{op_name}")
+            with scratch:
+                placeholders = [scratch.add_placeholder(s.dtype, s.shape) for s in specs]
+                args = [placeholders[x.index] if _is_slot(x) else
+                        (x.read_value() if isinstance(x, Variable) else scratch.constant(x)) for x in inputs]
+                outputs = scratch.create_op(op_name, args, attrs)
+            op = PrimitiveOp(op_name, attrs, inputs, [type_shape(s.dtype, s.shape) for s in specs],
+                             [type_shape(t.dtype, _static_shape(t, op_name)) for t in outputs])
+            info = self._add(key, op)
+        return info
+
+    def _add(self, key, op, structure=None):
+        info = OpInfo(len(self.ops), op, structure)
+        self.ops.append(info)
+        self.by_key[key] = info
+        return info
+
+    # -------------------------------------------------- the loom
+    def op_names(self):
+        return [f"op{i:05d}" for i in range(len(self.ops))]
+
+    def loom(self):
+        """The loom of every op so far (built again when ops were added).
+        Every type shape an op reads has a batch input, given at each run."""
+        if self._loom is None or self._loom_size != len(self.ops):
+            ops = dict(zip(self.op_names(), (info.op for info in self.ops)))
+            inputs = {ts for info in self.ops for ts in info.in_type_shapes}
+            batch = {ts: _empty_batch(ts) for ts in inputs}
+            self._loom = Loom(named_ops=ops, batch_inputs=batch)
+            self._loom_size = len(self.ops)
+        return self._loom
+
+
+def _is_slot(leaf):
+    return type(leaf) is Slot
+
+
+def _empty_batch(ts):
+    return convert_to_tensor(np.zeros((0,) + ts.shape, ts.dtype.as_numpy_dtype))
+
+
+def _static_shape(t, what):
+    dims = t.shape.dims if hasattr(t.shape, "dims") else list(t.shape)
+    if dims is None or any(d is None for d in dims):
+        raise ValueError(f"td.loom.autobatch: {getattr(what, '__name__', what)} returns a tensor of shape {t.shape}; "
+                         "its shape must be known from the shapes of its per-example inputs")
+    return tuple(dims)
+
+
+def spec_of(dtype, shape):
+    return TensorSpec(shape, dtype)
+
+
+__all__ = ["Registry", "OpInfo", "type_shape", "spec_of", "EagerTensor"]

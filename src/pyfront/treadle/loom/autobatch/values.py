@@ -1,0 +1,101 @@
+"""The per-example tensors of td.loom.autobatch: inside the per-example
+function, a value a recorded op or cell call will compute. Ops on them are
+recorded (execute() hands an op with such an input to its `graph`, the
+recorder); reading one suspends its example until the batch computes it."""
+
+from treadle.framework.tensor import Tensor, _TensorRef
+from treadle.framework.tensor_shape import TensorShape
+
+# Where a value comes from (its `src`, a tuple whose first entry is one of these):
+PENDING = 0   # (PENDING, node of the current round, output index): not computed yet
+STORED = 1    # (STORED, type shape, row): computed by an earlier round, a row of the store
+CONSTANT = 2  # (CONSTANT, type shape, numpy value): known while recording
+VAR_ROW = 3   # (VAR_ROW, type shape, variable, row): a row of a variable (td.gather(variable, id))
+VARIABLE = 4  # (VARIABLE, variable): a variable read inside the function (shared by every example)
+
+
+class Value(Tensor):
+    """A tensor of one example inside td.loom.autobatch: it has a dtype and a
+    static shape; its value is known once the batch has computed it."""
+
+    __slots__ = ("_recorder", "_example", "src", "_dtype", "_shape_tuple_")
+
+    def __init__(self, recorder, example, src, dtype, shape):
+        self._recorder = recorder
+        self._example = example  # the example's index, or None for a value every example may use
+        self.src = src
+        self._dtype = dtype
+        self._shape_tuple_ = shape
+
+    @property
+    def dtype(self):
+        return self._dtype
+
+    @property
+    def shape(self):
+        return TensorShape(self._shape_tuple_)
+
+    def get_shape(self):
+        return self.shape
+
+    @property
+    def ndim(self):
+        return len(self._shape_tuple_)
+
+    @property
+    def graph(self):
+        """The recorder: execute() hands an op with this input to graph.create_op."""
+        return self._recorder
+
+    @property
+    def name(self):
+        return f"autobatch_value_{id(self):x}"
+
+    def __repr__(self):
+        owner = "shared" if self._example is None else f"example {self._example}"
+        return f"<td.loom.autobatch value ({owner}) shape={self.shape} dtype={self._dtype.name}>"
+
+    __str__ = __repr__
+
+    def __hash__(self):
+        raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
+
+    def ref(self):
+        return _TensorRef(self)
+
+    __array_priority__ = 100  # NumPy operators defer to the tensor's
+
+    # -------------------------------------------------- reading the value
+    def numpy(self):
+        value = self._recorder.read(self)
+        return value.copy() if value.ndim else value[()]
+
+    def __array__(self, dtype=None, copy=None):
+        value = self._recorder.read(self)
+        return value.astype(dtype) if dtype is not None else value
+
+    def __bool__(self):
+        value = self._recorder.read(self)
+        if value.size != 1:
+            raise ValueError("The truth value of a tensor with more than one element is ambiguous. "
+                             "Use a.any() or a.all()" if value.size > 1 else
+                             "The truth value of an empty tensor is ambiguous.")
+        return bool(value.reshape(()))
+
+    def __float__(self):
+        return float(self._recorder.read(self).reshape(()))
+
+    def __int__(self):
+        return int(self._recorder.read(self).reshape(()))
+
+    def __index__(self):
+        if not self._dtype.is_integer or self._shape_tuple_:
+            raise TypeError(f"Only scalar integer tensors can be used as an index, got {self._dtype.name} "
+                            f"of shape {self.shape}")
+        return int(self._recorder.read(self).reshape(()))
+
+    def __len__(self):
+        if not self._shape_tuple_:
+            raise TypeError("len() of unsized object: scalar tensor")
+        return self._shape_tuple_[0]
+
