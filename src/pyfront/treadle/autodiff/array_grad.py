@@ -1,15 +1,72 @@
 """Gradient rules of the array ops: reshaping, joining and splitting,
 transposes, tiling, gathering, slicing and selection."""
 
+import numpy as np
+
+from treadle.autodiff import batching_helpers as bh
 from treadle.autodiff import helpers
+from treadle.autodiff.batching_registry import NotBatchable, RegisterBatchingRule, RunsPerExample, Unbatched
 from treadle.autodiff.helpers import ints, run, run_all, scalar
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
-from treadle.framework import dtypes
+from treadle.framework import context, dtypes
 from treadle.framework.indexed_slices import IndexedSlices
+from treadle.framework.tensor import convert_to_tensor
 
 NotDifferentiable(
     "Shape", "Size", "Rank", "OnesLike", "ZerosLike", "Const", "Placeholder", "NoOp", "Where", "OneHot", "Range",
 )
+
+RegisterBatchingRule("OnesLike", "ZerosLike")(bh.same_op)
+RunsPerExample("the number of its results differs per example", "Where")
+RunsPerExample("the length of its result may differ per example", "Range")
+
+
+@RegisterBatchingRule("Const", always=True)
+def _const_batched(ctx, op, inputs, batched):
+    # The same value (a Const node that rules can read) for every example.
+    graph = context.current_graph()
+    return [Unbatched(graph.constant(op.value) if graph is not None else op.value)]
+
+
+@RegisterBatchingRule("NoOp")
+def _no_op_batched(ctx, op, inputs, batched):
+    return []  # never batched: it has no inputs
+
+
+@RegisterBatchingRule("Placeholder")
+def _placeholder_batched(ctx, op, inputs, batched):
+    raise ValueError(f"vectorized_map: placeholder {op.name} is not an argument of the function being vectorized")
+
+
+def _int_vector(values, dtype):
+    return convert_to_tensor(np.asarray(values, dtype=np.int64), dtype=dtype)
+
+
+@RegisterBatchingRule("Shape")
+def _shape_batched(ctx, op, inputs, batched):
+    full = run("Shape", [inputs[0]], {"out_type": get_attr(op, "out_type")})
+    one = _int_vector([1], full.dtype)
+    return [Unbatched(run("StridedSlice", [full, one, _int_vector([0], full.dtype), one], {"end_mask": 1}))]
+
+
+@RegisterBatchingRule("Size")
+def _size_batched(ctx, op, inputs, batched):
+    example_shape = _shape_batched(ctx, op, inputs, batched)[0].value
+    return [Unbatched(run("Prod", [example_shape, ints([0])]))]
+
+
+@RegisterBatchingRule("Rank")
+def _rank_batched(ctx, op, inputs, batched):
+    return [Unbatched(run("Sub", [run("Rank", [inputs[0]]), scalar(1, dtypes.int32)]))]
+
+
+@RegisterBatchingRule("OneHot")
+def _one_hot_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1, 2, 3], "the depth or on/off value")
+    attrs = dict(op.attrs)
+    attrs["axis"] = bh.shift_axis_value(get_attr(op, "axis"))
+    return list(run_all("OneHot", list(inputs), attrs))
+
 
 _MASKS = ("begin_mask", "end_mask", "ellipsis_mask", "new_axis_mask", "shrink_axis_mask")
 
@@ -52,6 +109,67 @@ def _grads_or_zeros(op, grads):
 
 # ---------------------------------------------------------------- shapes
 
+RegisterBatchingRule("Identity")(bh.same_op)
+
+
+@RegisterBatchingRule("Reshape")
+def _reshape_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1], "the target shape")
+    value = bh.constant_int(inputs[1])
+    if value is not None and -1 not in value:  # a constant shape, whatever the batch size
+        return [run("Reshape", [inputs[0], bh.prepend(inputs[1], -1)])]
+    return [run("Reshape", [inputs[0], bh.prepend(inputs[1], ctx.size())])]
+
+
+@RegisterBatchingRule("ExpandDims")
+def _expand_dims_batched(ctx, op, inputs, batched):
+    return [run("ExpandDims", [inputs[0], bh.shift_axis_tensor(inputs[1], batched[1])])]
+
+
+@RegisterBatchingRule("Squeeze")
+def _squeeze_batched(ctx, op, inputs, batched):
+    axes = list(get_attr(op, "axis"))
+    if not axes:  # every axis of size 1 of the example, which must be known
+        dims = op.inputs[0].shape.as_tuple() if op.inputs[0].shape.rank is not None else None
+        if dims is None or None in dims:
+            raise NotBatchable("squeezing every axis of size 1 needs the example's shape")
+        axes = [i for i, d in enumerate(dims) if d == 1]
+    return [run("Squeeze", [inputs[0]], {"axis": [bh.shift_axis_value(a) for a in axes]})]
+
+
+@RegisterBatchingRule("Transpose")
+def _transpose_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1], "the permutation")
+    perm = inputs[1]
+    value = bh.constant_int(perm)
+    if value is not None:
+        rank = len(value)
+        moved = _int_vector([0] + [int(p) % rank + 1 for p in value], perm.dtype)
+    else:
+        moved = bh.prepend(run("AddV2", [perm, scalar(1, perm.dtype)]), 0)
+    return [run("Transpose", [inputs[0], moved])]
+
+
+def _target_rank(op, i):
+    n = op.inputs[i].shape.as_tuple()[0] if op.inputs[i].shape.rank == 1 else None
+    if n is None:
+        raise NotBatchable("the length of the target shape is unknown")
+    return n
+
+
+@RegisterBatchingRule("BroadcastTo")
+def _broadcast_to_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1], "the target shape")
+    x = bh.expand_to_rank(inputs[0], bh.per_example_rank(op, 0), _target_rank(op, 1))
+    return [run("BroadcastTo", [x, bh.prepend(inputs[1], ctx.size())])]
+
+
+@RegisterBatchingRule("Fill")
+def _fill_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [0], "the shape")
+    value = bh.expand_to_rank(inputs[1], 0, _target_rank(op, 0))
+    return [run("BroadcastTo", [value, bh.prepend(inputs[0], ctx.size())])]
+
 @RegisterGradient("Identity")
 def _identity_grad(op, dz):
     return [dz]
@@ -89,6 +207,42 @@ def _fill_grad(op, dz):
 
 
 # ---------------------------------------------------------------- joining and splitting
+
+@RegisterBatchingRule("ConcatV2")
+def _concat_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [len(inputs) - 1], "the axis")
+    values = ctx.batched_all(inputs[:-1], batched[:-1])
+    return [run("ConcatV2", values + [bh.shift_axis_tensor(inputs[-1], False)])]
+
+
+@RegisterBatchingRule("Pack")
+def _pack_batched(ctx, op, inputs, batched):
+    return [run("Pack", ctx.batched_all(inputs, batched), {"axis": bh.shift_axis_value(get_attr(op, "axis"))})]
+
+
+@RegisterBatchingRule("Unpack")
+def _unpack_batched(ctx, op, inputs, batched):
+    attrs = dict(op.attrs)
+    attrs["axis"] = bh.shift_axis_value(get_attr(op, "axis"))
+    return list(run_all("Unpack", [inputs[0]], attrs))
+
+
+@RegisterBatchingRule("Split")
+def _split_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [0], "the axis")
+    return bh.reemit(op, [bh.shift_axis_tensor(inputs[0], False), inputs[1]])
+
+
+@RegisterBatchingRule("SplitV")
+def _split_v_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1, 2], "the sizes or the axis")
+    return bh.reemit(op, [inputs[0], inputs[1], bh.shift_axis_tensor(inputs[2], False)])
+
+
+@RegisterBatchingRule("Tile")
+def _tile_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1], "the multiples")
+    return [run("Tile", [inputs[0], bh.prepend(inputs[1], 1)])]
 
 @RegisterGradient("ConcatV2")
 def _concat_grad(op, dz):
@@ -156,6 +310,77 @@ def _tile_grad(op, dz):
 
 
 # ---------------------------------------------------------------- gathering and slicing
+
+@RegisterBatchingRule("GatherV2")
+def _gather_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [2], "the axis")
+    axis = bh.constant_int(inputs[2])
+    if axis is None:
+        raise NotBatchable("the axis is not a constant")
+    params, indices = inputs[:2]
+    axis = int(axis) % max(bh.per_example_rank(op, 0), 1)
+    batch_dims = get_attr(op, "batch_dims")
+    if batch_dims < 0:
+        batch_dims += bh.per_example_rank(op, 1)
+    if batch_dims == 0 and not batched[1]:  # one table per example, shared indices
+        return [run("GatherV2", [params, indices, ints(axis + 1)])]
+    if batch_dims == 0 and not batched[0]:  # one shared table: one gather of every example's indices
+        out = run("GatherV2", [params, indices, ints(axis)])
+        if axis == 0:
+            return [out]
+        rank = bh.out_rank(op) + 1  # the batch axis sits at `axis`: move it to the front
+        return [run("Transpose", [out, ints([axis] + [i for i in range(rank) if i != axis])])]
+    params, indices = ctx.batched_all([params, indices], batched[:2])
+    return [run("GatherV2", [params, indices, ints(axis + 1)], {"batch_dims": batch_dims + 1})]
+
+
+def _segments_batched(ctx, op, inputs, batched):
+    """Rule of the unsorted segment reductions: example b's segment s becomes
+    segment b * num_segments + s of one reduction over the whole batch."""
+    bh.unbatched_only(batched, [2], "the number of segments")
+    data, ids = ctx.batched_all(inputs[:2], batched[:2])
+    count = helpers.cast(inputs[2], ids.dtype)
+    rows = run("Range", [scalar(0, ids.dtype), helpers.cast(ctx.size_tensor(), ids.dtype), scalar(1, ids.dtype)])
+    offsets = bh.expand_to_rank(run("Mul", [rows, count]), 0, bh.per_example_rank(op, 1))
+    total = run("Mul", [count, helpers.cast(ctx.size_tensor(), ids.dtype)])
+    # Negative ids (dropped values) stay negative.
+    moved = run("SelectV2", [run("Less", [ids, scalar(0, ids.dtype)]), ids, run("AddV2", [ids, offsets])])
+    out = run(op.type, [data, moved, total])
+    shape = run("ConcatV2", [ints([-1]), run("Reshape", [helpers.cast(count, dtypes.int32), ints([1])]),
+                             _dims(out, 1), scalar(0, dtypes.int32)])
+    return [run("Reshape", [out, shape])]
+
+
+RegisterBatchingRule("UnsortedSegmentSum")(_segments_batched)
+
+
+def _shifted_masks(op):
+    """A strided slice's masks with a full slice of the batch axis in front."""
+    attrs = {m: get_attr(op, m) << 1 for m in _MASKS}
+    attrs["begin_mask"] |= 1
+    attrs["end_mask"] |= 1
+    return attrs
+
+
+def _slice_spec(inputs):
+    begin, end, strides = inputs
+    return [bh.prepend(begin, 0), bh.prepend(end, 0), bh.prepend(strides, 1)]
+
+
+@RegisterBatchingRule("StridedSlice")
+def _strided_slice_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1, 2, 3], "the slice bounds")
+    return [run("StridedSlice", [inputs[0]] + _slice_spec(inputs[1:]), _shifted_masks(op))]
+
+
+@RegisterBatchingRule("StridedSliceGrad")
+def _strided_slice_grad_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [0, 1, 2, 3], "the shape or the slice bounds")
+    shape = bh.prepend(inputs[0], ctx.size())
+    return [run("StridedSliceGrad", [shape] + _slice_spec(inputs[1:4]) + [inputs[4]], _shifted_masks(op))]
+
+
+RegisterBatchingRule("SelectV2")(bh.elementwise)
 
 @RegisterGradient("GatherV2")
 def _gather_grad(op, dz):

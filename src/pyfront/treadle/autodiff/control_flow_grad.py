@@ -22,7 +22,9 @@ which rewrites it once more."""
 import weakref
 
 from treadle.autodiff import helpers
+from treadle.autodiff import batching_helpers as bh
 from treadle.autodiff.backprop import dense
+from treadle.autodiff.batching_registry import NotBatchable, RegisterBatchingRule, Unbatched
 from treadle.autodiff.function_gradients import (
     GraphBackward, function_gradient, list_element_dtype, reopened, zeros_for)
 from treadle.autodiff.registry import RegisterGradient
@@ -134,6 +136,39 @@ class _IfState:
         op.attrs = attrs
         op.outputs.extend(SymbolicTensor(op, first + i, a.dtype, sh)
                           for i, ((a, _), sh) in enumerate(zip(added, shapes)))
+
+
+def _branches(op, *names):
+    return [op.graph.functions[op.attrs[n]] for n in names]
+
+
+def _all_batched(ctx, outs, flags):
+    return [v if b else ctx.tile(v) for v, b in zip(outs, flags)]
+
+
+def _where(pred, then_value, else_value):
+    """Per example, then_value where pred holds, else else_value ([B] pred
+    against batched or unbatched values)."""
+    rank = max(len(helpers.static_shape(v) or ()) for v in (then_value, else_value))
+    if then_value.dtype in (dtypes.variant, dtypes.resource):
+        raise NotBatchable(f"a {then_value.dtype.name} value cannot be chosen per example")
+    return helpers.select(bh.expand_to_rank(pred, 0, max(rank - 1, 0)), then_value, else_value)
+
+
+@RegisterBatchingRule("If", "StatelessIf")
+def _if_batched(ctx, op, inputs, batched):
+    then_fn, else_fn = _branches(op, "then_branch", "else_branch")
+    pred, args, flags = inputs[0], list(inputs[1:]), list(batched[1:])
+    if not batched[0]:  # every example takes the same branch: an If of the batched branches
+        def branch(fn):
+            return lambda: _all_batched(ctx, *ctx.vectorize_function(fn, args, flags))
+        return list(cond(pred, branch(then_fn), branch(else_fn)))
+    if op.type == "If":
+        raise NotBatchable("the condition differs per example and a branch has effects")
+    # Both branches for the whole batch, each example keeping its own branch's results.
+    then_out, _ = ctx.vectorize_function(then_fn, args, flags)
+    else_out, _ = ctx.vectorize_function(else_fn, args, flags)
+    return [_where(pred, t, e) for t, e in zip(then_out, else_out)]
 
 
 @RegisterGradient("If", "StatelessIf")
@@ -296,6 +331,65 @@ def _grad_shape_invariant(t):
     if t.dtype == dtypes.resource:
         return TensorShape(None)
     return t.shape
+
+
+def _loop_flags(ctx, body_fn, batched):
+    """The loop variables that are batched on every iteration: those that
+    enter batched, and those the body makes batched (a fixed point)."""
+    flags = list(batched)
+    while True:
+        after = ctx.batched_outputs(body_fn, flags)
+        merged = [a or b for a, b in zip(flags, after)]
+        if merged == flags:
+            return flags
+        flags = merged
+
+
+def _passed_through(body_fn, i):
+    out = body_fn.outputs[i]
+    return out is body_fn.graph.inputs[i] or (out.op.type == "Identity" and out.op.inputs[0] is body_fn.graph.inputs[i])
+
+
+def _invariants(op, flags):
+    shapes = []
+    for dims, b in zip(op.attrs["output_shapes"], flags):
+        shape = TensorShape(dims)
+        shapes.append(TensorShape([None]).concatenate(shape) if b else shape)
+    return shapes
+
+
+@RegisterBatchingRule("While", "StatelessWhile")
+def _while_batched(ctx, op, inputs, batched):
+    cond_fn, body_fn = _branches(op, "cond", "body")
+    flags = _loop_flags(ctx, body_fn, batched)
+    masked = ctx.batched_outputs(cond_fn, flags)[0]
+    if masked:
+        if op.type == "While":
+            raise NotBatchable("the loop condition differs per example and the body has effects")
+        # Examples stop at different iterations: the loop runs while any runs,
+        # and a finished example keeps its values. Every variable the body
+        # changes is then per example.
+        flags = [b or not _passed_through(body_fn, i) for i, b in enumerate(flags)]
+    start = [v if b == f else ctx.tile(v) for v, b, f in zip(inputs, batched, flags)]
+
+    def running(*values):
+        outs, _ = ctx.vectorize_function(cond_fn, list(values), flags)
+        return outs[0]
+
+    def body(*values):
+        outs, out_flags = ctx.vectorize_function(body_fn, list(values), flags)
+        outs = [ctx.tile(v) if f and not b else v for v, f, b in zip(outs, flags, out_flags)]
+        if not masked:
+            return outs
+        going = running(*values)
+        return [_where(going, new, old) if f else new for new, old, f in zip(outs, values, flags)]
+
+    def any_running(*values):
+        return helpers.run("Any", [running(*values), helpers.ints(0)])
+
+    outs = while_loop(any_running if masked else running, body, start, shape_invariants=_invariants(op, flags),
+                      parallel_iterations=op.attrs.get("parallel_iterations", 10))
+    return [v if f else Unbatched(v) for v, f in zip(outs, flags)]
 
 
 @RegisterGradient("While", "StatelessWhile")

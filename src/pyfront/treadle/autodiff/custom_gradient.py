@@ -11,6 +11,8 @@ import functools
 import weakref
 
 from treadle.autodiff import helpers, tape
+from treadle.autodiff.batching_registry import RegisterBatchingRule, Unbatched
+from treadle.autodiff.helpers import run_all
 from treadle.autodiff.registry import RegisterGradient
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
@@ -68,6 +70,15 @@ def _custom_rule_of(op):
     if entry is None or entry[0]() is not op.outputs[0]:
         return None
     return entry[1], entry[2]
+
+
+@RegisterBatchingRule("IdentityN")
+def _identity_n_batched(ctx, op, inputs, batched):
+    # Each value passes through, with the batch dimension it came with. (A
+    # custom gradient of a per-example function is not carried over: the
+    # batched values get the gradient of identity.)
+    outs = run_all("IdentityN", list(inputs))
+    return [v if b else Unbatched(v) for v, b in zip(outs, batched)]
 
 
 @RegisterGradient("IdentityN")

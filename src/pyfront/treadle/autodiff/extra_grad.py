@@ -4,16 +4,24 @@ the index-tuple ops (gather_nd, scatter_nd, tensor_scatter_nd_*)."""
 
 import math
 
+import numpy as np
+
+from treadle.autodiff import batching_helpers as bh
 from treadle.autodiff import helpers
-from treadle.autodiff.helpers import mul, neg, run, scalar
+from treadle.autodiff.batching_registry import NotBatchable, RegisterBatchingRule, RunsPerExample
+from treadle.autodiff.helpers import ints, mul, neg, run, scalar
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
+from treadle.framework.tensor import convert_to_tensor
 from treadle.ops import array_ops
 
 NotDifferentiable("StopGradient")
+RegisterBatchingRule("StopGradient")(bh.same_op)
 
 
 # ---------------------------------------------------------------- elementwise
+
+RegisterBatchingRule("Log1p", "Softplus", "Erf", "CheckNumerics")(bh.same_op)
 
 @RegisterGradient("Log1p")
 def _log1p_grad(op, dy):
@@ -34,6 +42,10 @@ def _erf_grad(op, dy):
 
 
 # ---------------------------------------------------------------- scans
+
+@RegisterBatchingRule("Cumsum", "Cumprod", "ReverseV2")
+def _axis_second_batched(ctx, op, inputs, batched):
+    return bh.reemit(op, [inputs[0], bh.shift_axis_tensor(inputs[1], batched[1])])
 
 def _cumsum(x, axis, exclusive, reverse):
     return run("Cumsum", [x, axis], {"exclusive": exclusive, "reverse": reverse})
@@ -56,6 +68,19 @@ def _cumprod_grad(op, dy):
 
 
 # ---------------------------------------------------------------- reordering
+
+@RegisterBatchingRule("Roll")
+def _roll_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1], "the shift")
+    return bh.reemit(op, [inputs[0], inputs[1], bh.shift_axis_tensor(inputs[2], batched[2])])
+
+
+@RegisterBatchingRule("PadV2")
+def _pad_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1, 2], "the padding")
+    paddings = inputs[1]
+    none = convert_to_tensor(np.zeros((1, 2), np.int64), dtype=paddings.dtype)  # no padding of the batch axis
+    return [run("PadV2", [inputs[0], run("ConcatV2", [none, paddings, scalar(0, dtypes.int32)]), inputs[2]])]
 
 @RegisterGradient("ReverseV2")
 def _reverse_grad(op, dy):
@@ -82,6 +107,40 @@ def _pad_grad(op, dy, *, wanted):
 
 
 # ---------------------------------------------------------------- index tuples
+
+def _with_example_index(ctx, indices):
+    """Batched index tuples [B, ..., k] with each example's own index in
+    front: [B, ..., k + 1], addressing a tensor with the batch axis."""
+    rows = run("Range", [scalar(0, indices.dtype), helpers.cast(ctx.size_tensor(), indices.dtype),
+                         scalar(1, indices.dtype)])
+    rank = helpers.static_shape(indices)
+    if rank is None:
+        raise NotBatchable("the rank of the indices is unknown")
+    rows = bh.expand_to_rank(rows, 0, len(rank) - 1)
+    leading = run("ConcatV2", [run("StridedSlice", [helpers.shape(indices), ints([0]), ints([-1]), ints([1])]),
+                               ints([1]), scalar(0, dtypes.int32)])
+    return run("ConcatV2", [run("BroadcastTo", [rows, leading]), indices, scalar(-1, dtypes.int32)])
+
+
+@RegisterBatchingRule("GatherNd")
+def _gather_nd_batched(ctx, op, inputs, batched):
+    params, indices = inputs
+    if not batched[0]:  # one shared table: the leading axes of the indices are gathered alike
+        return [run("GatherNd", [params, indices])]
+    return [run("GatherNd", [params, _with_example_index(ctx, ctx.batched_all([indices], batched[1:])[0])])]
+
+
+@RegisterBatchingRule("ScatterNd")
+def _scatter_nd_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [2], "the shape")
+    indices, updates = ctx.batched_all(inputs[:2], batched[:2])
+    return [run("ScatterNd", [_with_example_index(ctx, indices), updates, bh.prepend(inputs[2], ctx.size())])]
+
+
+@RegisterBatchingRule("TensorScatterAdd", "TensorScatterSub", "TensorScatterUpdate")
+def _tensor_scatter_batched(ctx, op, inputs, batched):
+    tensor, indices, updates = ctx.batched_all(inputs, batched)
+    return [run(op.type, [tensor, _with_example_index(ctx, indices), updates])]
 
 def _gather_nd(t, indices):
     return run("GatherNd", [t, indices])
@@ -130,6 +189,31 @@ def _check_numerics_grad(op, dy):
 
 
 NotDifferentiable("Assert")
+RunsPerExample("each example's seed gives its own stream of numbers", "StatelessRandomUniform",
+               "StatelessRandomNormal")
+
+
+@RegisterBatchingRule("Assert")
+def _assert_batched(ctx, op, inputs, batched):
+    # The condition must hold for every example; the data is shown for all.
+    condition = inputs[0]
+    if batched[0]:
+        condition = run("All", [condition, helpers.all_axes(condition)])
+    return bh.reemit(op, [condition] + list(inputs[1:]))
+
+
+@RegisterBatchingRule("EnsureShape")
+def _ensure_shape_batched(ctx, op, inputs, batched):
+    shape = get_attr(op, "shape")
+    if shape is None:
+        return [inputs[0]]
+    return [run("EnsureShape", [inputs[0]], {"shape": [None] + list(shape)})]
+
+
+@RegisterBatchingRule("TopKV2")
+def _top_k_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1], "k")
+    return bh.reemit(op, inputs)
 
 
 @RegisterGradient("TopKV2")
@@ -149,6 +233,13 @@ NotDifferentiable("StatelessRandomUniform", "StatelessRandomNormal")
 
 
 # ---------------------------------------------------------------- linear algebra
+
+RegisterBatchingRule("MatrixInverse", "MatrixDeterminant", "Cholesky")(bh.same_op)
+
+
+@RegisterBatchingRule("MatrixSolve")
+def _matrix_solve_batched(ctx, op, inputs, batched):
+    return bh.reemit(op, ctx.batched_all(inputs, batched))
 
 def _bmm(a, b, adj_a=False, adj_b=False):
     return run("BatchMatMulV2", [a, b], {"adj_x": adj_a, "adj_y": adj_b})

@@ -29,6 +29,7 @@ import threading
 
 from treadle.autodiff import helpers
 from treadle.autodiff.backprop import backward, dense
+from treadle.autodiff.batching_registry import RegisterBatchingRule
 from treadle.autodiff.registry import DIFFERENTIABLE_DTYPES, RegisterGradient
 from treadle.framework import context, dtypes, indexed_slices
 from treadle.framework.func_graph import FuncGraph, unique_function_name
@@ -347,6 +348,12 @@ def _retarget_call(op, forward):
         [t.shape.dims for t in outputs[n:]]
     op.attrs = attrs
     op.outputs.extend(SymbolicTensor(op, i, t.dtype, t.shape) for i, t in enumerate(outputs[n:], n))
+
+
+@RegisterBatchingRule("PartitionedCall", "StatefulPartitionedCall")
+def _call_batched(ctx, op, inputs, batched):
+    # The callee vectorized on its own (once per signature) and called.
+    return ctx.call_vectorized(_called_function(op), inputs, batched)
 
 
 @RegisterGradient("PartitionedCall", "StatefulPartitionedCall")

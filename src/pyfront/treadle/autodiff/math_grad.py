@@ -2,8 +2,10 @@
 
 import math
 
+from treadle.autodiff import batching_helpers as bh
 from treadle.autodiff import helpers
-from treadle.autodiff.helpers import mul, neg, run, scalar, unbroadcast
+from treadle.autodiff.batching_registry import RegisterBatchingRule, RunsPerExample
+from treadle.autodiff.helpers import ints, mul, neg, run, scalar, unbroadcast
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
 
@@ -14,9 +16,47 @@ NotDifferentiable(
     "FloorDiv",  # piecewise constant; TensorFlow gives None too
     "BroadcastGradientArgs", "InvertPermutation",
 )
+RegisterBatchingRule("Equal", "NotEqual", "Less", "LessEqual", "Greater", "GreaterEqual", "LogicalAnd", "LogicalOr",
+                     "BitwiseAnd", "BitwiseOr", "FloorDiv")(bh.elementwise)
+RegisterBatchingRule("LogicalNot", "Invert")(bh.same_op)
+RunsPerExample("the reduction axes it returns depend on each example's shapes", "BroadcastGradientArgs")
+
+
+@RegisterBatchingRule("InvertPermutation")
+def _invert_permutation_batched(ctx, op, inputs, batched):
+    # inverse[b, perm[b, i]] = i, one scatter for the batch.
+    perm = inputs[0]
+    n = run("StridedSlice", [helpers.shape(perm), ints([1]), ints([2]), ints([1])], {"shrink_axis_mask": 1})
+    positions = ctx.tile(run("Range", [scalar(0, perm.dtype), helpers.cast(n, perm.dtype), scalar(1, perm.dtype)]))
+    rows = run("BroadcastTo", [run("ExpandDims", [run("Range", [scalar(0, perm.dtype),
+                                                                   helpers.cast(ctx.size_tensor(), perm.dtype),
+                                                                   scalar(1, perm.dtype)]), ints(1)]),
+                               helpers.shape(perm)])
+    indices = run("Pack", [rows, perm], {"axis": -1})
+    return [run("ScatterNd", [indices, positions, helpers.shape(perm)])]
+
+
+@RegisterBatchingRule("All", "Any", "ArgMax", "ArgMin")
+def _axis_input_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1], "the axis")
+    return bh.reemit(op, [inputs[0], bh.shift_axis_tensor(inputs[1], batched[1])])
 
 
 # ---------------------------------------------------------------- binary arithmetic
+
+RegisterBatchingRule("AddV2", "Add", "Sub", "Mul", "RealDiv", "FloorMod", "Pow", "Maximum", "Minimum")(bh.elementwise)
+
+
+@RegisterBatchingRule("AddN")
+def _add_n_batched(ctx, op, inputs, batched):
+    # Every example adds tensors of one shape: the batched ones add as they
+    # are, the sum of the unbatched ones broadcasts against theirs.
+    rows = [v for v, b in zip(inputs, batched) if b]
+    shared = [v for v, b in zip(inputs, batched) if not b]
+    total = rows[0] if len(rows) == 1 else run("AddN", rows)
+    if shared:
+        total = run("AddV2", [total, shared[0] if len(shared) == 1 else run("AddN", shared)])
+    return [total]
 
 @RegisterGradient("AddV2", "Add")  # Add: TensorFlow's op for strings, the same rule for numbers
 def _add_grad(op, dz, *, wanted):
@@ -100,6 +140,10 @@ def _add_n_grad(op, dz):
 
 
 # ---------------------------------------------------------------- unary math
+
+RegisterBatchingRule("Neg", "Abs", "Sign", "Square", "Sqrt", "Rsqrt", "Exp", "Log", "Reciprocal", "Tanh", "Sigmoid",
+                     "Cast")(bh.same_op)
+RegisterBatchingRule("TanhGrad", "SigmoidGrad")(bh.same_shapes)
 
 @RegisterGradient("Neg")
 def _neg_grad(op, dz):
@@ -185,6 +229,35 @@ def _cast_grad(op, dz):
 
 # ---------------------------------------------------------------- matmul
 
+@RegisterBatchingRule("MatMul")
+def _matmul_batched(ctx, op, inputs, batched):
+    a, b = inputs
+    if batched[0] and not batched[1] and not get_attr(op, "transpose_a"):
+        # Every example's rows times the shared matrix: one matmul of all rows.
+        k = helpers.static_shape(a)[-1]
+        rows = helpers.reshape(a, ints([-1, k]) if k is not None else run(
+            "ConcatV2", [ints([-1]), _dims(a, 2), scalar(0, dtypes.int32)]))
+        product = run("MatMul", [rows, b], {"transpose_b": get_attr(op, "transpose_b")})
+        m, n = op.outputs[0].shape.as_tuple()
+        if m is not None and n is not None:
+            return [helpers.reshape(product, ints([-1, m, n]))]
+        # [-1, m, n]: m from a's shape, n from the product's.
+        out_shape = run("ConcatV2", [ints([-1]), _dims(a, 1), _dims(product, 1), scalar(0, dtypes.int32)])
+        return [helpers.reshape(product, out_shape)]
+    # Otherwise a batched matmul; an unbatched operand broadcasts over the batch.
+    return [run("BatchMatMulV2", [a, b], {"adj_x": get_attr(op, "transpose_a"), "adj_y": get_attr(op, "transpose_b")})]
+
+
+def _dims(t, i):
+    """[t.shape[i]] as an int32 vector."""
+    return run("StridedSlice", [helpers.shape(t), ints([i]), ints([i + 1]), ints([1])])
+
+
+@RegisterBatchingRule("BatchMatMulV2")
+def _batch_matmul_batched(ctx, op, inputs, batched):
+    return bh.reemit(op, bh.broadcastable(op, inputs, batched))
+
+
 def _product_grads(mm, a, b, dz, ta, tb, wanted):
     """The gradients of op(a) op(b) (op: transposed where ta/tb say) with
     respect to a and b, each None when not `wanted`; `mm(x, y, tx, ty)` makes
@@ -217,6 +290,8 @@ def _batch_matmul_grad(op, dz, *, wanted):
 
 
 # ---------------------------------------------------------------- reductions
+
+RegisterBatchingRule("Sum", "Mean", "Max", "Min", "Prod")(_axis_input_batched)
 
 def _broadcast_back(g, x, axes, keep_dims):
     """g (the gradient of a reduction of x over axes) broadcast to x's shape."""

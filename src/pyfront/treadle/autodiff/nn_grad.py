@@ -1,9 +1,39 @@
 """Gradient rules of the neural-network ops."""
 
+from treadle.autodiff import batching_helpers as bh
 from treadle.autodiff import helpers
-from treadle.autodiff.helpers import mul, run, scalar, sub
+from treadle.autodiff.batching_registry import RegisterBatchingRule
+from treadle.autodiff.helpers import ints, mul, run, run_all, scalar, sub
 from treadle.autodiff.registry import RegisterGradient, get_attr
 from treadle.framework import dtypes
+
+RegisterBatchingRule("Relu")(bh.same_op)
+RegisterBatchingRule("ReluGrad")(bh.same_shapes)
+
+
+@RegisterBatchingRule("Softmax", "LogSoftmax")
+def _softmax_batched(ctx, op, inputs, batched):
+    attrs = dict(op.attrs)
+    if "axis" in attrs:
+        attrs["axis"] = bh.shift_axis_value(get_attr(op, "axis"))
+    return list(run_all(op.type, [inputs[0]], attrs))
+
+
+@RegisterBatchingRule("L2Loss")
+def _l2_loss_batched(ctx, op, inputs, batched):
+    x = inputs[0]
+    axes = ints(range(1, bh.per_example_rank(op, 0) + 1))
+    return [mul(run("Sum", [run("Square", [x]), axes]), scalar(0.5, x.dtype))]
+
+
+@RegisterBatchingRule("SparseSoftmaxCrossEntropyWithLogits")
+def _sparse_xent_batched(ctx, op, inputs, batched):
+    # Every example's rows are rows of one batch of logits.
+    features, labels = ctx.batched_all(inputs, batched)
+    classes = run("StridedSlice", [helpers.shape(features), ints([-1]), ints([0]), ints([1])], {"end_mask": 1})
+    flat_features = run("Reshape", [features, run("ConcatV2", [ints([-1]), classes, scalar(0, dtypes.int32)])])
+    loss, backprop = run_all(op.type, [flat_features, run("Reshape", [labels, ints([-1])])])
+    return [run("Reshape", [loss, helpers.shape(labels)]), run("Reshape", [backprop, helpers.shape(features)])]
 
 
 @RegisterGradient("Relu")

@@ -2,11 +2,37 @@
 td.RaggedTensor's rows). UnsortedSegmentSum's rule is with the gathers it
 is the gradient of, in array_grad."""
 
+from treadle.autodiff import batching_helpers as bh
 from treadle.autodiff import helpers
+from treadle.autodiff.batching_registry import RegisterBatchingRule
 from treadle.autodiff.helpers import ints, run, scalar
-from treadle.autodiff.array_grad import _concat, _dim
+from treadle.autodiff.array_grad import _concat, _dim, _segments_batched
 from treadle.autodiff.registry import RegisterGradient, get_attr
 from treadle.framework import dtypes
+
+RegisterBatchingRule("UnsortedSegmentMax")(_segments_batched)
+
+
+def _batch_axis_second(x, rank):
+    """Batched x ([B, n, ...], per-example rank `rank`) as [n, B, ...] (or back)."""
+    return run("Transpose", [x, ints([1, 0] + list(range(2, rank + 1)))])
+
+
+@RegisterBatchingRule("SegmentSum", "RaggedRowSum")
+def _rows_batched(ctx, op, inputs, batched):
+    # Shared segments: every example's values reduce alike, so the batch
+    # axis rides along behind the segmented axis.
+    bh.unbatched_only(batched, [1], "the segmentation")
+    rank = bh.per_example_rank(op, 0)
+    out = run(op.type, [_batch_axis_second(inputs[0], rank), inputs[1]])
+    return [_batch_axis_second(out, rank)]
+
+
+@RegisterBatchingRule("Repeat")
+def _repeat_batched(ctx, op, inputs, batched):
+    bh.unbatched_only(batched, [1], "the repeat counts")
+    axis = get_attr(op, "axis")
+    return [run("Repeat", list(inputs), {"axis": bh.shift_axis_value(axis)})]
 
 
 @RegisterGradient("SegmentSum")

@@ -10,6 +10,7 @@ from treadle import _core
 # The attrs that describe a loom on every Loom op (src/cpp/loom/loom_attrs.h).
 _LOOM_ATTRS = tuple(_core.loom_node_attrs(b""))
 from treadle.autodiff import helpers as _ops
+from treadle.autodiff.batching_registry import RunsPerExample
 from treadle.autodiff.function_gradients import GRADIENT_ERRORS, GraphBackward, function_gradient
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
@@ -140,3 +141,6 @@ def _loom_gather_outputs_grad(op, *grads):
 
 
 NotDifferentiable("LoomRunGrad", "LoomInitialStateGrad", "LoomLayerGrad", "LoomGatherOutputsGrad")
+RunsPerExample("a Loom batches the work of its own schedule; each example's schedule runs on its own",
+               "LoomRun", "LoomRunGrad", "LoomInitialState", "LoomInitialStateGrad", "LoomLayer", "LoomLayerGrad",
+               "LoomGatherOutputs", "LoomGatherOutputsGrad")

@@ -1,5 +1,5 @@
 """TensorFlow's higher-order functions and control-dependency helpers:
-map_fn (and vectorized_map, which runs as map_fn), scan, foldl, foldr,
+map_fn, scan, foldl, foldr,
 switch_case, case, control_dependencies and group. The loops are td.while_loop
 over TensorArrays (a While node in a graph, a Python loop eagerly), the
 branches td.cond, so gradients come from those."""
@@ -7,7 +7,6 @@ branches td.cond, so gradients come from those."""
 import contextlib
 
 from treadle.framework import context, dtypes
-from treadle.framework.func_graph import FuncGraph
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_array import TensorArray
 from treadle.framework.tensor_spec import TensorSpec
@@ -73,24 +72,6 @@ def map_fn(fn, elems, dtype=None, parallel_iterations=None, back_prop=True, swap
     _, writers = while_loop(lambda i, outs: _less(i, n), body, [convert_to_tensor(0), writers],
                             parallel_iterations=parallel_iterations or 10)
     return nest.pack_sequence_as(out_structure, [w.stack() for w in writers])
-
-
-def vectorized_map(fn, elems, fallback_to_while_loop=True, warn=True):
-    """fn applied to each slice of elems, the results stacked, as TensorFlow's:
-    their structure and dtypes are those fn returns. treadle has no vectorizing
-    rewrite yet, so this runs as map_fn."""
-    return map_fn(fn, elems, fn_output_signature=_result_signature(fn, elems))
-
-
-def _result_signature(fn, elems):
-    """The TensorSpecs of what fn returns for one slice of elems (traced on
-    placeholders in a scratch graph, which is then dropped)."""
-    flat = _flat_elems(elems, "vectorized_map")
-    scratch = FuncGraph("vectorized_map_signature", outer_graph=context.current_graph())
-    with scratch:
-        slices = [scratch.add_placeholder(t.dtype, t.shape[1:].dims, name="slice") for t in flat]
-        results = fn(nest.pack_sequence_as(elems, slices))
-    return nest.map_structure(lambda r: TensorSpec(convert_to_tensor(r).shape, convert_to_tensor(r).dtype), results)
 
 
 # ---------------------------------------------------------------- scan and folds
@@ -255,5 +236,5 @@ def group(*inputs, name=None):
         return graph.create_noop(name or "group_deps")
 
 
-PUBLIC = {"": ["map_fn", "vectorized_map", "scan", "foldl", "foldr", "switch_case", "case", "control_dependencies",
+PUBLIC = {"": ["map_fn", "scan", "foldl", "foldr", "switch_case", "case", "control_dependencies",
                "group"]}
