@@ -94,7 +94,8 @@ def max_diff(a, b):
 
 # ---------------------------------------------------------------- workloads
 # Each returns (steps {mode: {name: fn(k)}}, checks {name: max |difference|
-# from NumPy}, facts {...}, missing [names]) for batches k = 0, 1, ...
+# from NumPy}, facts {...}, autobatch's launch counts on the first batch (or
+# None), missing [names]) for batches k = 0, 1, ...
 
 def treelstm(args, torch, dy, count):
     import numpy as np
@@ -107,6 +108,7 @@ def treelstm(args, torch, dy, count):
     few = trees[:6]
     reference = np.stack([model_logits(weights, t) for t in few])
     steps, checks, missing = {"inference": {}, "training": {}}, {}, []
+    launches = None
     net = TreeLSTM(weights)
     labels_np = [np.array([t.label for t in b], np.int32) for b in batches]
     checks[HAND_WOVEN] = max_diff(net.infer(net.weave(few)), reference)
@@ -118,6 +120,7 @@ def treelstm(args, torch, dy, count):
         nested = [[treadle_models.nested_binary(t) for t in b] for b in batches]
         labels = [td.constant(x) for x in labels_np]
         checks[AUTOBATCH] = max_diff(auto.infer([treadle_models.nested_binary(t) for t in few]), reference)
+        launches = treadle_models.launch_counts(auto.batched, nested[0])
         steps["inference"][AUTOBATCH] = lambda k: auto.infer(nested[k])
         steps["training"][AUTOBATCH] = lambda k: auto.train(nested[k], labels[k])
     else:
@@ -132,7 +135,8 @@ def treelstm(args, torch, dy, count):
         missing.append(TORCH)
     add_dynet(steps, checks, missing, dy, args, lambda: dynet_class(dy, "BinaryTreeLSTM")(dy, weights),
               few, reference, batches)
-    return steps, checks, {"trees": len(trees), "mean_nodes": float(np.mean([t.size for t in trees]))}, missing
+    facts = {"trees": len(trees), "mean_nodes": float(np.mean([t.size for t in trees]))}
+    return steps, checks, facts, launches, missing
 
 
 def model_logits(w, tree):
@@ -189,6 +193,7 @@ def child_sum(args, torch, dy, count):
     few = cs.examples(functions[:6])
     reference = np.stack([cs.logits(weights, t) for t, _ in few])
     steps, checks, missing = {"inference": {}, "training": {}}, {}, []
+    launches = None
     # Every side multiplies each node's embedding by W (no vocabulary table):
     # what the per-example code does.
     hand = child_sum_ast.TreadleModel(vocab, table=False)
@@ -201,6 +206,7 @@ def child_sum(args, torch, dy, count):
     if treadle_models.available():
         auto = treadle_models.ChildSumTreeLSTM(weights)
         checks[AUTOBATCH] = max_diff(auto.infer(few), reference)
+        launches = treadle_models.launch_counts(auto.batched, examples[0])
         steps["inference"][AUTOBATCH] = lambda k: auto.infer(examples[k])
         steps["training"][AUTOBATCH] = lambda k: auto.train(examples[k], labels[k])
     else:
@@ -217,7 +223,7 @@ def child_sum(args, torch, dy, count):
               few, reference, examples)
     facts = child_sum_ast.describe(functions)
     facts["vocab"] = vocab
-    return steps, checks, facts, missing
+    return steps, checks, facts, launches, missing
 
 
 def decoder(args, torch, dy, count):
@@ -230,9 +236,11 @@ def decoder(args, torch, dy, count):
     reference = np.stack([dec.decode(weights, s)[0] for s in few])
     sizes = dec.tree_sizes(weights, states)
     steps, checks, missing = {"inference": {}, "training": {}}, {}, []
+    launches = None
     if treadle_models.available():
         auto = treadle_models.TreeDecoder(weights, dec.MAX_DEPTH, dec.LEARNING_RATE)
         checks[AUTOBATCH] = max_diff(auto.infer(few), reference)
+        launches = treadle_models.launch_counts(auto.batched, list(batches[0]))
         steps["inference"][AUTOBATCH] = lambda k: auto.infer(batches[k])
         steps["training"][AUTOBATCH] = lambda k: auto.train(batches[k])
     else:
@@ -255,7 +263,7 @@ def decoder(args, torch, dy, count):
         steps[mode].update(gemms)
     facts = {"examples": len(states), "mean_nodes": float(sizes.mean()), "min_nodes": int(sizes.min()),
              "max_nodes": int(sizes.max()), "state": dec.STATE, "max_depth": dec.MAX_DEPTH}
-    return steps, checks, facts, missing
+    return steps, checks, facts, launches, missing
 
 
 GEMM_TD, GEMM_TORCH = "treadle's matrix products alone", "PyTorch's matrix products alone"
@@ -376,6 +384,12 @@ def markdown(report):
                   "| implementation | mode | fraction |", "|---|---|---:|"]
         for mode, fr in report["outside_matrix_products"].items():
             lines += [f"| {name} | {mode} | {100 * v:.0f}% |" for name, v in fr.items()]
+    if report.get("launches_first_batch"):
+        n = report["launches_first_batch"]
+        lines += ["", f"treadle autobatch on the first batch: {n['nodes']} recorded calls in {n['rounds']} rounds; "
+                  f"batched launches: depth order {n['depth']}, agenda {n['agenda']}, treadle's default "
+                  f"{n['default']}, against a lower bound of {n['lower_bound']} (the longest chain of dependent "
+                  f"calls, summed over rounds)."]
     lines += ["", "Largest difference from the NumPy per-example reference on a few examples: "
               + ", ".join(f"{k} {v:.1e}" for k, v in report["checks"].items()) + "."]
     if report["missing"]:
@@ -399,12 +413,12 @@ def main(argv=None):
     machine = common.machine_info()
     machine["versions"]["dynet"] = dynet_version() if dy is not None else None
     for workload in args.workloads:
-        steps, checks, facts, missing = globals()[workload](args, torch, dy, count)
+        steps, checks, facts, launches, missing = globals()[workload](args, torch, dy, count)
         report = {"benchmark": f"autobatch_{workload}", "workload": workload, "label": args.label,
                   "batch": args.batch, "rounds": args.rounds, "steps_per_round": args.steps,
                   "treadle_threads": args.treadle_threads, "peer_threads": 1,
                   "dynet_strategy": args.dynet_strategy if dy is not None else None,
-                  "machine": machine, "data": facts, "checks": checks, "missing": sorted(set(missing)),
+                  "machine": machine, "data": facts, "checks": checks, "launches_first_batch": launches, "missing": sorted(set(missing)),
                   "load_average_start": os.getloadavg()}
         report["results"] = measure(steps, count, args)
         report["load_average_end"] = os.getloadavg()

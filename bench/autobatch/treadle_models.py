@@ -17,6 +17,22 @@ def available():
     return hasattr(td.loom, "autobatch")
 
 
+def launch_counts(batched, examples):
+    """Batched launches of one call on `examples`, summed over its rounds,
+    under depth order, an agenda and treadle's default, with the lower bound
+    (the longest chain of dependent calls in each round) and the number of
+    rounds (one per wave of values read mid-computation)."""
+    batched.count_launches = True
+    try:
+        batched(examples)
+    finally:
+        batched.count_launches = False
+    keys = ("nodes", "lower_bound", "depth", "agenda", "default")
+    total = {k: sum(r.get(k, 0) for r in batched.last_stats) for k in keys}
+    total["rounds"] = len(batched.last_stats)
+    return total
+
+
 def _variables(weights):
     return {k: td.Variable(v, name=k) for k, v in weights.items()}
 
@@ -97,8 +113,8 @@ class ChildSumTreeLSTM(_Classifier):
         v = self.vars = _variables(weights)
 
         @td.function
-        def gates(kind):
-            return td.split(td.matmul(td.gather(v["embedding"], kind), v["w"]) + v["b"], 4, axis=1)
+        def gates(x):
+            return td.split(td.matmul(x, v["w"]) + v["b"], 4, axis=1)
 
         @td.function
         def forget(f_x, c_k, h_k):
@@ -118,7 +134,7 @@ class ChildSumTreeLSTM(_Classifier):
         def visit(tree):
             kind, kids = tree
             states = [visit(k) for k in kids]
-            i, o, u, f_x = gates([kind])
+            i, o, u, f_x = gates(td.gather(v["embedding"], [kind]))
             if not states:
                 return leaf(i, o, u)
             h_sum = td.add_n([h for _, h in states])
