@@ -33,7 +33,7 @@ def load(strategy="agenda"):
         import dynet_config
     except ImportError:
         return None
-    dynet_config.set(mem="2048", random_seed=1, autobatch=STRATEGIES[strategy])
+    dynet_config.set(mem="512", random_seed=1, autobatch=STRATEGIES[strategy])
     import dynet as dy
     _loaded.update(strategy=strategy, dy=dy)
     return dy

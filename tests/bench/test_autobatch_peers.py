@@ -1,0 +1,140 @@
+"""The automatic-batching benchmark's models compute what they should: the
+tree decoder's NumPy reference against finite differences, and each peer
+(DyNet, PyTorch) and treadle's autobatched models against the NumPy
+per-example references, forward and after one SGD step. Peers that are not
+installed are skipped: they are optional extras of the benchmarks."""
+
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+
+from bench.autobatch import child_sum as cs  # noqa: E402
+from bench.autobatch import decoder as dec  # noqa: E402
+from bench.treelstm import data, model  # noqa: E402
+
+import autobatch_peers  # noqa: E402
+import child_sum_ast  # noqa: E402
+
+
+def f64(weights):
+    return {k: v.astype(np.float64) for k, v in weights.items()}
+
+
+def decoder_case(count=6):
+    return dec.initial_weights(), dec.initial_states(count)
+
+
+def test_decoder_trees_have_about_24_nodes():
+    w, states = dec.initial_weights(), dec.initial_states(1024)
+    sizes = dec.tree_sizes(w, states)
+    assert 21 < sizes.mean() < 27 and sizes.min() == 1 and sizes.max() <= 2 ** (dec.MAX_DEPTH + 1) - 1
+
+
+def test_decoder_gradients_match_finite_differences():
+    w, states = decoder_case(4)
+    w, states = f64(w), states.astype(np.float64)
+    grads = dec.gradients(w, states)
+
+    def loss(weights):
+        return dec.loss(np.stack([dec.decode(weights, s)[0] for s in states]))
+
+    for name, index in [("W_c", (3, 5)), ("W_c", (100, 400)), ("b_c", (7,)), ("b_c", (300,))]:
+        plus, minus = f64(w), f64(w)
+        plus[name][index] += 1e-6
+        minus[name][index] -= 1e-6
+        assert grads[name][index] == pytest.approx((loss(plus) - loss(minus)) / 2e-6, rel=1e-5, abs=1e-12)
+
+
+def test_torch_frontier_decoder_matches_numpy():
+    torch = pytest.importorskip("torch")
+    from bench.autobatch.torch_decoder import FrontierDecoder
+    w, states = decoder_case()
+    peer = FrontierDecoder(w)
+    out, nodes = peer.forward(torch.from_numpy(states))
+    np.testing.assert_allclose(out.detach().numpy(), np.stack([dec.decode(w, s)[0] for s in states]), atol=1e-4)
+    np.testing.assert_array_equal(nodes.numpy(), dec.tree_sizes(w, states))
+    peer.train(torch.from_numpy(states))
+    expected = dec.sgd_step(f64(w), states.astype(np.float64))
+    for k in ("W_c", "b_c"):
+        np.testing.assert_allclose(peer.weights()[k], expected[k], atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def dy():
+    pytest.importorskip("dynet_config")
+    from bench.autobatch import dynet_models
+    return dynet_models.load("agenda")
+
+
+@pytest.mark.parametrize("autobatch", [False, True])
+def test_dynet_decoder_matches_numpy(dy, autobatch):
+    from bench.autobatch.dynet_models import TreeDecoder
+    w, states = decoder_case()
+    m = TreeDecoder(dy, w, dec.MAX_DEPTH, dec.LEARNING_RATE)
+    np.testing.assert_allclose(m.infer(list(states), autobatch=autobatch),
+                               np.stack([dec.decode(w, s)[0] for s in states]), atol=1e-4)
+    m.train(list(states), autobatch=autobatch)
+    expected = dec.sgd_step(f64(w), states.astype(np.float64))
+    for k in ("W_c", "b_c"):
+        np.testing.assert_allclose(m.weights()[k], expected[k], atol=1e-6)
+
+
+def test_dynet_binary_treelstm_matches_numpy_and_pytorch(dy):
+    from bench.autobatch.dynet_models import BinaryTreeLSTM
+    trees, w = data.load_trees(limit=5), model.initial_weights()
+    m = BinaryTreeLSTM(dy, w)
+    np.testing.assert_allclose(m.infer(trees), np.stack([autobatch_peers.model_logits(w, t) for t in trees]),
+                               atol=1e-6)
+    torch = pytest.importorskip("torch")
+    from bench.treelstm import torch_peers
+    steps, peer = torch_peers.make_steps(w)
+    steps[("torch by height", "training")](trees)
+    m.train(trees)
+    after = m.weights()
+    for k, p in peer.params.items():
+        np.testing.assert_allclose(after[k], p.detach().numpy(), atol=1e-6, err_msg=k)
+
+
+def test_dynet_child_sum_matches_numpy(dy):
+    from bench.autobatch.dynet_models import ChildSumTreeLSTM
+    functions, vocab = child_sum_ast.stdlib_functions(5)
+    examples, w = cs.examples(functions), cs.initial_weights(vocab)
+    m = ChildSumTreeLSTM(dy, w)
+    np.testing.assert_allclose(m.infer(examples), np.stack([cs.logits(w, t) for t, _ in examples]), atol=1e-6)
+
+
+@pytest.fixture(scope="module")
+def treadle_models():
+    from bench.autobatch import treadle_models
+    if not treadle_models.available():
+        pytest.skip("this treadle has no td.loom.autobatch")
+    return treadle_models
+
+
+def test_autobatched_treelstms_match_numpy(treadle_models):
+    trees, w = data.load_trees(limit=5), model.initial_weights()
+    binary = treadle_models.BinaryTreeLSTM(w)
+    np.testing.assert_allclose(binary.infer([treadle_models.nested_binary(t) for t in trees]),
+                               np.stack([autobatch_peers.model_logits(w, t) for t in trees]), atol=1e-6)
+    functions, vocab = child_sum_ast.stdlib_functions(5)
+    examples, w = cs.examples(functions), cs.initial_weights(vocab)
+    child_sum = treadle_models.ChildSumTreeLSTM(w)
+    np.testing.assert_allclose(child_sum.infer(examples), np.stack([cs.logits(w, t) for t, _ in examples]),
+                               atol=1e-6)
+
+
+def test_autobatched_decoder_matches_numpy(treadle_models):
+    w, states = decoder_case()
+    m = treadle_models.TreeDecoder(w, dec.MAX_DEPTH, dec.LEARNING_RATE)
+    np.testing.assert_allclose(m.infer(states), np.stack([dec.decode(w, s)[0] for s in states]), atol=1e-4)
+    m.train(states)
+    expected = dec.sgd_step(f64(w), states.astype(np.float64))
+    for k in ("W_c", "b_c"):
+        np.testing.assert_allclose(m.weights()[k], expected[k], atol=1e-6)
+    counts = treadle_models.launch_counts(m.batched, list(states))
+    assert counts["rounds"] >= 2 and counts["lower_bound"] <= counts["default"] <= counts["nodes"]
