@@ -1,8 +1,9 @@
 """The three models of BENCHMARKS.md §2c written as a treadle user writes
 them: plain recursive Python over one example, cells as `td.function`s,
-batched across examples by `td.loom.autobatch`. Per-example tensors are rows
-([1, n]): an embedding row is `td.gather(E, [token])`, and a cell's matrix
-products are ordinary `td.matmul`s.
+batched across examples by `td.loom.autobatch`. Per-example states are rows
+([1, n]), so a cell's matrix products are ordinary `td.matmul`s; an embedding
+is `td.gather(E, token)` with a Python int (autobatch makes all of them one
+gather), made a row inside the cell that reads it.
 
 Training is a `td.GradientTape` around the autobatched call, then an SGD
 step, as for any treadle model."""
@@ -80,7 +81,7 @@ class BinaryTreeLSTM(_Classifier):
 
         @td.function
         def leaf(x):
-            i, o, u = td.split(td.matmul(x, v["W_leaf"]) + v["b_leaf"], 3, axis=1)
+            i, o, u = td.split(td.matmul(td.reshape(x, [1, -1]), v["W_leaf"]) + v["b_leaf"], 3, axis=1)
             c = td.sigmoid(i) * td.tanh(u)
             return c, td.sigmoid(o) * td.tanh(c)
 
@@ -93,7 +94,7 @@ class BinaryTreeLSTM(_Classifier):
 
         def visit(tree):
             if isinstance(tree, int):
-                return leaf(td.gather(v["embedding"], [tree]))
+                return leaf(td.gather(v["embedding"], tree))
             return node(*visit(tree[0]), *visit(tree[1]))
 
         self.visit = visit
@@ -114,7 +115,7 @@ class ChildSumTreeLSTM(_Classifier):
 
         @td.function
         def gates(x):
-            return td.split(td.matmul(x, v["w"]) + v["b"], 4, axis=1)
+            return td.split(td.matmul(td.reshape(x, [1, -1]), v["w"]) + v["b"], 4, axis=1)
 
         @td.function
         def forget(f_x, c_k, h_k):
@@ -134,7 +135,7 @@ class ChildSumTreeLSTM(_Classifier):
         def visit(tree):
             kind, kids = tree
             states = [visit(k) for k in kids]
-            i, o, u, f_x = gates(td.gather(v["embedding"], [kind]))
+            i, o, u, f_x = gates(td.gather(v["embedding"], kind))
             if not states:
                 return leaf(i, o, u)
             h_sum = td.add_n([h for _, h in states])
