@@ -5,7 +5,10 @@ import numpy as np
 import pytest
 
 import treadle as td
-from autobatch_models import BinaryTreeLSTM, ChildSumTreeLSTM, F64, finite_difference_gradient
+from autobatch_models import BinaryTreeLSTM, ChildSumTreeLSTM, finite_difference_gradient
+
+# Each test builds its model afresh, so its cells are new td.functions of the same Python functions.
+pytestmark = pytest.mark.filterwarnings("ignore:.*td.functions were made of")
 
 TREES = [(1, (2, 3)), ((4, 5), 6), 0, ((1, 2), (3, (4, 5))), (6, 6)]
 CHILD_SUM_TREES = [(1, [(2, []), (3, []), (4, [(5, [])])]), (0, []), (2, [(1, [(0, []), (3, [])])])]
@@ -126,3 +129,37 @@ def test_float32_model_and_python_numbers():
     out = td.loom.autobatch(lambda x: cell(td.constant(np.full(3, x, np.float32))) + 1.0)([0.5, -1.0])
     np.testing.assert_allclose(out.numpy(), np.tanh(np.array([[0.5], [-1.0]], np.float32) * np.arange(3)) + 1,
                                rtol=1e-6)
+
+
+def test_recording_runs_inside_a_td_function_traced_once():
+    model = BinaryTreeLSTM()
+    batched = td.loom.autobatch(model.root_h)
+    variables = list(model.vars.values())
+    weights = td.constant(np.random.default_rng(8).uniform(-1, 1, (3, model.H)))
+
+    @td.function
+    def step(recording, weights):
+        with td.GradientTape() as tape:
+            loss = td.reduce_sum(recording.outputs() * weights)
+        return loss, tape.gradient(loss, variables)
+
+    for trees in (TREES[:3], TREES[2:5], [((0, 1), 2), 3, (4, (5, 6))]):
+        loss, grads = step(batched.record(trees), weights)
+        with td.GradientTape() as tape:
+            expected_loss = td.reduce_sum(batched(trees) * weights)
+        expected = tape.gradient(expected_loss, variables)
+        np.testing.assert_allclose(float(loss), float(expected_loss), rtol=1e-12)
+        for g, e in zip(grads, expected):
+            np.testing.assert_allclose(dense(g), dense(e), rtol=1e-9, atol=1e-12)
+    assert step.experimental_get_tracing_count() == 1
+
+
+def test_recording_refuses_a_function_that_reads_values():
+    model = BinaryTreeLSTM()
+
+    def fn(tree):
+        h = model.root_h(tree)
+        return h * float(td.reduce_sum(h))
+
+    with pytest.raises(ValueError, match="reads a computed value"):
+        td.loom.autobatch(fn).record(TREES)

@@ -23,21 +23,36 @@ batches the tensor work of all of them:
   to every variable `fn` reads, through every round; rows of a variable get
   a td.IndexedSlices gradient.
 - Training. The per-example Python runs at every step (it decides the
-  schedule, as weaving does). Keep the rest of the step (loss, gradients,
-  optimizer) in a td.function: `autobatched.record(examples)` returns a
-  `Recording` whose `schedule` (serialized WeaverMessage bytes: a string
-  tensor as an argument, so the td.function is traced once) and
-  `outputs(schedule)` (callable inside a td.function) run the recorded work
-  there; this needs a function that reads no value mid-computation (one
-  round).
+  schedule, as weaving does). The rest of the step (loss, gradients,
+  optimizer) can be a td.function that takes the recorded work as an
+  argument: `autobatched.record(examples)` runs the examples and returns a
+  `Recording` (not run). Passed to a td.function, it traces as its plan
+  (the loom and where its batch inputs come from) and arrives as tensors:
+  the schedule as a string tensor (as a Weaver does), the constants' rows,
+  the variables' row ids and the outputs' rows; there `recording.outputs()`
+  runs the loom and returns fn's outputs stacked, so the function is traced
+  once for all batches. This needs a function whose examples read no
+  computed value (one round); one that does runs eagerly under a
+  GradientTape instead:
+
+      @td.function
+      def train_step(recording, labels):
+          with td.GradientTape() as tape:
+              loss = loss_of(recording.outputs(), labels)
+          grads = tape.gradient(loss, variables)
+          optimizer.apply_gradients(zip(grads, variables))
+          return loss
+
+      train_step(batched.record(trees), labels)
 """
 
 from treadle.framework import variables
 from treadle.function import polymorphic_function
-from treadle.loom.autobatch.outputs import stacked_outputs
+from treadle.loom.autobatch.outputs import check_results, stacked_outputs
+from treadle.loom.autobatch.recorded import Recording, make_recording
 from treadle.loom.autobatch.recording import CrossExampleError, Recorder
 from treadle.loom.autobatch.registry import Registry
-from treadle.loom.autobatch.rounds import run_round
+from treadle.loom.autobatch.rounds import plan_round, run_round
 from treadle.loom.autobatch.scheduler import run_examples
 from treadle.loom.autobatch.schedule_stats import launch_counts
 
@@ -54,6 +69,8 @@ class AutoBatched:
         self._registry = Registry()
         self.last_stats = None  # per round of the last call: {"nodes", "loom_depth", ...}
         self.count_launches = False  # True: last_stats also give launch_counts of each round
+        self.last_recording_seconds = None  # how long the last call's examples ran (recording)
+        self._plans = {}  # Recording plans by key: one object (one td.function trace) per plan
         self.__name__ = getattr(fn, "__name__", "autobatched")
         self.__doc__ = getattr(fn, "__doc__", None)
 
@@ -67,6 +84,26 @@ class AutoBatched:
         return self._registry.loom()
 
     def __call__(self, examples):
+        """fn's outputs for every example, each leaf stacked along a new axis 0."""
+        return self._run(examples, self._finish_call)
+
+    def record(self, examples):
+        """Runs fn on every example and returns the recorded work, not run:
+        a Recording, to pass to a td.function that calls its `outputs()`
+        (see the module's docstring). fn must read no computed value."""
+        return self._run(examples, self._finish_recording, run_rounds=False)
+
+    def _finish_call(self, recorder, results):
+        run_round(recorder)  # what the finished examples' outputs still need
+        return stacked_outputs(recorder, results)
+
+    def _finish_recording(self, recorder, results):
+        check_results(results)
+        if not len(recorder.round):
+            raise ValueError("td.loom.autobatch: the examples recorded no batched work to run")
+        return make_recording(recorder, plan_round(recorder), results, self._plans)
+
+    def _run(self, examples, finish, run_rounds=True):
         if _active:
             raise RuntimeError("td.loom.autobatch: an autobatched function was called inside another's "
                                "per-example function; call it on its own")
@@ -76,15 +113,15 @@ class AutoBatched:
         polymorphic_function.call_interceptors.append(recorder.call)
         variables.read_overrides.append(recorder.read_override)
         try:
-            results = run_examples(recorder, self._fn, examples)
-            run_round(recorder)  # what the finished examples' outputs still need
-            out = stacked_outputs(recorder, results)
+            results = run_examples(recorder, self._fn, examples, run_rounds)
+            out = finish(recorder, results)
         finally:
             variables.read_overrides.remove(recorder.read_override)
             polymorphic_function.call_interceptors.remove(recorder.call)
             _active.remove(recorder)
             recorder.finished = True
         self.last_stats = list(recorder.stats)
+        self.last_recording_seconds = recorder.recording_seconds
         return out
 
     def __repr__(self):
@@ -97,4 +134,4 @@ def autobatch(fn):
     return AutoBatched(fn)
 
 
-__all__ = ["autobatch", "AutoBatched", "CrossExampleError", "launch_counts"]
+__all__ = ["autobatch", "AutoBatched", "CrossExampleError", "Recording", "launch_counts"]

@@ -23,6 +23,9 @@ class _MappedOp(LoomOp):
         self.what = what  # names the op in messages (and vectorized_map's per-example fallback)
 
     def instantiate_batch(self, inputs):
+        batched = self._batched_function()
+        if batched is not None:
+            return list(batched(*inputs))
         values = {id(v): v.read_value() for v in self._variables}  # captured by the loom op's graph
         def override(var):
             return values.get(id(var))
@@ -33,6 +36,9 @@ class _MappedOp(LoomOp):
         finally:
             variables.read_overrides.remove(override)
         return list(results)
+
+    def _batched_function(self):
+        return None
 
 
 class CellOp(_MappedOp):
@@ -46,6 +52,13 @@ class CellOp(_MappedOp):
                          f"td.function '{getattr(function, '__name__', function)}'")
         self._python_function = function.python_function
         self._template = template
+        # Not public: a benchmark may give a cell the function of its whole
+        # batch (`cell._autobatch_batched`), to time everything else while
+        # td.vectorized_map runs as map_fn.
+        self._batched = getattr(function, "_autobatch_batched", None)
+
+    def _batched_function(self):
+        return self._batched
 
     def _per_example_function(self):
         fn, template = self._python_function, self._template

@@ -9,17 +9,21 @@ from treadle.ops import array_ops
 from treadle.util import nest
 
 
-def stacked_outputs(recorder, results):
+def check_results(results):
+    """The examples' flat outputs, checked to agree in structure, dtypes and shapes."""
     if not results:
         raise ValueError("td.loom.autobatch: no examples were given")
     structure = results[0]
     flat = [_flat(r, i, structure) for i, r in enumerate(results)]
-    columns = []
     for j in range(len(flat[0])):
-        column = [f[j] for f in flat]
-        _check_column(column, j)
-        columns.append(_stack(recorder, column))
-    return nest.pack_sequence_as(structure, columns)
+        _check_column([f[j] for f in flat], j)
+    return flat
+
+
+def stacked_outputs(recorder, results):
+    flat = check_results(results)
+    columns = [_stack(recorder, [f[j] for f in flat]) for j in range(len(flat[0]))]
+    return nest.pack_sequence_as(results[0], columns)
 
 
 def _flat(result, i, structure):

@@ -4,7 +4,7 @@ round's schedule (kept as the arrays of Weaver.weave, filled as they come),
 and the shared inputs they read (constants, rows of variables, values
 computed by earlier rounds) rows of the round's batch inputs."""
 
-import weakref
+from threading import get_ident
 
 import numpy as np
 
@@ -26,33 +26,37 @@ class CrossExampleError(ValueError):
 
 
 class Round:
-    """The schedule being recorded: Weaver.weave's arrays, and the rows the
-    nodes read from batch inputs, by group (a type shape and where the rows
-    come from: constants, a variable's rows, or the store)."""
+    """The schedule being recorded: per node its op and example, per
+    argument a tuple (input, source, value, output, group): Weaver.weave's
+    arrays, row by row. A batch-input argument numbers a row of its group
+    (a type shape and where its rows come from: constants or a variable's
+    rows; group -1: a row of the store, final)."""
 
     def __init__(self):
         self.node_op = []
         self.node_example = []
         self.arg_splits = [0]
-        self.arg_input = []
-        self.arg_source = []
-        self.arg_value = []
-        self.arg_output = []
-        self.arg_group = []   # -1: the value is final; else the group whose rows it numbers
+        self.args = []
         self.groups = []      # (type shape, kind, variable or None, rows list)
         self.group_index = {}
-        self.fresh = []       # weakrefs to the PENDING values made this round
+        self.fresh = []       # the PENDING values made this round (live ones are outputs)
 
     def __len__(self):
         return len(self.node_op)
 
     def group(self, ts, kind, var):
-        key = (ts, kind, None if var is None else id(var))
+        key = (id(ts), kind, id(var))
         g = self.group_index.get(key)
         if g is None:
             g = self.group_index[key] = len(self.groups)
             self.groups.append((ts, kind, var, []))
         return g
+
+    def arg_columns(self):
+        """(input, source, value, output, group) as int64 arrays."""
+        if not self.args:
+            return [np.zeros(0, np.int64) for _ in range(5)]
+        return list(np.array(self.args, np.int64).T)
 
 
 class Recorder:
@@ -69,14 +73,12 @@ class Recorder:
         self.wait = None          # set by the scheduler: wait(value) suspends the running example
         self.stats = []           # per round: {"nodes", "loom_depth", and with count_launches launch_counts'}
         self.count_launches = False
+        self.recording_seconds = 0.0  # time the examples ran (recording), rounds excluded
+        self.thread = get_ident()     # the thread whose examples record (others' calls run as usual)
+        self._variable_values = {}    # id(variable) -> its shared Value
+        self._row_type_shapes = {}    # id(variable) -> (TypeShape of a row, signature, rows)
 
     # -------------------------------------------------- values
-    def new_value(self, src, dtype, shape, example):
-        v = Value(self, example, src, dtype, shape)
-        if src[0] == PENDING:
-            self.round.fresh.append(weakref.ref(v))
-        return v
-
     def check_owner(self, value, what):
         """A value of example i may only be used by example i's computation."""
         owner = value._example
@@ -132,9 +134,13 @@ class Recorder:
 
     def read_override(self, var):
         """While an example runs (not while tracing), reading a variable gives a shared value."""
-        if self.current is None or context.graph_being_built() is not None:
+        if self.current is None or context.graph_being_built() is not None or get_ident() != self.thread:
             return None
-        return Value(self, None, (VARIABLE, var), var.dtype, tuple(var.shape.as_list()))
+        value = self._variable_values.get(id(var))
+        if value is None:
+            value = Value(self, None, (VARIABLE, var), var.dtype, tuple(var.shape.as_list()))
+            self._variable_values[id(var)] = value
+        return value
 
     # -------------------------------------------------- recording a plain op
     def create_op(self, op_name, inputs, attrs, name=None):
@@ -142,6 +148,10 @@ class Recorder:
         eagerly when it reads only shared values); returns its outputs."""
         if self.current is None:
             self._check_inputs(op_name, inputs)
+        if op_name == "GatherV2":
+            gathered = self._variable_row(inputs, attrs)
+            if gathered is not None:
+                return [gathered]
         slots, specs, shared, per_example, key_parts = [], [], [], False, []
         for x in inputs:
             if type(x) is Value:
@@ -161,9 +171,6 @@ class Recorder:
             slots.append(Slot(len(specs)))
             specs.append(x)
             key_parts.append(("s", x.dtype, _shape_of(x)))
-        gathered = self._variable_row(op_name, inputs, attrs)
-        if gathered is not None:
-            return [gathered]
         if not per_example:
             return self._run_shared(op_name, inputs, attrs)
         key = ("op", op_name, _freeze(attrs), tuple(key_parts))
@@ -187,29 +194,55 @@ class Recorder:
         finally:
             self.current = current
 
-    def _variable_row(self, op_name, inputs, attrs):
+    def _variable_row(self, inputs, attrs):
         """td.gather(variable, id) with a known id: a row of the variable,
         read through the round's batch input (one gather for all of them)."""
-        if op_name != "GatherV2" or len(inputs) != 3:
-            return None
         params, indices, axis = inputs
         if not (type(params) is Value and params.src[0] == VARIABLE and type(indices) is EagerTensor
                 and indices.dtype.is_integer and not indices._shape_tuple() and type(axis) is EagerTensor
-                and int(axis._numpy_view()) == 0 and not (attrs or {}).get("batch_dims", 0)):
+                and not axis._shape_tuple() and int(axis) == 0 and not (attrs or {}).get("batch_dims", 0)):
             return None
         var = params.src[1]
-        row = int(indices._numpy_view())
-        rows = params._shape_tuple_[0]
+        entry = self._row_type_shapes.get(id(var))
+        if entry is None:
+            shape = params._shape_tuple_[1:]
+            entry = (type_shape(var.dtype, shape), self.registry.signature(var.dtype, shape), params._shape_tuple_[0])
+            self._row_type_shapes[id(var)] = entry
+        ts, sig, rows = entry
+        row = int(indices)
         if not 0 <= row < rows:
             raise IndexError(f"td.gather: index {row} is out of range for a variable of {rows} rows")
-        shape = params._shape_tuple_[1:]
-        return Value(self, None, (VAR_ROW, type_shape(var.dtype, shape), var, row), var.dtype, shape)
+        return Value(self, None, (VAR_ROW, ts, var, row), ts[0], ts[1], sig)
 
     # -------------------------------------------------- recording a cell call
     def call(self, function, args, kwargs):
         """A td.function called inside the per-example function with tensors: one node."""
-        if self.current is None:
-            return NotImplemented
+        if self.current is None or context.graph_being_built() is not None or get_ident() != self.thread:
+            return NotImplemented  # not an example's call: between examples, while tracing, another thread
+        if args and not kwargs:  # the fast path: positional tensors, a signature seen before
+            key = [function]
+            for x in args:
+                t = type(x)
+                if t is Value and x._sig is not None:
+                    key.append(x._sig)
+                elif t is EagerTensor:
+                    key.append(self.registry.signature(x.dtype, x._shape_tuple()))
+                else:
+                    break
+            else:
+                key = tuple(key)
+                info = self.registry.by_key.get(key)
+                if info is None:
+                    info = self._call_info(function, args, kwargs)
+                    self.registry.alias(key, info)
+                return info.pack(self._add_node(info, args))
+        info = self._call_info(function, args, kwargs)
+        if info is NotImplemented:
+            return info
+        return info.pack(self._add_node(info, [x for x in nest.flatten((args, kwargs)) if _per_example(x)]))
+
+    def _call_info(self, function, args, kwargs):
+        """The OpInfo of a cell call (NotImplemented for a call without tensors)."""
         leaves = nest.flatten((args, kwargs))
         specs, key_parts, has_value = [], [], False
         for x in leaves:
@@ -235,10 +268,7 @@ class Recorder:
         if info is None:
             template = _template((args, kwargs))
             info = self.registry.cell(key, function, template, [TensorSpec(_shape_of(x), x.dtype) for x in specs])
-        outputs = self._add_node(info, specs)
-        it = iter(outputs)
-        return nest.pack_sequence_as(info.structure, [next(it) if hasattr(leaf, "dtype") else leaf
-                                                      for leaf in nest.flatten(info.structure)])
+        return info
 
     # -------------------------------------------------- nodes
     def _add_node(self, info, inputs):
@@ -246,46 +276,38 @@ class Recorder:
         tensors, in the op's input order); returns its output values."""
         r = self.round
         node = len(r.node_op)
+        current = self.current
         r.node_op.append(info.index)
-        r.node_example.append(self.current)
+        r.node_example.append(current)
+        append = r.args.append
         for j, x in enumerate(inputs):
-            r.arg_input.append(j)
-            src = x.src if type(x) is Value else None
-            if src is None:  # an eager tensor: a constant row
+            if type(x) is not Value:  # an eager tensor: a constant row
                 g = r.group(info.in_type_shapes[j], CONSTANT, None)
                 rows = r.groups[g][3]
-                r.arg_source.append(BATCH_INPUT_SOURCE)
-                r.arg_value.append(len(rows))
-                r.arg_output.append(0)
-                r.arg_group.append(g)
+                append((j, BATCH_INPUT_SOURCE, len(rows), 0, g))
                 rows.append(x)  # stacked with the round's other rows (by a taped op when a tape records)
-            elif src[0] == PENDING:
-                r.arg_source.append(NODE_SOURCE)
-                r.arg_value.append(src[1])
-                r.arg_output.append(src[2])
-                r.arg_group.append(-1)
-            elif src[0] == STORED:
-                r.arg_source.append(BATCH_INPUT_SOURCE)
-                r.arg_value.append(src[2])
-                r.arg_output.append(0)
-                r.arg_group.append(-1)
+                continue
+            if x._example is not None and x._example != current:
+                self.check_owner(x, info.op.what)
+            src = x.src
+            kind = src[0]
+            if kind == PENDING:
+                if src[3] is not r:
+                    raise RuntimeError("td.loom.autobatch: a value was not kept by the round that computed it "
+                                       "(it seemed unreferenced then); please report this")
+                append((j, NODE_SOURCE, src[1], src[2], -1))
+            elif kind == STORED:
+                append((j, BATCH_INPUT_SOURCE, src[2], 0, -1))
             else:
-                kind, var, row = (CONSTANT, None, src[2]) if src[0] == CONSTANT else (VAR_ROW, src[2], src[3])
-                g = r.group(src[1], kind, var)
+                g = r.group(src[1], kind, src[2] if kind == VAR_ROW else None)
                 rows = r.groups[g][3]
-                r.arg_source.append(BATCH_INPUT_SOURCE)
-                r.arg_value.append(len(rows))
-                r.arg_output.append(0)
-                r.arg_group.append(g)
-                rows.append(row)
-        r.arg_splits.append(len(r.arg_input))
-        example = self.current
+                append((j, BATCH_INPUT_SOURCE, len(rows), 0, g))
+                rows.append(src[3] if kind == VAR_ROW else src[2])
+        r.arg_splits.append(len(r.args))
         fresh = r.fresh
-        outputs = []
-        for k, (dtype, shape) in enumerate(zip(info.out_dtypes, info.out_shapes)):
-            v = Value(self, example, (PENDING, node, k), dtype, shape)
-            fresh.append(weakref.ref(v))
-            outputs.append(v)
+        outputs = [Value(self, current, (PENDING, node, k, r), dtype, shape, sig)
+                   for k, (dtype, shape, sig) in enumerate(info.outputs)]
+        fresh.extend(outputs)
         return outputs
 
 
@@ -293,12 +315,16 @@ def _shape_of(x):
     return x._shape_tuple_ if type(x) is Value else x._shape_tuple()
 
 
+def _per_example(x):
+    return (type(x) is Value and x.src[0] != VARIABLE) or type(x) is EagerTensor
+
+
 def _template(structure):
     """`structure` with each per-example argument (a value or an eager tensor) replaced by its Slot."""
     counter = [0]
 
     def leaf(x):
-        if (type(x) is Value and x.src[0] != VARIABLE) or type(x) is EagerTensor:
+        if _per_example(x):
             s = Slot(counter[0])
             counter[0] += 1
             return s

@@ -15,30 +15,63 @@ from treadle.util import nest
 
 
 class OpInfo:
-    """A LoomOp of the registry: its index, and its outputs' dtypes and shapes."""
+    """A LoomOp of the registry: its index, and its outputs' dtypes, shapes
+    and signature numbers (Registry.signature), and how a call's outputs are packed."""
 
-    __slots__ = ("index", "op", "out_dtypes", "out_shapes", "out_type_shapes", "in_type_shapes", "structure")
+    __slots__ = ("index", "op", "outputs", "out_type_shapes", "in_type_shapes", "structure", "pack")
 
-    def __init__(self, index, op, structure=None):
+    def __init__(self, index, op, registry, structure=None):
         self.index = index
         self.op = op
         self.in_type_shapes = op.input_type_shapes
         self.out_type_shapes = op.output_type_shapes
-        self.out_dtypes = [ts.dtype for ts in self.out_type_shapes]
-        self.out_shapes = [ts.shape for ts in self.out_type_shapes]
+        self.outputs = [(ts.dtype, ts.shape, registry.signature(ts.dtype, ts.shape)) for ts in self.out_type_shapes]
         self.structure = structure  # a cell's structured outputs (None for a plain op)
+        self.pack = _packer(structure)
+
+
+def _packer(structure):
+    """fn(flat output values) -> the cell's structured outputs."""
+    if structure is None:
+        return list
+    if isinstance(structure, tuple) and type(structure) is tuple and all(hasattr(t, "dtype") for t in structure):
+        return tuple
+    if hasattr(structure, "dtype") and not isinstance(structure, (list, tuple, dict)):
+        return lambda flat: flat[0]
+
+    def pack(flat):
+        it = iter(flat)
+        return nest.pack_sequence_as(structure, [next(it) if hasattr(leaf, "dtype") else leaf
+                                                 for leaf in nest.flatten(structure)])
+    return pack
+
+
+_type_shapes = {}
 
 
 def type_shape(dtype, shape):
-    return TypeShape(dtype, tuple(shape))
+    """The TypeShape of (dtype, shape), one object for each."""
+    key = (dtype, shape)
+    ts = _type_shapes.get(key)
+    if ts is None:
+        ts = _type_shapes[key] = TypeShape(dtype, tuple(shape))
+    return ts
 
 
 class Registry:
     def __init__(self):
         self.ops = []          # OpInfo, by index
         self.by_key = {}       # signature key -> OpInfo
+        self._signatures = {}  # (dtype, shape) -> a small int naming it in keys (cheap to hash)
         self._loom = None
         self._loom_size = 0
+
+    def signature(self, dtype, shape):
+        key = (dtype, shape)
+        sig = self._signatures.get(key)
+        if sig is None:
+            sig = self._signatures[key] = len(self._signatures)
+        return sig
 
     # -------------------------------------------------- ops
     def cell(self, key, function, template, specs):
@@ -49,10 +82,14 @@ class Registry:
             args, kwargs = nest.map_structure(lambda leaf: specs[leaf.index] if _is_slot(leaf) else leaf, template)
             concrete = function.get_concrete_function(*args, **kwargs)
             outputs = [t for t in nest.flatten(concrete.structured_outputs) if hasattr(t, "dtype")]
-            op = CellOp(function, template, concrete, [type_shape(s.dtype, s.shape) for s in specs],
+            op = CellOp(function, template, concrete, [type_shape(s.dtype, tuple(s.shape.as_list())) for s in specs],
                         [type_shape(t.dtype, _static_shape(t, function)) for t in outputs])
             info = self._add(key, op, concrete.structured_outputs)
         return info
+
+    def alias(self, key, info):
+        """Also finds `info` under `key` (the fast path's key of the same call)."""
+        self.by_key[key] = info
 
     def primitive(self, key, op_name, attrs, inputs, specs):
         """The OpInfo of op `op_name` on `inputs` (Slots for the per-example
@@ -65,13 +102,13 @@ class Registry:
                 args = [placeholders[x.index] if _is_slot(x) else
                         (x.read_value() if isinstance(x, Variable) else scratch.constant(x)) for x in inputs]
                 outputs = scratch.create_op(op_name, args, attrs)
-            op = PrimitiveOp(op_name, attrs, inputs, [type_shape(s.dtype, s.shape) for s in specs],
+            op = PrimitiveOp(op_name, attrs, inputs, [type_shape(s.dtype, tuple(s.shape.as_list())) for s in specs],
                              [type_shape(t.dtype, _static_shape(t, op_name)) for t in outputs])
             info = self._add(key, op)
         return info
 
     def _add(self, key, op, structure=None):
-        info = OpInfo(len(self.ops), op, structure)
+        info = OpInfo(len(self.ops), op, self, structure)
         self.ops.append(info)
         self.by_key[key] = info
         return info

@@ -4,98 +4,154 @@ so far; its batch inputs hold, per type shape, the rows the nodes read
 (computed by earlier rounds, constants, rows of variables: one gather per
 variable), and the values still in use are added to the store."""
 
+import sys
+
 import numpy as np
 
-from treadle.framework import op_execution
+from treadle.framework import context, op_execution
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.autobatch.schedule_stats import launch_counts
-from treadle.loom.autobatch.values import CONSTANT, PENDING, STORED
+from treadle.loom.autobatch.values import CONSTANT, STORED
+from treadle.loom.library import add_to_graph
 from treadle.ops import array_ops
+
+STORE, CONSTANTS, VARIABLE_ROWS, WHOLE_VARIABLE = "store", "constants", "variable rows", "variable"
+
+
+class PlannedRound:
+    """A round woven but not run: the loom, the weaver, the live values
+    (outputs, in order) and, per type shape, the pieces of its batch input:
+    (STORE,), (CONSTANTS, rows), (VARIABLE_ROWS, variable, rows) or
+    (WHOLE_VARIABLE, variable) (the variable alone, read whole)."""
+
+    def __init__(self, loom, weaver, live, layout, output_rows):
+        self.loom, self.weaver, self.live, self.layout = loom, weaver, live, layout
+        self.output_rows = output_rows  # per live value: (type shape, its row in the loom's outputs of it)
+
+
+def plan_round(recorder):
+    r = recorder.round
+    registry = recorder.registry
+    loom = registry.loom()
+    live = _live(r.fresh)
+    r.fresh = None
+    outputs = np.fromiter((v.src[1] for v in live), np.int64, len(live))
+    output_index = np.fromiter((v.src[2] for v in live), np.int32, len(live))
+    arg_input, arg_source, arg_value, arg_output, arg_group = r.arg_columns()
+    layout, arg_value = _layout(recorder, r, arg_value, arg_group)
+    weaver = loom.make_weaver()
+    weaver.weave(registry.op_names(), r.node_op, r.arg_splits, arg_input, arg_source, arg_value, arg_output,
+                 outputs, output_index)
+    recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
+    if recorder.count_launches:
+        recorder.stats[-1].update(launch_counts(r.node_op, r.arg_splits, arg_source, arg_value))
+    counts, output_rows = {}, []
+    for v in live:
+        ts = registry.ops[r.node_op[v.src[1]]].out_type_shapes[v.src[2]]
+        k = counts.get(ts, 0)
+        counts[ts] = k + 1
+        output_rows.append((ts, k))
+    return PlannedRound(loom, weaver, live, layout, output_rows)
 
 
 def run_round(recorder):
     """Computes every node recorded since the last round; each value still
     referenced (by an example, or as an output) becomes a row of the store."""
-    r = recorder.round
-    if not len(r):
+    if not len(recorder.round):
         return
-    registry = recorder.registry
-    loom = registry.loom()
-    live = [v for v in (ref() for ref in r.fresh) if v is not None and v.src[0] == PENDING]
-    outputs = np.fromiter((v.src[1] for v in live), np.int64, len(live))
-    output_index = np.fromiter((v.src[2] for v in live), np.int32, len(live))
-    batch, arg_value = _batch_inputs(recorder, r, loom)
-    weaver = loom.make_weaver()
-    weaver.weave(registry.op_names(), r.node_op, r.arg_splits, r.arg_input, r.arg_source, arg_value, r.arg_output,
-                 outputs, output_index)
-    recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
-    if recorder.count_launches:
-        recorder.stats[-1].update(launch_counts(r.node_op, r.arg_splits, r.arg_source, r.arg_value))
-    inputs = [batch.get(ts) if ts in batch else loom._batch_inputs[ts] for ts in loom._batch_input_order]
-    captures = [c.read_value() if isinstance(c, Variable) else c for c in loom._captures]
-    results = execute("LoomRun", [weaver._schedule()] + inputs + captures, loom._eager_run_attrs)[:-1]
-    _store(recorder, live, registry, loom, results)
-    recorder.round = type(r)()
+    planned = plan_round(recorder)
+    batch = {ts: batch_input(pieces, ts, recorder.store) for ts, pieces in planned.layout.items()}
+    results = loom_run(planned.loom, planned.weaver._schedule(), batch)
+    _store(recorder, planned, results)
+    recorder.round = type(recorder.round)()
     recorder.rounds_run += 1
 
 
-def _batch_inputs(recorder, r, loom):
-    """({type shape: batch input}, the arguments' final rows): per type
-    shape, the store's rows, then the constants' rows, then each variable's
-    rows (a variable alone is its own batch input, read whole)."""
-    arg_value = np.asarray(r.arg_value, np.int64)
+def loom_run(loom, schedule, batch):
+    """LoomRun of `schedule` (a string tensor) with `batch` ({type shape: a
+    batch input}; the loom's empty ones elsewhere), eagerly or in the graph
+    being traced; returns the outputs per type shape, in the loom's order."""
+    inputs = [batch.get(ts, loom._batch_inputs[ts]) for ts in loom._batch_input_order]
+    inputs = [v.read_value() if isinstance(v, Variable) else v for v in inputs]
+    captures = [c.read_value() if isinstance(c, Variable) else c for c in loom._captures]
+    graph = context.current_graph()
+    if graph is not None:
+        add_to_graph(graph, loom._functions)
+    attrs = loom._eager_run_attrs if graph is None else loom._run_attrs
+    return execute("LoomRun", [schedule] + inputs + captures, attrs)[:-1]
+
+
+def batch_input(pieces, ts, store=None, parts=None):
+    """The batch input of type shape `ts` from its pieces (a layout entry);
+    `parts` (an iterator) gives the tensors of the pieces, when not made here."""
+    tensors = []
+    for piece in pieces:
+        kind = piece[0]
+        if kind == STORE:
+            tensors.append(store[ts])
+        elif kind == CONSTANTS:
+            tensors.append(next(parts) if parts is not None else stacked_constants(piece[1], ts))
+        elif kind == VARIABLE_ROWS:
+            rows = next(parts) if parts is not None else convert_to_tensor(np.asarray(piece[2], np.int64))
+            tensors.append(array_ops.gather(piece[1], rows))
+        else:
+            tensors.append(piece[1])
+    return tensors[0] if len(tensors) == 1 else array_ops.concat(tensors, 0)
+
+
+def _live(fresh):
+    """The values of `fresh` referenced from anywhere else (an example's
+    frame, another value's structure, an output): only they need their
+    value after the round. A value held only by `fresh` has three references
+    here: the list, the loop variable and getrefcount's argument."""
+    return [v for v in fresh if sys.getrefcount(v) > 3]
+
+
+def _layout(recorder, r, arg_value, arg_group):
+    """({type shape: pieces of its batch input}, the arguments' final rows):
+    per type shape, the store's rows, then the constants' rows, then each
+    variable's rows (a variable alone is its own batch input, read whole)."""
+    layout = {ts: [(STORE,)] for ts in recorder.store}
     if not r.groups:
-        return {ts: recorder.store[ts] for ts in recorder.store}, arg_value
-    arg_group = np.asarray(r.arg_group, np.int64)
+        return layout, arg_value
     by_ts = {}
     for g, (ts, kind, var, rows) in enumerate(r.groups):
         by_ts.setdefault(ts, []).append((g, kind, var, rows))
-    batch = dict(recorder.store)
     for ts, groups in by_ts.items():
         stored = recorder.store.get(ts)
         if stored is None and len(groups) == 1 and groups[0][1] != CONSTANT:
             g, _, var, rows = groups[0]
             mask = arg_group == g
             arg_value[mask] = np.asarray(rows, np.int64)[arg_value[mask]]
-            batch[ts] = var
+            layout[ts] = [(WHOLE_VARIABLE, var)]
             continue
-        pieces = [] if stored is None else [stored]
+        pieces = [] if stored is None else [(STORE,)]
         offset = 0 if stored is None else int(stored.shape[0])
         for g, kind, var, rows in groups:
             arg_value[arg_group == g] += offset
-            if kind == CONSTANT:
-                pieces.append(_stacked_constants(rows, ts))
-            else:
-                pieces.append(array_ops.gather(var, convert_to_tensor(np.asarray(rows, np.int64))))
+            pieces.append((CONSTANTS, rows) if kind == CONSTANT else (VARIABLE_ROWS, var, rows))
             offset += len(rows)
-        batch[ts] = pieces[0] if len(pieces) == 1 else array_ops.concat(pieces, 0)
-    return {ts: (v.read_value() if isinstance(v, Variable) else v) for ts, v in batch.items()}, arg_value
+        layout[ts] = pieces
+    return layout, arg_value
 
 
-def _store(recorder, live, registry, loom, results):
-    """The live values become rows of the store (appended per type shape)."""
-    counts = {}
-    new_rows = []
-    for v in live:
-        ts = registry.ops[recorder.round.node_op[v.src[1]]].out_type_shapes[v.src[2]]
-        k = counts.get(ts, 0)
-        counts[ts] = k + 1
-        new_rows.append((v, ts, k))
-    base = {}
-    for ts in counts:
-        out = results[loom._type_shape_index(ts)]
-        old = recorder.store.get(ts)
-        base[ts] = 0 if old is None else int(old.shape[0])
-        recorder.store[ts] = out if old is None else array_ops.concat([old, out], 0)
-    for v, ts, k in new_rows:
-        v.src = (STORED, ts, base[ts] + k)
-
-
-def _stacked_constants(rows, ts):
+def stacked_constants(rows, ts):
     """The constant rows (eager tensors) as one batch. While a tape records,
     a row may be computed from a variable: stacked by an op the tape sees."""
     if op_execution.op_recorders:
         return array_ops.stack([convert_to_tensor(r, dtype=ts.dtype) for r in rows], 0)
     return convert_to_tensor(np.stack([np.asarray(r) for r in rows]).astype(ts.dtype.as_numpy_dtype, copy=False))
+
+
+def _store(recorder, planned, results):
+    """The live values become rows of the store (appended per type shape)."""
+    base = {}
+    for ts in {ts for ts, _ in planned.output_rows}:
+        out = results[planned.loom._type_shape_index(ts)]
+        old = recorder.store.get(ts)
+        base[ts] = 0 if old is None else int(old.shape[0])
+        recorder.store[ts] = out if old is None else array_ops.concat([old, out], 0)
+    for v, (ts, k) in zip(planned.live, planned.output_rows):
+        v.src = (STORED, ts, base[ts] + k)

@@ -4,6 +4,8 @@ the scheduler; once every unfinished example waits, the scheduler runs the
 round they wait for and resumes them. A greenlet switches stacks in C,
 cheaply and without threads, which is why td.loom.autobatch uses it."""
 
+import time
+
 import greenlet
 
 from treadle.loom.autobatch.rounds import run_round
@@ -11,7 +13,7 @@ from treadle.loom.autobatch.rounds import run_round
 _WAITING = object()
 
 
-def run_examples(recorder, fn, examples):
+def run_examples(recorder, fn, examples, run_rounds=True):
     """fn(example) for every example of the iterable (each started as it is
     drawn from it), rounds run as examples wait; returns their results, in
     order. An exception in fn propagates with a note naming the example (its
@@ -28,6 +30,10 @@ def run_examples(recorder, fn, examples):
         results.append(None)
         _step(recorder, i, greenlet.greenlet(_starter(fn, example), parent=main), results, waiting)
     while waiting:
+        if not run_rounds:
+            raise ValueError(f"td.loom.autobatch: example {waiting[0][0]} reads a computed value; a recording "
+                             "for a td.function must compute without reading values (call the autobatched "
+                             "function itself instead)")
         run_round(recorder)
         runnable, waiting = waiting, []
         for i, g in runnable:
@@ -38,6 +44,7 @@ def run_examples(recorder, fn, examples):
 def _step(recorder, i, g, results, waiting):
     """Runs example i until it finishes (its result kept) or waits (kept in `waiting`)."""
     recorder.current = i
+    t0 = time.perf_counter()
     try:
         out = g.switch()
     except Exception as e:
@@ -45,6 +52,7 @@ def _step(recorder, i, g, results, waiting):
         raise
     finally:
         recorder.current = None
+        recorder.recording_seconds += time.perf_counter() - t0
     if g.dead:
         results[i] = out
     else:

@@ -7,7 +7,7 @@ from treadle.framework.tensor import Tensor, _TensorRef
 from treadle.framework.tensor_shape import TensorShape
 
 # Where a value comes from (its `src`, a tuple whose first entry is one of these):
-PENDING = 0   # (PENDING, node of the current round, output index): not computed yet
+PENDING = 0   # (PENDING, node of the current round, output index, the round): not computed yet
 STORED = 1    # (STORED, type shape, row): computed by an earlier round, a row of the store
 CONSTANT = 2  # (CONSTANT, type shape, numpy value): known while recording
 VAR_ROW = 3   # (VAR_ROW, type shape, variable, row): a row of a variable (td.gather(variable, id))
@@ -18,14 +18,15 @@ class Value(Tensor):
     """A tensor of one example inside td.loom.autobatch: it has a dtype and a
     static shape; its value is known once the batch has computed it."""
 
-    __slots__ = ("_recorder", "_example", "src", "_dtype", "_shape_tuple_")
+    __slots__ = ("_recorder", "_example", "src", "_dtype", "_shape_tuple_", "_sig")
 
-    def __init__(self, recorder, example, src, dtype, shape):
+    def __init__(self, recorder, example, src, dtype, shape, sig=None):
         self._recorder = recorder
         self._example = example  # the example's index, or None for a value every example may use
         self.src = src
         self._dtype = dtype
         self._shape_tuple_ = shape
+        self._sig = sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
 
     @property
     def dtype(self):
