@@ -11,7 +11,7 @@ import pytest
 import treadle as td
 from treadle.autodiff import batching_registry
 
-from .gradcheck import GradCheck
+from .gradcheck import fixed_arity
 from .vectorize_cases import CASES, NO_CASE, RUNS_PER_EXAMPLE_CASES
 
 BATCH = 3
@@ -69,7 +69,12 @@ def _run_case(fn, inputs, batched, in_function):
     elems = tuple(td.constant(b) for b, f in zip(batches, batched) if f)
     one = _per_example_fn(fn, inputs, batched)
     want = _reference(fn, inputs, batched, batches)
-    if in_function:
+    if in_function == "unknown batch size":  # as a Loom traces its ops: [None, ...]
+        specs = [td.TensorSpec([None] + list(e.shape[1:]), e.dtype) for e in elems]
+        vectorized = td.function(fixed_arity(lambda e: td.vectorized_map(one, tuple(e)), len(elems)),
+                                 input_signature=specs, autograph=False)
+        got = vectorized(*elems)
+    elif in_function:
         got = td.function(lambda *e: td.vectorized_map(one, e), autograph=False)(*elems)
     else:
         got = td.vectorized_map(one, elems)
@@ -118,9 +123,10 @@ def test_eager_against_each_example_and_map_fn(op_type, fn, inputs, batched):
     _check(got, [np.asarray(m) for m in _flat(mapped)])
 
 
+@pytest.mark.parametrize("how", ["static batch size", "unknown batch size"])
 @pytest.mark.parametrize("op_type,fn,inputs,batched", [p for p in CHECKED if all(p.values[3])])
-def test_in_function(op_type, fn, inputs, batched):
-    got, want, _, _ = _run_case(fn, inputs, batched, in_function=True)
+def test_in_function(op_type, fn, inputs, batched, how):
+    got, want, _, _ = _run_case(fn, inputs, batched, in_function=how)
     _check(got, want)
 
 

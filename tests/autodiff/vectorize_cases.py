@@ -63,6 +63,9 @@ def _assert(x):
 
 case("Assert", "", _assert, u(3))
 
+case("StridedSlice", "new and size-1 axes only", lambda x: x[:, None][0][None] * 2.0, u(1, 3))
+case("StridedSlice", "whole axes", lambda x: x[:, 0:3, None, :] + 1.0, u(2, 3, 2))
+
 # ---------------------------------------------------------------- variables
 VAR = td.Variable(u(3, 2), name="vectorize_var")
 case("ReadVariableOp", "captured", lambda x: td.matmul(x, VAR.read_value(), transpose_b=True), u(2, 2))

@@ -370,7 +370,38 @@ def _slice_spec(inputs):
 @RegisterBatchingRule("StridedSlice")
 def _strided_slice_batched(ctx, op, inputs, batched):
     bh.unbatched_only(batched, [1, 2, 3], "the slice bounds")
+    if _only_reshapes(op):  # x[None], x[0] of a size-1 axis, x[:, None]: a reshape, no copy
+        return [run("Reshape", [inputs[0], ints([-1] + list(op.outputs[0].shape.as_tuple()))])]
     return [run("StridedSlice", [inputs[0]] + _slice_spec(inputs[1:]), _shifted_masks(op))]
+
+
+def _only_reshapes(op):
+    """Whether a strided slice only adds axes, drops axes of size 1 and takes
+    whole axes (known shapes, constant bounds, no ellipsis)."""
+    dims = op.inputs[0].shape.as_tuple() if op.inputs[0].shape.rank is not None else None
+    out = op.outputs[0].shape.as_tuple() if op.outputs[0].shape.rank is not None else None
+    bounds = [bh.constant_int(t) for t in op.inputs[1:]]
+    if dims is None or out is None or None in dims or None in out or any(b is None for b in bounds):
+        return False
+    masks = {m: get_attr(op, m) for m in _MASKS}
+    if masks["ellipsis_mask"]:
+        return False
+    axis = 0
+    for j, (begin, end, stride) in enumerate(zip(*bounds)):
+        bit = 1 << j
+        if masks["new_axis_mask"] & bit:
+            continue
+        if axis >= len(dims):
+            return False
+        size = dims[axis]
+        if masks["shrink_axis_mask"] & bit:
+            if size != 1 or begin not in (0, -1):
+                return False
+        elif stride != 1 or not (masks["begin_mask"] & bit or begin in (0, -size)) or \
+                not (masks["end_mask"] & bit or end >= size):
+            return False
+        axis += 1
+    return True
 
 
 @RegisterBatchingRule("StridedSliceGrad")

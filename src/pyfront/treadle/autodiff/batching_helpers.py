@@ -5,7 +5,7 @@ same op on the batched input, axis attribute or axis input shifted by one)."""
 import numpy as np
 
 from treadle.autodiff import helpers
-from treadle.autodiff.batching_registry import NotBatchable, get_attr
+from treadle.autodiff.batching_registry import NotBatchable
 from treadle.autodiff.helpers import ints, run, run_all, scalar
 from treadle.framework import dtypes
 from treadle.framework.tensor import convert_to_tensor
@@ -100,10 +100,6 @@ def prepend(vector, first):
         return convert_to_tensor(np.concatenate([[first], value]).astype(np.int64), dtype=vector.dtype)
     first = helpers.cast(first, vector.dtype) if hasattr(first, "dtype") else scalar(first, vector.dtype)
     return run("ConcatV2", [run("Reshape", [first, ints([1])]), vector, scalar(0, dtypes.int32)])
-
-
-def axis_attr(op, name="axis"):
-    return get_attr(op, name)
 
 
 def unbatched_only(batched, which, what):

@@ -6,7 +6,7 @@ added leading batch dimension (one row per example) and the others are the
 same for every example (variables, captures, constants). It is
 `rule(ctx, op, inputs, batched) -> outputs`: `op` is the per-example
 Operation (its `.type`, `.inputs` with their per-example shapes, attributes
-read with `get_attr(op, name)`), `inputs` the values now standing for its
+read with registry.get_attr), `inputs` the values now standing for its
 inputs, and `batched[i]` whether input i has the batch dimension. The rule
 builds the batched computation with ordinary op calls and returns one value
 per output: a tensor with the batch dimension, or `Unbatched(t)` for an output
@@ -22,8 +22,6 @@ reason.
 The vectorizer calls a rule only when some input is batched, except for the
 rules registered with `always=True` (random draws and accumulating writes,
 whose result differs when an op runs once per example rather than once)."""
-
-from treadle.autodiff.registry import get_attr  # noqa: F401  (rules read attributes with it)
 
 _RULES = {}
 _ALWAYS = set()

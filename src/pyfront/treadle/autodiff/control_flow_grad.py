@@ -441,6 +441,11 @@ def _while_grad(op, *dys):
                 out.append(grads[j])
             else:
                 out.append(helpers.zeros_like(g))
+        # A loop variable's gradient has the variable's shape, also where the
+        # rules computed it through shape ops that hide it (unknown batch sizes).
+        for g, shape in zip(out, invariants[1:]):
+            if isinstance(g, SymbolicTensor) and g.shape.is_compatible_with(shape):
+                g.set_shape(shape)
         return [i] + out
 
     invariants = [TensorShape([])] + [_grad_shape_invariant(body_graph.inputs[j]) for j in diff]

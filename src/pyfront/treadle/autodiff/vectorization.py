@@ -317,6 +317,21 @@ def _trace_example(fn, elems, flat):
         key, cached = None, None
     if cached is not None:
         return cached
+    traced = _trace(fn, elems, flat)
+    if key is not None and all(type(ext) is EagerTensor for ext in traced.captured_inputs):
+        _remember(_EXAMPLE_TRACES, key, traced)
+    return traced
+
+
+def _trace(fn, elems, flat):
+    get_concrete_function = getattr(fn, "get_concrete_function", None)
+    if get_concrete_function is not None:
+        # A td.function: its own trace for one example, whose ops are then
+        # built here for the batch (rather than a call of a batched copy).
+        specs = [TensorSpec(t.shape[1:] if t.shape.rank is not None else None, t.dtype) for t in flat]
+        traced = get_concrete_function(nest.pack_sequence_as(elems, specs))
+        if len(traced.graph.inputs) - len(traced.graph.captures) == len(flat):
+            return traced
     graph = FuncGraph("vectorized_map_fn", outer_graph=context.current_graph())
     with graph:
         args = [graph.add_placeholder(t.dtype, t.shape[1:] if t.shape.rank is not None else None, f"elem{i}")
@@ -329,10 +344,7 @@ def _trace_example(fn, elems, flat):
                                  "convertible to one")
         flat_out = [execute("Identity", [graph._graph_input(convert_to_tensor(v))])[0] for v in leaves]
     graph.structured_outputs = nest.pack_sequence_as(result, flat_out)
-    traced = finish_function(graph, unique_function_name("vectorized_map_fn"), flat_out)
-    if key is not None and all(type(ext) is EagerTensor for ext, _ in graph.captures.values()):
-        _remember(_EXAMPLE_TRACES, key, traced)
-    return traced
+    return finish_function(graph, unique_function_name("vectorized_map_fn"), flat_out)
 
 
 def _vectorize_here(fn, elems, flat, static_size, fallback, warn):
@@ -347,11 +359,9 @@ def _vectorize_here(fn, elems, flat, static_size, fallback, warn):
         if warn:
             warnings.warn(f"{e}; the whole function will run once per example, in a loop over the batch",
                           stacklevel=3)
-        specs = [TensorSpec(t.shape, t.dtype) for t in traced.outputs]
-        structure = nest.pack_sequence_as(traced.structured_outputs, specs)
+        structure = traced._pack_outputs([TensorSpec(t.shape, t.dtype) for t in traced.outputs])
         return functional_ops.map_fn(fn, nest.pack_sequence_as(elems, flat), fn_output_signature=structure)
-    outs = [v if b else ctx.tile(v) for v, b in zip(outs, flags)]
-    return nest.pack_sequence_as(traced.structured_outputs, outs)
+    return traced._pack_outputs([v if b else ctx.tile(v) for v, b in zip(outs, flags)])
 
 
 def _eager_function(fn, elems, flat, fallback, warn):
