@@ -115,14 +115,12 @@ def treelstm(args, torch, dy, count):
     steps["inference"][HAND_WOVEN] = lambda k: net.infer(net.weave(batches[k])).numpy()
     steps["training"][HAND_WOVEN] = lambda k: float(net.train(net.weave(batches[k]), labels_np[k])[0])
     if treadle_models.available():
-        import treadle as td
-        auto = treadle_models.BinaryTreeLSTM(weights)
-        nested = [[treadle_models.nested_binary(t) for t in b] for b in batches]
-        labels = [td.constant(x) for x in labels_np]
-        checks[AUTOBATCH] = max_diff(auto.infer([treadle_models.nested_binary(t) for t in few]), reference)
-        launches = treadle_models.launch_counts(auto.batched, nested[0])
-        steps["inference"][AUTOBATCH] = lambda k: auto.infer(nested[k])
-        steps["training"][AUTOBATCH] = lambda k: auto.train(nested[k], labels[k])
+        from autobatch_treelstm import AutobatchedTreeLSTM  # the model of bench/autobatch_treelstm.py
+        auto = AutobatchedTreeLSTM(weights)
+        checks[AUTOBATCH] = max_diff(auto.infer(few), reference)
+        launches = treadle_models.launch_counts(auto.root_state, batches[0])
+        steps["inference"][AUTOBATCH] = lambda k: auto.infer(batches[k])
+        steps["training"][AUTOBATCH] = lambda k: auto.train(batches[k], labels_np[k])
     else:
         missing.append(AUTOBATCH)
     if torch is not None:

@@ -38,23 +38,28 @@ def _variables(weights):
     return {k: td.Variable(v, name=k) for k, v in weights.items()}
 
 
-def nested_binary(tree):
-    """A bench.treelstm.data.Tree (post-ordered arrays) as nested tuples: a
-    leaf is its token id, a node the pair of its subtrees."""
-    made = []
-    for left, right, token in zip(tree.left.tolist(), tree.right.tolist(), tree.token.tolist()):
-        made.append(token if left < 0 else (made[left], made[right]))
-    return made[-1]
-
-
 class _Classifier:
     """A tree classifier: `root_logits(example)` per example, batched by
-    autobatch; inference returns [batch, classes] logits, training takes one
-    SGD step on the mean cross-entropy."""
+    autobatch; inference returns [batch, classes] logits. A training step
+    records the examples' work (their Python runs) and hands it to one
+    td.function (traced once) that runs it under a tape and takes the SGD
+    step."""
 
     def __init__(self, learning_rate):
         self.batched = td.loom.autobatch(self.root_logits)
         self.optimizer = td.optimizers.SGD(learning_rate)
+        trainable, optimizer = list(self.vars.values()), self.optimizer
+
+        @td.function
+        def train_step(recording, labels):
+            with td.GradientTape() as tape:
+                logits = td.reshape(recording.outputs(), [td.size(labels), -1])
+                loss = td.reduce_mean(td.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+            grads = tape.gradient(loss, trainable)
+            optimizer.apply_gradients(zip(grads, trainable))
+            return loss
+
+        self.train_step = train_step
 
     def logits(self, examples):
         out = self.batched(examples)  # [batch, 1, classes]: one row per example
@@ -64,45 +69,7 @@ class _Classifier:
         return self.logits(examples).numpy()
 
     def train(self, examples, labels):
-        trainable = list(self.vars.values())
-        with td.GradientTape() as tape:
-            loss = td.reduce_mean(td.nn.sparse_softmax_cross_entropy_with_logits(
-                labels=labels, logits=self.logits(examples)))
-        grads = tape.gradient(loss, trainable)
-        self.optimizer.apply_gradients(zip(grads, trainable))
-        return float(loss)
-
-
-class BinaryTreeLSTM(_Classifier):
-    """§2a; examples are `nested_binary` trees."""
-
-    def __init__(self, weights, learning_rate=0.05):
-        v = self.vars = _variables(weights)
-
-        @td.function
-        def leaf(x):
-            i, o, u = td.split(td.matmul(td.reshape(x, [1, -1]), v["W_leaf"]) + v["b_leaf"], 3, axis=1)
-            c = td.sigmoid(i) * td.tanh(u)
-            return c, td.sigmoid(o) * td.tanh(c)
-
-        @td.function
-        def node(c_l, h_l, c_r, h_r):
-            z = td.matmul(td.concat([h_l, h_r], axis=1), v["W_node"]) + v["b_node"]
-            i, f_l, f_r, o, u = td.split(z, 5, axis=1)
-            c = td.sigmoid(i) * td.tanh(u) + td.sigmoid(f_l) * c_l + td.sigmoid(f_r) * c_r
-            return c, td.sigmoid(o) * td.tanh(c)
-
-        def visit(tree):
-            if isinstance(tree, int):
-                return leaf(td.gather(v["embedding"], tree))
-            return node(*visit(tree[0]), *visit(tree[1]))
-
-        self.visit = visit
-        super().__init__(learning_rate)
-
-    def root_logits(self, tree):
-        _, h = self.visit(tree)
-        return td.matmul(h, self.vars["W_out"]) + self.vars["b_out"]
+        return float(self.train_step(self.batched.record(examples), labels))
 
 
 class ChildSumTreeLSTM(_Classifier):

@@ -117,15 +117,44 @@ def treadle_models():
 
 
 def test_autobatched_treelstms_match_numpy(treadle_models):
+    from autobatch_treelstm import AutobatchedTreeLSTM
     trees, w = data.load_trees(limit=5), model.initial_weights()
-    binary = treadle_models.BinaryTreeLSTM(w)
-    np.testing.assert_allclose(binary.infer([treadle_models.nested_binary(t) for t in trees]),
+    np.testing.assert_allclose(AutobatchedTreeLSTM(w).infer(trees),
                                np.stack([autobatch_peers.model_logits(w, t) for t in trees]), atol=1e-6)
     functions, vocab = child_sum_ast.stdlib_functions(5)
     examples, w = cs.examples(functions), cs.initial_weights(vocab)
     child_sum = treadle_models.ChildSumTreeLSTM(w)
     np.testing.assert_allclose(child_sum.infer(examples), np.stack([cs.logits(w, t) for t, _ in examples]),
                                atol=1e-6)
+
+
+def test_autobatched_child_sum_trains_as_torch_autograd(treadle_models):
+    """One SGD step of the recorded child-sum model (its td.function train step)
+    against PyTorch autograd on the same per-example recursion."""
+    torch = pytest.importorskip("torch")
+    functions, vocab = child_sum_ast.stdlib_functions(5)
+    examples, w = cs.examples(functions), cs.initial_weights(vocab)
+    model_ = treadle_models.ChildSumTreeLSTM(w, learning_rate=0.01)
+    import treadle as td
+    model_.train(examples, td.constant([label for _, label in examples], dtype=td.int32))
+    params = {k: torch.tensor(v, requires_grad=True) for k, v in w.items()}
+
+    def visit(node):
+        kind, kids = node
+        states = [visit(k) for k in kids]
+        i, o, u, f_x = (params["embedding"][kind] @ params["w"] + params["b"]).chunk(4)
+        if states:
+            i_h, o_h, u_h = (sum(h for _, h in states) @ params["u_iou"]).chunk(3)
+            i, o, u = i + i_h, o + o_h, u + u_h
+        c = torch.sigmoid(i) * torch.tanh(u)
+        for c_k, h_k in states:
+            c = c + torch.sigmoid(f_x + h_k @ params["u_f"]) * c_k
+        return c, torch.sigmoid(o) * torch.tanh(c)
+
+    logits = torch.stack([visit(t)[1] @ params["w_out"] + params["b_out"] for t, _ in examples])
+    torch.nn.functional.cross_entropy(logits, torch.tensor([label for _, label in examples])).backward()
+    for k, var in model_.vars.items():
+        np.testing.assert_allclose(var.numpy(), w[k] - 0.01 * params[k].grad.numpy(), atol=1e-6, err_msg=k)
 
 
 def test_autobatched_decoder_matches_numpy(treadle_models):
