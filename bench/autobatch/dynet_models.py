@@ -33,7 +33,8 @@ def load(strategy="agenda"):
         import dynet_config
     except ImportError:
         return None
-    dynet_config.set(mem="512", random_seed=1, autobatch=STRATEGIES[strategy])
+    # DyNet cannot grow its memory pools while it autobatches: reserve enough for a batch of 256.
+    dynet_config.set(mem="2048", random_seed=1, autobatch=STRATEGIES[strategy])
     import dynet as dy
     _loaded.update(strategy=strategy, dy=dy)
     return dy
