@@ -39,6 +39,7 @@ import common  # noqa: E402
 
 WORKLOADS = ("treelstm", "child_sum", "decoder")
 AUTOBATCH, HAND_WOVEN, TORCH = "treadle autobatch", "treadle hand-woven bulk", "PyTorch batched by hand"
+AUTOBATCH_BY_LEVEL = "treadle autobatch, level by level"
 
 
 def parse_args(argv=None):
@@ -235,12 +236,19 @@ def decoder(args, torch, dy, count):
     sizes = dec.tree_sizes(weights, states)
     steps, checks, missing = {"inference": {}, "training": {}}, {}, []
     launches = None
+    facts = {"examples": len(states), "mean_nodes": float(sizes.mean()), "min_nodes": int(sizes.min()),
+             "max_nodes": int(sizes.max()), "state": dec.STATE, "max_depth": dec.MAX_DEPTH}
     if treadle_models.available():
         auto = treadle_models.TreeDecoder(weights, dec.MAX_DEPTH, dec.LEARNING_RATE)
         checks[AUTOBATCH] = max_diff(auto.infer(few), reference)
         launches = treadle_models.launch_counts(auto.batched, list(batches[0]))
         steps["inference"][AUTOBATCH] = lambda k: auto.infer(batches[k])
         steps["training"][AUTOBATCH] = lambda k: auto.train(batches[k])
+        by_level = treadle_models.TreeDecoder(weights, dec.MAX_DEPTH, dec.LEARNING_RATE, order="by_level")
+        checks[AUTOBATCH_BY_LEVEL] = max_diff(by_level.infer(few), reference)
+        facts["launches_by_level"] = treadle_models.launch_counts(by_level.batched, list(batches[0]))
+        steps["inference"][AUTOBATCH_BY_LEVEL] = lambda k: by_level.infer(batches[k])
+        steps["training"][AUTOBATCH_BY_LEVEL] = lambda k: by_level.train(batches[k])
     else:
         missing.append(AUTOBATCH)
     if torch is not None:
@@ -259,8 +267,6 @@ def decoder(args, torch, dy, count):
         add_dynet(steps, checks, missing, dy, args, make, list(few), reference, [list(b) for b in batches])
     for mode, gemms in decoder_gemm_steps(torch, weights, batches).items():
         steps[mode].update(gemms)
-    facts = {"examples": len(states), "mean_nodes": float(sizes.mean()), "min_nodes": int(sizes.min()),
-             "max_nodes": int(sizes.max()), "state": dec.STATE, "max_depth": dec.MAX_DEPTH}
     return steps, checks, facts, launches, missing
 
 
@@ -335,11 +341,11 @@ def ratios(results):
     out = {}
     for mode, entries in results.items():
         pairs = {}
-        for mine in (AUTOBATCH, HAND_WOVEN):
+        for mine in (AUTOBATCH, AUTOBATCH_BY_LEVEL, HAND_WOVEN):
             if mine not in entries:
                 continue
             for other, e in entries.items():
-                if other not in (mine, GEMM_TD, GEMM_TORCH) and not (mine == HAND_WOVEN and other == AUTOBATCH):
+                if other not in (mine, GEMM_TD, GEMM_TORCH, AUTOBATCH, AUTOBATCH_BY_LEVEL):
                     pairs[f"{mine} / {other}"] = statistics.median(
                         a / b for a, b in zip(entries[mine]["rounds"], e["rounds"]))
         out[mode] = pairs
@@ -351,7 +357,7 @@ def outside_gemm(results):
     outside its library's matrix products (1 - GEMM time / step time)."""
     out = {}
     for mode, entries in results.items():
-        for name, gemm in ((AUTOBATCH, GEMM_TD), (TORCH, GEMM_TORCH)):
+        for name, gemm in ((AUTOBATCH, GEMM_TD), (AUTOBATCH_BY_LEVEL, GEMM_TD), (TORCH, GEMM_TORCH)):
             if name in entries and gemm in entries:
                 # rates per round: a step's time over the products' time is gemm rate / step rate
                 out.setdefault(mode, {})[name] = statistics.median(
@@ -369,7 +375,7 @@ def markdown(report):
              f"{common.kernels_sentence(m)} Versions: "
              + ", ".join(f"{k} {v}" for k, v in m["versions"].items() if v) + ".", "",
              "Data: " + ", ".join(f"{k} {v:.1f}" if isinstance(v, float) else f"{k} {v}"
-                                  for k, v in report["data"].items()) + ".", "",
+                                  for k, v in report["data"].items() if not isinstance(v, dict)) + ".", "",
              "| implementation | mode | examples/s (median) |", "|---|---|---:|"]
     for mode, entries in report["results"].items():
         for name, e in entries.items():
@@ -382,12 +388,13 @@ def markdown(report):
                   "| implementation | mode | fraction |", "|---|---|---:|"]
         for mode, fr in report["outside_matrix_products"].items():
             lines += [f"| {name} | {mode} | {100 * v:.0f}% |" for name, v in fr.items()]
-    if report.get("launches_first_batch"):
-        n = report["launches_first_batch"]
-        lines += ["", f"treadle autobatch on the first batch: {n['nodes']} recorded calls in {n['rounds']} rounds; "
-                  f"batched launches: depth order {n['depth']}, agenda {n['agenda']}, treadle's default "
-                  f"{n['default']}, against a lower bound of {n['lower_bound']} (the longest chain of dependent "
-                  f"calls, summed over rounds)."]
+    for name, n in ((AUTOBATCH, report.get("launches_first_batch")),
+                    (AUTOBATCH_BY_LEVEL, report["data"].get("launches_by_level"))):
+        if n:
+            lines += ["", f"{name} on the first batch: {n['nodes']} recorded calls in {n['rounds']} rounds; "
+                      f"batched launches: depth order {n['depth']}, agenda {n['agenda']}, treadle's default "
+                      f"{n['default']}, against a lower bound of {n['lower_bound']} (the longest chain of "
+                      f"dependent calls, summed over rounds)."]
     lines += ["", "Largest difference from the NumPy per-example reference on a few examples: "
               + ", ".join(f"{k} {v:.1e}" for k, v in report["checks"].items()) + "."]
     if report["missing"]:

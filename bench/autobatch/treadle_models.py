@@ -121,25 +121,48 @@ class ChildSumTreeLSTM(_Classifier):
 class TreeDecoder:
     """§2c. Each node reads its expansion probability (`float(p)`): autobatch
     suspends that example until the batched work it waits for has run. An
-    example is a root state [STATE] (NumPy); the output is [batch, STATE]."""
+    example is a root state [STATE] (NumPy); the output is [batch, STATE].
 
-    def __init__(self, weights, max_depth, learning_rate):
+    `order="depth_first"` is the plain recursion: an example reads one
+    probability at a time, so it needs a round per node of its tree (the
+    right subtree waits for the left one). `order="by_level"` is the same
+    decoder written level by level within the example: it asks for the
+    probabilities of all its nodes at one depth before reading any, so an
+    example needs a round per depth."""
+
+    def __init__(self, weights, max_depth, learning_rate, order="depth_first"):
         v = self.vars = _variables(weights)
 
         @td.function
         def probability(s):
-            return td.sigmoid(td.matmul(s, v["w_p"]) + v["b_p"])
+            return td.reshape(td.sigmoid(td.matmul(s, v["w_p"]) + v["b_p"]), [])
 
         @td.function
         def expand(s):
             return td.split(td.tanh(td.matmul(s, v["W_c"]) + v["b_c"]), 2, axis=1)
 
-        def decode(s, depth=0):
-            if depth < max_depth and float(probability(s)[0, 0]) > 0.5:
+        def depth_first(s, depth=0):
+            if depth < max_depth and float(probability(s)) > 0.5:
                 left, right = expand(s)
-                return decode(left, depth + 1) + decode(right, depth + 1)
+                return depth_first(left, depth + 1) + depth_first(right, depth + 1)
             return s
 
+        def by_level(root):
+            frontier, leaves = [root], []
+            for depth in range(max_depth + 1):
+                if depth == max_depth:
+                    leaves += frontier
+                    break
+                probabilities = [probability(s) for s in frontier]  # all asked for, then read
+                grown = []
+                for s, p in zip(frontier, probabilities):
+                    (grown if float(p) > 0.5 else leaves).append(s)
+                frontier = [child for s in grown for child in expand(s)]
+            return td.add_n(leaves)
+
+        if order not in ("depth_first", "by_level"):
+            raise ValueError(f"order must be 'depth_first' or 'by_level', not {order!r}")
+        decode = depth_first if order == "depth_first" else by_level
         self.batched = td.loom.autobatch(lambda root: decode(td.constant(root[None])))
         self.optimizer = td.optimizers.SGD(learning_rate)
 
