@@ -6,8 +6,9 @@ bench/results/autobatch.md:
     python bench/autobatch_suite.py --short         # a quick look (3 rounds of 1 batch, less data)
     python bench/autobatch_suite.py --rounds 9 --levels native --label quiet
 
-At each level it runs bench/autobatch_peers.py (a process each, as DyNet's
-batching strategy is fixed per process):
+At each level it runs bench/autobatch_peers.py, one batch per
+implementation per round (a process each, as DyNet's batching strategy is
+fixed per process):
 1. the three workloads at one thread, DyNet's agenda strategy;
 2. the binary TreeLSTM again with DyNet's depth strategy;
 3. the three workloads with treadle at two threads (peers still at one).
@@ -65,7 +66,7 @@ def run_level(level, args):
     reports = {}
     for k, (name, extra) in enumerate(RUNS):
         out = args.out_dir / f"autobatch-{level}" / f"run{k + 1}"
-        cmd = [sys.executable, str(HERE / "autobatch_peers.py"), "--rounds", str(args.rounds),
+        cmd = [sys.executable, str(HERE / "autobatch_peers.py"), "--rounds", str(args.rounds), "--steps", "1",
                "--label", args.label, "--out-dir", str(out)] + (["--short"] if args.short else []) + extra
         print(f"[{level}] {name}: {' '.join(cmd[1:])}", flush=True)
         t0 = time.time()
