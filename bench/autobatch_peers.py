@@ -132,7 +132,7 @@ def treelstm(args, torch, dy, count):
         steps["training"][TORCH] = lambda k: peer[("torch by height", "training")](batches[k])
     else:
         missing.append(TORCH)
-    add_dynet(steps, checks, missing, dy, args, lambda: dynet_class(dy, "BinaryTreeLSTM")(dy, weights),
+    add_dynet(steps, checks, missing, dy, args, lambda: dynet_class("BinaryTreeLSTM")(dy, weights),
               few, reference, batches)
     facts = {"trees": len(trees), "mean_nodes": float(np.mean([t.size for t in trees]))}
     return steps, checks, facts, launches, missing
@@ -159,7 +159,7 @@ def model_logits(w, tree):
     return visit(tree.size - 1)[1] @ w["W_out"] + w["b_out"]
 
 
-def dynet_class(dy, name):
+def dynet_class(name):
     from bench.autobatch import dynet_models
     return getattr(dynet_models, name)
 
@@ -218,7 +218,7 @@ def child_sum(args, torch, dy, count):
         steps["training"][TORCH] = lambda k: peer.train(plans[k], tlabels[k])
     else:
         missing.append(TORCH)
-    add_dynet(steps, checks, missing, dy, args, lambda: dynet_class(dy, "ChildSumTreeLSTM")(dy, weights),
+    add_dynet(steps, checks, missing, dy, args, lambda: dynet_class("ChildSumTreeLSTM")(dy, weights),
               few, reference, examples)
     facts = child_sum_ast.describe(functions)
     facts["vocab"] = vocab
@@ -260,7 +260,7 @@ def decoder(args, torch, dy, count):
         steps["training"][TORCH] = lambda k: peer.train(tstates[k])
     else:
         missing.append(TORCH)
-    make = lambda: dynet_class(dy, "TreeDecoder")(dy, weights, dec.MAX_DEPTH, dec.LEARNING_RATE)  # noqa: E731
+    make = lambda: dynet_class("TreeDecoder")(dy, weights, dec.MAX_DEPTH, dec.LEARNING_RATE)  # noqa: E731
     add_dynet(steps, checks, missing, dy, args, make, list(few), reference, [list(b) for b in batches],
               autobatch=False)
     if args.dynet_decoder_autobatch:
