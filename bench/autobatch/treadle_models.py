@@ -74,40 +74,28 @@ class _Classifier:
 
 class ChildSumTreeLSTM(_Classifier):
     """§2b; examples are bench.autobatch.child_sum nested (kind, [subtrees]).
-    The children are a Python list: their h are summed with `td.add_n`, and
-    each child's forget gate is one call of the `forget` cell."""
+    One cell per node takes its children's states as Python lists: it is
+    traced once per number of children, and each of those traces is a
+    batched op of its own."""
 
     def __init__(self, weights, learning_rate=0.01):
         v = self.vars = _variables(weights)
 
         @td.function
-        def gates(x):
-            return td.split(td.matmul(td.reshape(x, [1, -1]), v["w"]) + v["b"], 4, axis=1)
-
-        @td.function
-        def forget(f_x, c_k, h_k):
-            return td.sigmoid(f_x + td.matmul(h_k, v["u_f"])) * c_k
-
-        @td.function
-        def leaf(i, o, u):
+        def cell(x, child_c, child_h):
+            i, o, u, f_x = td.split(td.matmul(td.reshape(x, [1, -1]), v["w"]) + v["b"], 4, axis=1)
+            if child_h:
+                i_h, o_h, u_h = td.split(td.matmul(td.add_n(child_h), v["u_iou"]), 3, axis=1)
+                i, o, u = i + i_h, o + o_h, u + u_h
             c = td.sigmoid(i) * td.tanh(u)
+            for c_k, h_k in zip(child_c, child_h):
+                c = c + td.sigmoid(f_x + td.matmul(h_k, v["u_f"])) * c_k
             return c, td.sigmoid(o) * td.tanh(c)
-
-        @td.function
-        def node(i, o, u, h_sum, kept):
-            i_h, o_h, u_h = td.split(td.matmul(h_sum, v["u_iou"]), 3, axis=1)
-            c = td.sigmoid(i + i_h) * td.tanh(u + u_h) + kept
-            return c, td.sigmoid(o + o_h) * td.tanh(c)
 
         def visit(tree):
             kind, kids = tree
             states = [visit(k) for k in kids]
-            i, o, u, f_x = gates(td.gather(v["embedding"], kind))
-            if not states:
-                return leaf(i, o, u)
-            h_sum = td.add_n([h for _, h in states])
-            kept = td.add_n([forget(f_x, c, h) for c, h in states])
-            return node(i, o, u, h_sum, kept)
+            return cell(td.gather(v["embedding"], kind), [c for c, _ in states], [h for _, h in states])
 
         self.visit = visit
         super().__init__(learning_rate)
