@@ -398,7 +398,7 @@ def markdown(report):
     lines += ["", "Largest difference from the NumPy per-example reference on a few examples: "
               + ", ".join(f"{k} {v:.1e}" for k, v in report["checks"].items()) + "."]
     if report["missing"]:
-        lines += ["", "Not measured (not installed or not available): " + ", ".join(report["missing"]) + "."]
+        lines += ["", "Not measured (not installed, not available, or left out by an option): " + ", ".join(report["missing"]) + "."]
     return "\n".join(lines) + "\n"
 
 
