@@ -55,7 +55,8 @@ def parse_args(argv=None):
                         help="also time DyNet's decoder with autobatching on (it forwards at every decision)")
     parser.add_argument("--no-dynet", action="store_true", help="leave DyNet out")
     parser.add_argument("--no-torch", action="store_true", help="leave PyTorch out")
-    parser.add_argument("--label", default="loaded", help="how the machine was: 'loaded' or 'quiet' (goes into the report)")
+    parser.add_argument("--label", default="loaded",
+                        help="how the machine was: 'loaded' or 'quiet' (goes into the report)")
     parser.add_argument("--out-dir", default=str(common.RESULTS_DIR))
     args = parser.parse_args(argv)
     args.workloads = args.workloads.split(",")
@@ -398,7 +399,8 @@ def markdown(report):
     lines += ["", "Largest difference from the NumPy per-example reference on a few examples: "
               + ", ".join(f"{k} {v:.1e}" for k, v in report["checks"].items()) + "."]
     if report["missing"]:
-        lines += ["", "Not measured (not installed, not available, or left out by an option): " + ", ".join(report["missing"]) + "."]
+        lines += ["", "Not measured (not installed, not available, or left out by an option): "
+                  + ", ".join(report["missing"]) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -423,7 +425,8 @@ def main(argv=None):
                   "batch": args.batch, "rounds": args.rounds, "steps_per_round": args.steps,
                   "treadle_threads": args.treadle_threads, "peer_threads": 1,
                   "dynet_strategy": args.dynet_strategy if dy is not None else None,
-                  "machine": machine, "data": facts, "checks": checks, "launches_first_batch": launches, "missing": sorted(set(missing)),
+                  "machine": machine, "data": facts, "checks": checks, "launches_first_batch": launches,
+                  "missing": sorted(set(missing)),
                   "load_average_start": os.getloadavg()}
         report["results"] = measure(steps, count, args)
         report["load_average_end"] = os.getloadavg()
