@@ -415,7 +415,6 @@ def dynet_version():
 def main(argv=None):
     args = parse_args(argv)
     torch, dy = start_libraries(args)
-    import treadle  # noqa: F401  (after the thread limits)
     count = 2 if args.short else 4
     machine = common.machine_info()
     machine["versions"]["dynet"] = dynet_version() if dy is not None else None

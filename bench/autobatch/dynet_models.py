@@ -69,7 +69,6 @@ class _Model:
         return out.T  # DyNet's batch axis is the last
 
     def train(self, batch, autobatch=True):
-        dy = self.dy
         self.new_graph(autobatch)
         loss = self.loss(batch)
         value = loss.value()  # the final forward

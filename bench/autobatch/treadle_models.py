@@ -8,8 +8,6 @@ gather), made a row inside the cell that reads it.
 Training is a `td.GradientTape` around the autobatched call, then an SGD
 step, as for any treadle model."""
 
-import numpy as np
-
 import treadle as td
 
 

@@ -90,7 +90,7 @@ def test_dynet_binary_treelstm_matches_numpy_and_pytorch(dy):
     m = BinaryTreeLSTM(dy, w)
     np.testing.assert_allclose(m.infer(trees), np.stack([autobatch_peers.model_logits(w, t) for t in trees]),
                                atol=1e-6)
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from bench.treelstm import torch_peers
     steps, peer = torch_peers.make_steps(w)
     steps[("torch by height", "training")](trees)
