@@ -36,10 +36,11 @@ LEVELS = {
     "avx2": {"TREADLE_ISA": "avx2", "OPENBLAS_CORETYPE": "Haswell",
              "ATEN_CPU_CAPABILITY": "avx2", "MKL_ENABLE_INSTRUCTIONS": "AVX2"},
 }
-RUNS = [  # (name of the run, arguments of bench/autobatch_peers.py)
-    ("one thread, DyNet agenda", []),
-    ("one thread, DyNet depth", ["--workloads", "treelstm", "--dynet-strategy", "depth", "--no-torch"]),
-    ("treadle at two threads", ["--treadle-threads", "2", "--no-dynet"]),
+RUNS = [  # (name of the run, arguments of bench/autobatch_peers.py, peers it leaves out)
+    ("one thread, DyNet agenda", [], set()),
+    ("one thread, DyNet depth", ["--workloads", "treelstm", "--dynet-strategy", "depth", "--no-torch"],
+     {"PyTorch batched by hand"}),
+    ("treadle at two threads", ["--treadle-threads", "2", "--no-dynet"], {"DyNet"}),
 ]
 
 
@@ -50,6 +51,8 @@ def parse_args(argv=None):
     parser.add_argument("--short", action="store_true", help="3 rounds of 1 batch on less data")
     parser.add_argument("--label", default="loaded", help="how the machine was: 'loaded' or 'quiet'")
     parser.add_argument("--out-dir", type=pathlib.Path, default=RESULTS)
+    parser.add_argument("--summary-only", action="store_true",
+                        help="run nothing: write autobatch.md from the reports already in --out-dir")
     args = parser.parse_args(argv)
     args.levels = args.levels.split(",")
     unknown = [lv for lv in args.levels if lv not in LEVELS]
@@ -60,19 +63,31 @@ def parse_args(argv=None):
     return args
 
 
+def run_dir(args, level, k):
+    return args.out_dir / f"autobatch-{level}" / f"run{k + 1}"
+
+
+def read_reports(out):
+    return {p.stem[len("autobatch_"):]: json.loads(p.read_text()) for p in sorted(out.glob("*.json"))}
+
+
 def run_level(level, args):
-    """Runs every run of RUNS at `level`; returns {run name: {workload: report}}."""
+    """Runs every run of RUNS at `level` (or, with --summary-only, reads
+    their reports); returns {run name: {workload: report}}."""
+    if args.summary_only:
+        return {name: read_reports(run_dir(args, level, k)) for k, (name, _, _) in enumerate(RUNS)
+                if run_dir(args, level, k).exists()}
     env = dict(os.environ, **LEVELS[level])
     reports = {}
-    for k, (name, extra) in enumerate(RUNS):
-        out = args.out_dir / f"autobatch-{level}" / f"run{k + 1}"
+    for k, (name, extra, _) in enumerate(RUNS):
+        out = run_dir(args, level, k)
         cmd = [sys.executable, str(HERE / "autobatch_peers.py"), "--rounds", str(args.rounds), "--steps", "1",
                "--label", args.label, "--out-dir", str(out)] + (["--short"] if args.short else []) + extra
         print(f"[{level}] {name}: {' '.join(cmd[1:])}", flush=True)
         t0 = time.time()
         subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
         print(f"[{level}] {name}: {time.time() - t0:.0f} s", flush=True)
-        reports[name] = {p.stem[len("autobatch_"):]: json.loads(p.read_text()) for p in sorted(out.glob("*.json"))}
+        reports[name] = read_reports(out)
     return reports
 
 
@@ -105,6 +120,9 @@ def main(argv=None):
             notes.append("- avx2: not run separately: this CPU has no AVX-512, so the native level is AVX2.")
             continue
         reports = run_level(level, args)
+        if not reports:
+            notes.append(f"- {level}: no reports.")
+            continue
         ratio_rows += summary_lines(level, reports)
         rate_rows += rates_lines(level, reports)
         first = next(iter(next(iter(reports.values())).values()))
@@ -113,17 +131,20 @@ def main(argv=None):
                      f"{m['kernels']['blas_kernels']}; load average {first['load_average_start'][0]:.1f}.")
         for run, by_workload in reports.items():
             for workload, r in by_workload.items():
-                n = r.get("launches_first_batch")
-                if n and run == RUNS[0][0]:
-                    notes.append(f"- {level}, {workload}: {n['nodes']} recorded calls in {n['rounds']} rounds; "
-                                 f"launches: depth {n['depth']}, agenda {n['agenda']}, default {n['default']}, "
-                                 f"lower bound {n['lower_bound']}.")
+                for what, n in (("", r.get("launches_first_batch")),
+                                ("level by level, ", r["data"].get("launches_by_level"))):
+                    if n and run == RUNS[0][0]:
+                        notes.append(f"- {level}, {workload}, {what}first batch: {n['nodes']} recorded calls in "
+                                     f"{n['rounds']} rounds; launches: depth {n['depth']}, agenda {n['agenda']}, "
+                                     f"default {n['default']}, lower bound {n['lower_bound']}.")
                 if r.get("outside_matrix_products"):
                     for mode, fr in r["outside_matrix_products"].items():
                         notes.append(f"- {level}, {workload} ({run}), {mode}: outside the matrix products: "
                                      + ", ".join(f"{k} {100 * v:.0f}%" for k, v in fr.items()) + ".")
-                if r["missing"]:
-                    notes.append(f"- {level}, {workload} ({run}): not measured: {', '.join(r['missing'])}.")
+                left_out = next(lo for name, _, lo in RUNS if name == run)
+                missing = [m for m in r["missing"] if m not in left_out]
+                if missing:
+                    notes.append(f"- {level}, {workload} ({run}): not measured: {', '.join(missing)}.")
     md = [f"# Automatic batching, every run ({args.label})", "",
           f"Made by `python bench/autobatch_suite.py --rounds {args.rounds}"
           + (" --short" if args.short else "") + f" --levels {','.join(args.levels)}`. Each run is one process; "
