@@ -126,7 +126,8 @@ class AutobatchedTreeLSTM:
             self.root_state(trees)
         finally:
             self.root_state.count_launches = False
-        return self.root_state.last_stats[0]
+        stats = self.root_state.last_stats[0]
+        return {k: stats[k] for k in ("nodes", "lower_bound", "depth", "agenda", "default")}
 
     def recording_us_per_cell_call(self):
         """Microseconds of recording (the examples' Python, cell calls
@@ -199,6 +200,14 @@ def main():
     print(f"recording: {auto.recording_us_per_cell_call():.2f} µs per cell call "
           f"({auto.root_state.last_recording_seconds * 1e3:.1f} ms for {args.batch} trees); the same recursion "
           f"calling plain Python functions: {python_baseline_us(batch):.2f} µs per call (the machine's yardstick)")
+    stats = auto.root_state.last_stats
+    plan = sum(r["plan_seconds"] for r in stats)
+    run = sum(r["run_seconds"] for r in stats)
+    record = auto.root_state.last_recording_seconds
+    total = record + plan + run
+    print(f"an inference step's autobatch parts: recording {record * 1e3:.0f} ms ({100 * record / total:.0f}%), "
+          f"planning and weaving {plan * 1e3:.0f} ms ({100 * plan / total:.0f}%), the loom run {run * 1e3:.0f} ms "
+          f"({100 * run / total:.0f}%)")
     print("batched launches per step:", auto.launch_report(batch))
 
 

@@ -163,3 +163,35 @@ def test_recording_refuses_a_function_that_reads_values():
 
     with pytest.raises(ValueError, match="reads a computed value"):
         td.loom.autobatch(fn).record(TREES)
+
+
+def test_cells_with_keywords_structures_and_tensor_conditions():
+    W = td.Variable(np.arange(6.0).reshape(2, 3))
+
+    @td.function
+    def cell(x, scale=1.0, *, extra=None):
+        y = td.matmul(td.reshape(x, [1, 2]), W)[0] * scale
+        if td.reduce_sum(y) > 0:  # AutoGraph: a condition on a tensor inside the cell
+            y = y + 1.0
+        return {"y": y, "z": y + extra if extra is not None else y}
+
+    def fn(example):
+        x = td.constant(np.asarray(example, np.float64))
+        a, b = td.split(x * 2.0, 2)
+        out = cell(td.concat([b, a], 0), 2.0, extra=td.constant(np.ones(3)))
+        out2 = cell(x, scale=0.5)
+        return {"first": out["z"], "pair": (out2["y"], td.stack([a[0], b[0]]))}
+
+    examples = [[1.0, 2.0], [3.0, -1.0], [-2.0, -1.0]]
+    result = td.loom.autobatch(fn)(examples)
+    w = W.numpy()
+
+    def ref_cell(x, scale):
+        y = x @ w * scale
+        return y + 1.0 if y.sum() > 0 else y
+    for i, e in enumerate(examples):
+        x = np.array(e)
+        a, b = x[:1] * 2, x[1:] * 2
+        np.testing.assert_allclose(result["first"].numpy()[i], ref_cell(np.concatenate([b, a]), 2.0) + 1)
+        np.testing.assert_allclose(result["pair"][0].numpy()[i], ref_cell(x, 0.5))
+        np.testing.assert_allclose(result["pair"][1].numpy()[i], [a[0], b[0]])

@@ -2,6 +2,7 @@
 against their lower bound, and the errors of mismatched outputs, of
 exceptions in the function and of values used across examples."""
 
+import threading
 import traceback
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 
 import treadle as td
 from treadle.loom.autobatch import CrossExampleError, launch_counts
+from treadle.loom.autobatch.agenda import agenda_arrays
 
 W = td.Variable(np.array([[0.5, -1.0], [2.0, 0.25]]))
 
@@ -167,3 +169,112 @@ def test_not_a_function():
 def test_no_examples():
     with pytest.raises(ValueError, match="no examples"):
         td.loom.autobatch(lambda x: x)([])
+
+
+def test_calls_of_other_threads_run_as_usual_while_a_batch_records():
+    seen = []
+
+    def other_thread():
+        seen.append(np.asarray(cell_b(td.constant(np.zeros(2)))))  # an eager call, not recorded
+
+    def fn(x):
+        y = cell_b(td.constant(np.asarray(x)))
+        t = threading.Thread(target=other_thread)
+        t.start()
+        t.join()
+        return y
+
+    batched = td.loom.autobatch(fn)
+    out = batched([[0.0, 1.0]])
+    np.testing.assert_allclose(seen[0], [1.0, 1.0])
+    np.testing.assert_allclose(out.numpy(), 2 / (1 + np.exp(-np.array([[0.0, 1.0]]))))
+    assert batched.last_stats[0]["nodes"] == 1
+
+
+def test_agenda_order_computes_the_same_values():
+    # mixed cells whose calls interleave at different depths, and a DAG
+    def fn(n):
+        x = td.constant(np.full(2, 0.1 * n))
+        for k in range(n):
+            x = cell_a(x) if k % 2 == 0 else cell_b(x)
+        y = cell_b(td.constant(np.ones(2)))
+        return cell_a(x + y) * x
+
+    examples = [1, 4, 2, 3, 5]
+    depth, agenda = td.loom.autobatch(fn), td.loom.autobatch(fn, schedule="agenda")
+    agenda.count_launches = True
+    np.testing.assert_allclose(agenda(examples).numpy(), depth(examples).numpy(), rtol=1e-12)
+    stats = agenda.last_stats[0]
+    assert stats["agenda"] < stats["depth"]  # the agenda batches what depth order launches apart
+    with pytest.raises(ValueError, match="schedule must be"):
+        td.loom.autobatch(fn, schedule="random")
+
+
+def test_agenda_order_gradients_match_depth_order():
+    def fn(n):
+        x = td.constant(np.full(2, 0.3 * n))
+        for k in range(n):
+            x = cell_b(x) if k % 3 == 1 else cell_a(x)
+        return x
+
+    grads = []
+    for schedule in ("depth", "agenda"):
+        with td.GradientTape() as tape:
+            loss = td.reduce_sum(td.loom.autobatch(fn, schedule=schedule)([3, 1, 4, 2]))
+        grads.append(np.asarray(tape.gradient(loss, W)))
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
+
+
+def test_agenda_arrays_realize_the_agenda_launches():
+    # chain A-B-A-B of one example beside a chain B-A of another, and a lone A reading batch input rows
+    node_op = [0, 1, 0, 1, 1, 0, 0]
+    parents = [[], [0], [1], [2], [], [4], []]
+    splits, args = [0], []
+    for ps in parents:
+        if ps:
+            args += [(0, 0, p, 0, -1) for p in ps]
+        else:
+            args.append((0, 1, 0, 0, -1))
+        splits.append(len(args))
+    DELAY = 9
+    new_op, new_splits, new_args, new_index = agenda_arrays(node_op, splits, args, lambda i, j: DELAY)
+    depth = []
+    for i in range(len(new_op)):
+        ds = [depth[a[2]] for a in new_args[new_splits[i]:new_splits[i + 1]] if a[1] == 0]
+        depth.append(1 + max(ds, default=0))
+    launches = {(d, o) for d, o in zip(depth, new_op) if o != DELAY}
+    counts = launch_counts(node_op, splits, [a[1] for a in args], [a[2] for a in args])
+    assert len(launches) == counts["agenda"] < counts["depth"]
+    assert [new_op[k] for k in new_index] == node_op
+
+
+def test_called_inside_a_td_function():
+    batched = td.loom.autobatch(lambda x: cell_b(td.constant(np.asarray(x))))
+
+    @td.function
+    def f():
+        return batched([[0.0, 1.0]])
+
+    with pytest.raises(RuntimeError, match="record"):
+        f()
+
+
+def test_calls_from_two_threads_take_turns():
+    def fn(x):
+        return cell_a(cell_b(td.constant(np.asarray(x))))
+
+    batched = td.loom.autobatch(fn)
+    examples = [[0.1 * k, -0.2 * k] for k in range(6)]
+    expected = batched(examples).numpy()
+    results = [None, None]
+
+    def worker(k):
+        results[k] = batched(examples).numpy()
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results:
+        np.testing.assert_allclose(r, expected, rtol=1e-12)

@@ -102,3 +102,16 @@ def test_reading_forms():
         v = np.asarray(x) * w.numpy()
         expected = v + v.sum() + np.argmax(v) + float(v.sum() > 0) + v.sum()
         np.testing.assert_allclose(out.numpy()[k], expected, rtol=1e-12)
+
+
+def test_reading_variables_and_their_rows_inside_the_function():
+    emb = td.Variable(np.arange(12.0).reshape(4, 3))
+
+    def fn(i):
+        row = td.gather(emb, i)
+        whole = td.convert_to_tensor(emb)
+        return row * float(row.numpy()[0] + whole.numpy()[3, 2])
+
+    out = td.loom.autobatch(fn)([1, 3])
+    E = emb.numpy()
+    np.testing.assert_allclose(out.numpy(), np.stack([E[i] * (E[i, 0] + E[3, 2]) for i in (1, 3)]))

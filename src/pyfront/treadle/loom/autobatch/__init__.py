@@ -12,7 +12,9 @@ batches the tensor work of all of them:
   its per-example computation through `td.vectorized_map`.
 - Scheduling. Nodes are woven in one bulk call per round and run by the
   Loom in depth order: each op once per depth on all its calls there; a
-  value used twice is computed once.
+  value used twice is computed once. `autobatch(fn, schedule="agenda")`
+  runs DyNet's agenda order instead (pass-throughs delay the calls it
+  launches later); `launch_counts` compares the orders' batched launches.
 - Values mid-computation. Each example runs as a greenlet. Reading a value
   (`float(p)`, `bool(p > 0.5)`, `p.numpy()`, an `if` or `while` on it)
   suspends that example; once every unfinished example waits or is done,
@@ -46,7 +48,10 @@ batches the tensor work of all of them:
       train_step(batched.record(trees), labels)
 """
 
-from treadle.framework import variables
+import gc
+import threading
+
+from treadle.framework import context, variables
 from treadle.function import polymorphic_function
 from treadle.loom.autobatch.outputs import check_results, stacked_outputs
 from treadle.loom.autobatch.recorded import Recording, make_recording
@@ -57,15 +62,19 @@ from treadle.loom.autobatch.scheduler import run_examples
 from treadle.loom.autobatch.schedule_stats import launch_counts
 
 _active = []  # the recorder of the autobatched call running now (one at a time)
+_one_at_a_time = threading.Lock()
 
 
 class AutoBatched:
     """What td.loom.autobatch(fn) returns: call it on an iterable of examples."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, schedule="depth"):
         if not callable(fn):
             raise TypeError(f"td.loom.autobatch takes a function, got {fn!r}")
+        if schedule not in ("depth", "agenda"):
+            raise ValueError(f"td.loom.autobatch: schedule must be 'depth' or 'agenda', got {schedule!r}")
         self._fn = fn
+        self.schedule = schedule
         self._registry = Registry()
         self.last_stats = None  # per round of the last call: {"nodes", "loom_depth", ...}
         self.count_launches = False  # True: last_stats also give launch_counts of each round
@@ -104,18 +113,35 @@ class AutoBatched:
         return make_recording(recorder, plan_round(recorder), results, self._plans)
 
     def _run(self, examples, finish, run_rounds=True):
-        if _active:
+        if context.graph_being_built() is not None:
+            raise RuntimeError("td.loom.autobatch runs its examples eagerly (their Python decides the schedule); "
+                               "inside a td.function, pass it `autobatched.record(examples)` made outside and "
+                               "call the recording's outputs() there")
+        if _active and _active[0].thread == threading.get_ident():
             raise RuntimeError("td.loom.autobatch: an autobatched function was called inside another's "
                                "per-example function; call it on its own")
+        with _one_at_a_time:  # the recording hooks are the process's: calls of other threads wait
+            return self._record_and_finish(examples, finish, run_rounds)
+
+    def _record_and_finish(self, examples, finish, run_rounds):
         recorder = Recorder(self._registry)
         recorder.count_launches = self.count_launches
+        recorder.schedule = self.schedule
         _active.append(recorder)
         polymorphic_function.call_interceptors.append(recorder.call)
         variables.read_overrides.append(recorder.read_override)
+        # Recording makes many small objects that live until the round runs;
+        # the cyclic collector would scan them again and again (about a fifth
+        # of the recording time) and find no garbage (the round breaks the one
+        # cycle, values -> recorder -> round), so it waits meanwhile.
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             results = run_examples(recorder, self._fn, examples, run_rounds)
             out = finish(recorder, results)
         finally:
+            if collecting:
+                gc.enable()
             variables.read_overrides.remove(recorder.read_override)
             polymorphic_function.call_interceptors.remove(recorder.call)
             _active.remove(recorder)
@@ -128,10 +154,13 @@ class AutoBatched:
         return f"<td.loom.autobatch of {self.__name__}: {len(self._registry.ops)} batched ops>"
 
 
-def autobatch(fn):
+def autobatch(fn, schedule="depth"):
     """Returns a callable running `fn` on every example of an iterable and
-    batching their tensor work through the Loom (see the module's docstring)."""
-    return AutoBatched(fn)
+    batching their tensor work through the Loom (see the module's docstring).
+    `schedule`: "depth" (the default: each op once per depth, the fast path
+    for trees) or "agenda" (DyNet's order, for DAGs and mixed cells whose
+    calls interleave at different depths; see agenda.py)."""
+    return AutoBatched(fn, schedule)
 
 
 __all__ = ["autobatch", "AutoBatched", "CrossExampleError", "Recording", "launch_counts"]

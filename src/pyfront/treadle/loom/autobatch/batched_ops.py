@@ -50,7 +50,8 @@ class CellOp(_MappedOp):
         captured = [variable_for_handle(ext) for ext, _ in concrete.graph.captures.values()]
         super().__init__(input_type_shapes, output_type_shapes, [v for v in captured if v is not None],
                          f"td.function '{getattr(function, '__name__', function)}'")
-        self._python_function = function.python_function
+        # What the td.function traces: its Python function as AutoGraph converted it.
+        self._python_function = function._converted_function()
         self._template = template
         # Not public: a benchmark may give a cell the function of its whole
         # batch (`cell._autobatch_batched`), to time everything else while

@@ -10,14 +10,13 @@ import numpy as np
 
 from treadle.framework import context
 from treadle.framework.op_execution import execute
-from treadle.framework.tensor import EagerTensor, convert_to_tensor
+from treadle.framework.tensor import EagerTensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.registry import type_shape
-from treadle.loom.autobatch.values import CONSTANT, PENDING, STORED, VAR_ROW, VARIABLE, Value
+from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, Value
 from treadle.util import nest
 
-NODE_SOURCE, BATCH_INPUT_SOURCE = 0, 1  # Weaver.NODE, Weaver.BATCH_INPUT
 _SMALL_INT_STATIC = 8  # an integer eager tensor of at most this many elements is an attribute-like input
 
 
@@ -26,15 +25,13 @@ class CrossExampleError(ValueError):
 
 
 class Round:
-    """The schedule being recorded: per node its op and example, per
-    argument a tuple (input, source, value, output, group): Weaver.weave's
-    arrays, row by row. A batch-input argument numbers a row of its group
-    (a type shape and where its rows come from: constants or a variable's
-    rows; group -1: a row of the store, final)."""
+    """The schedule being recorded: per node its op, per argument an int
+    code (values.py: a node's output, or a row of a batch input numbered in
+    its group: a type shape and where its rows come from, constants or a
+    variable's rows; or a row of the store, final)."""
 
     def __init__(self):
         self.node_op = []
-        self.node_example = []
         self.arg_splits = [0]
         self.args = []
         self.groups = []      # (type shape, kind, variable or None, rows list)
@@ -48,15 +45,11 @@ class Round:
         key = (id(ts), kind, id(var))
         g = self.group_index.get(key)
         if g is None:
+            if len(self.groups) >= MAX_GROUPS:
+                raise ValueError(f"td.loom.autobatch: more than {MAX_GROUPS} kinds of batch input rows in one round")
             g = self.group_index[key] = len(self.groups)
             self.groups.append((ts, kind, var, []))
         return g
-
-    def arg_columns(self):
-        """(input, source, value, output, group) as int64 arrays."""
-        if not self.args:
-            return [np.zeros(0, np.int64) for _ in range(5)]
-        return list(np.array(self.args, np.int64).T)
 
 
 class Recorder:
@@ -68,13 +61,13 @@ class Recorder:
         self.current = None       # the index of the example running now (None: no example runs)
         self.finished = False
         self.round = Round()
-        self.rounds_run = 0
         self.store = {}           # type shape -> tensor of the rows computed so far
         self.wait = None          # set by the scheduler: wait(value) suspends the running example
         self.stats = []           # per round: {"nodes", "loom_depth", and with count_launches launch_counts'}
         self.count_launches = False
         self.recording_seconds = 0.0  # time the examples ran (recording), rounds excluded
         self.thread = get_ident()     # the thread whose examples record (others' calls run as usual)
+        self.schedule = "depth"       # or "agenda": the order a round's nodes run in (agenda.py)
         self._variable_values = {}    # id(variable) -> its shared Value
         self._row_type_shapes = {}    # id(variable) -> (TypeShape of a row, signature, rows)
 
@@ -111,21 +104,25 @@ class Recorder:
         src = value.src
         if src[0] == STORED:
             return np.asarray(self.store[src[1]])[src[2]]
-        if src[0] == CONSTANT:
-            return src[2]
         if src[0] == VAR_ROW:
-            return np.asarray(src[2].numpy())[src[3]]
+            return self._variable_value(src[2])[src[3]]
         if src[0] == VARIABLE:
-            return np.asarray(src[1].numpy())
+            return self._variable_value(src[1])
         raise AssertionError("a pending value is read before its round ran")
+
+    def _variable_value(self, var):
+        """The variable's value now (a real read, not the shared value recording gives)."""
+        current, self.current = self.current, None
+        try:
+            return np.asarray(var.read_value())
+        finally:
+            self.current = current
 
     def eager_of(self, value):
         """The value as an eager tensor (outside recording; a tape sees the ops)."""
         src = value.src
         if src[0] == STORED:
             return self.store[src[1]][src[2]]
-        if src[0] == CONSTANT:
-            return convert_to_tensor(src[2])
         if src[0] == VAR_ROW:
             return src[2].read_value()[src[3]]
         if src[0] == VARIABLE:
@@ -152,14 +149,13 @@ class Recorder:
             gathered = self._variable_row(inputs, attrs)
             if gathered is not None:
                 return [gathered]
-        slots, specs, shared, per_example, key_parts = [], [], [], False, []
+        slots, specs, per_example, key_parts = [], [], False, []
         for x in inputs:
             if type(x) is Value:
                 self.check_owner(x, f"op {op_name}")
                 if x.src[0] == VARIABLE:
                     slots.append(x.src[1])
                     key_parts.append(("v", id(x.src[1])))
-                    shared.append(x)
                     continue
                 per_example = True
             elif type(x) is EagerTensor and x.dtype.is_integer and x._num_elements() <= _SMALL_INT_STATIC:
@@ -278,13 +274,12 @@ class Recorder:
         node = len(r.node_op)
         current = self.current
         r.node_op.append(info.index)
-        r.node_example.append(current)
         append = r.args.append
         for j, x in enumerate(inputs):
             if type(x) is not Value:  # an eager tensor: a constant row
                 g = r.group(info.in_type_shapes[j], CONSTANT, None)
                 rows = r.groups[g][3]
-                append((j, BATCH_INPUT_SOURCE, len(rows), 0, g))
+                append(-1 - ((len(rows) << 16) | (g + 1)))  # row_code(len(rows), g), inline: the hot path
                 rows.append(x)  # stacked with the round's other rows (by a taped op when a tape records)
                 continue
             if x._example is not None and x._example != current:
@@ -295,17 +290,17 @@ class Recorder:
                 if src[3] is not r:
                     raise RuntimeError("td.loom.autobatch: a value was not kept by the round that computed it "
                                        "(it seemed unreferenced then); please report this")
-                append((j, NODE_SOURCE, src[1], src[2], -1))
+                append(src[4])
             elif kind == STORED:
-                append((j, BATCH_INPUT_SOURCE, src[2], 0, -1))
-            else:
-                g = r.group(src[1], kind, src[2] if kind == VAR_ROW else None)
+                append(src[3])
+            else:  # VAR_ROW (a variable itself is a shared input, never a node's argument)
+                g = r.group(src[1], VAR_ROW, src[2])
                 rows = r.groups[g][3]
-                append((j, BATCH_INPUT_SOURCE, len(rows), 0, g))
-                rows.append(src[3] if kind == VAR_ROW else src[2])
+                append(-1 - ((len(rows) << 16) | (g + 1)))
+                rows.append(src[3])
         r.arg_splits.append(len(r.args))
         fresh = r.fresh
-        outputs = [Value(self, current, (PENDING, node, k, r), dtype, shape, sig)
+        outputs = [Value(self, current, (PENDING, node, k, r, (node << 8) | k), dtype, shape, sig)
                    for k, (dtype, shape, sig) in enumerate(info.outputs)]
         fresh.extend(outputs)
         return outputs

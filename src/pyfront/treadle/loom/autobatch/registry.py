@@ -5,11 +5,12 @@ returns, and the loom of all of them (rebuilt only when an op is added)."""
 import numpy as np
 
 from treadle.framework.func_graph import FuncGraph
-from treadle.framework.tensor import EagerTensor, convert_to_tensor
-from treadle.framework.tensor_spec import TensorSpec
+from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.autobatch.batched_ops import CellOp, PrimitiveOp, Slot
+from treadle.loom.autobatch.values import MAX_OUTPUTS
 from treadle.loom.loom import Loom
+from treadle.loom.loom_op import PassThroughLoomOp
 from treadle.loom.type_shape import TypeShape
 from treadle.util import nest
 
@@ -87,6 +88,15 @@ class Registry:
             info = self._add(key, op, concrete.structured_outputs)
         return info
 
+    def delay_op(self, ts):
+        """The OpInfo of the pass-through op of type shape `ts` (agenda order's delays)."""
+        key = ("delay", ts)
+        info = self.by_key.get(key)
+        if info is None:
+            info = self._add(key, PassThroughLoomOp(ts))
+            info.op.what = f"pass-through of {ts}"
+        return info
+
     def alias(self, key, info):
         """Also finds `info` under `key` (the fast path's key of the same call)."""
         self.by_key[key] = info
@@ -108,6 +118,9 @@ class Registry:
         return info
 
     def _add(self, key, op, structure=None):
+        if len(op.output_type_shapes) > MAX_OUTPUTS:
+            raise ValueError(f"td.loom.autobatch: {getattr(op, 'what', 'an op')} returns "
+                             f"{len(op.output_type_shapes)} tensors; at most {MAX_OUTPUTS} are supported")
         info = OpInfo(len(self.ops), op, self, structure)
         self.ops.append(info)
         self.by_key[key] = info
@@ -144,9 +157,3 @@ def _static_shape(t, what):
                          "its shape must be known from the shapes of its per-example inputs")
     return tuple(dims)
 
-
-def spec_of(dtype, shape):
-    return TensorSpec(shape, dtype)
-
-
-__all__ = ["Registry", "OpInfo", "type_shape", "spec_of", "EagerTensor"]

@@ -5,6 +5,7 @@ so far; its batch inputs hold, per type shape, the rows the nodes read
 variable), and the values still in use are added to the store."""
 
 import sys
+import time
 
 import numpy as np
 
@@ -12,8 +13,9 @@ from treadle.framework import context, op_execution
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
+from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
-from treadle.loom.autobatch.values import CONSTANT, STORED
+from treadle.loom.autobatch.values import CONSTANT, STORED, row_code
 from treadle.loom.library import add_to_graph
 from treadle.ops import array_ops
 
@@ -39,14 +41,25 @@ def plan_round(recorder):
     r.fresh = None
     outputs = np.fromiter((v.src[1] for v in live), np.int64, len(live))
     output_index = np.fromiter((v.src[2] for v in live), np.int32, len(live))
-    arg_input, arg_source, arg_value, arg_output, arg_group = r.arg_columns()
+    node_op, arg_splits = r.node_op, np.asarray(r.arg_splits, np.int64)
+    columns = decode_arguments(r.args, arg_splits)
+    if recorder.count_launches:
+        launches = launch_counts(node_op, arg_splits, columns[1], columns[2])
+    if recorder.schedule == "agenda":
+        def delay_op_of(node, j):
+            return registry.delay_op(registry.ops[node_op[node]].in_type_shapes[j]).index
+        node_op, arg_splits, rows, new_index = agenda_arrays(node_op, arg_splits, list(zip(*columns)), delay_op_of)
+        columns = _columns(rows)
+        outputs = new_index[outputs]
+        loom = registry.loom()  # with the pass-through ops
+    arg_input, arg_source, arg_value, arg_output, arg_group = columns
     layout, arg_value = _layout(recorder, r, arg_value, arg_group)
     weaver = loom.make_weaver()
-    weaver.weave(registry.op_names(), r.node_op, r.arg_splits, arg_input, arg_source, arg_value, arg_output,
+    weaver.weave(registry.op_names(), node_op, arg_splits, arg_input, arg_source, arg_value, arg_output,
                  outputs, output_index)
     recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
     if recorder.count_launches:
-        recorder.stats[-1].update(launch_counts(r.node_op, r.arg_splits, arg_source, arg_value))
+        recorder.stats[-1].update(launches)
     counts, output_rows = {}, []
     for v in live:
         ts = registry.ops[r.node_op[v.src[1]]].out_type_shapes[v.src[2]]
@@ -61,12 +74,14 @@ def run_round(recorder):
     referenced (by an example, or as an output) becomes a row of the store."""
     if not len(recorder.round):
         return
+    t0 = time.perf_counter()
     planned = plan_round(recorder)
+    t1 = time.perf_counter()
     batch = {ts: batch_input(pieces, ts, recorder.store) for ts, pieces in planned.layout.items()}
     results = loom_run(planned.loom, planned.weaver._schedule(), batch)
     _store(recorder, planned, results)
+    recorder.stats[-1].update(plan_seconds=t1 - t0, run_seconds=time.perf_counter() - t1)
     recorder.round = type(recorder.round)()
-    recorder.rounds_run += 1
 
 
 def loom_run(loom, schedule, batch):
@@ -99,6 +114,29 @@ def batch_input(pieces, ts, store=None, parts=None):
         else:
             tensors.append(piece[1])
     return tensors[0] if len(tensors) == 1 else array_ops.concat(tensors, 0)
+
+
+def decode_arguments(codes, arg_splits):
+    """(input, source, value, output, group) arrays of the round's argument
+    codes (values.py): source 0 reads output `output` of node `value`,
+    source 1 row `value` of a batch input, numbered in `group` (-1: final)."""
+    codes = np.asarray(codes, np.int64)
+    counts = np.diff(arg_splits)
+    arg_input = np.arange(len(codes), dtype=np.int64) - np.repeat(arg_splits[:-1], counts)
+    is_node = codes >= 0
+    rows = -1 - codes
+    source = np.where(is_node, 0, 1)
+    value = np.where(is_node, codes >> 8, rows >> 16)
+    output = np.where(is_node, codes & 0xFF, 0)
+    group = np.where(is_node, -1, (rows & 0xFFFF) - 1)
+    return [arg_input, source, value, output, group]
+
+
+def _columns(args):
+    """(input, source, value, output, group) argument rows as int64 arrays."""
+    if not args:
+        return [np.zeros(0, np.int64) for _ in range(5)]
+    return list(np.array(args, np.int64).T)
 
 
 def _live(fresh):
@@ -154,4 +192,5 @@ def _store(recorder, planned, results):
         base[ts] = 0 if old is None else int(old.shape[0])
         recorder.store[ts] = out if old is None else array_ops.concat([old, out], 0)
     for v, (ts, k) in zip(planned.live, planned.output_rows):
-        v.src = (STORED, ts, base[ts] + k)
+        row = base[ts] + k
+        v.src = (STORED, ts, row, row_code(row))
