@@ -75,8 +75,12 @@ def test_a_td_function_called_inside_fn_is_vectorized_once_per_signature():
 def test_a_captured_variable_stays_unbatched_and_gets_its_gradient():
     w = td.Variable(u(3, 2))
     x = td.constant(u(5, 3))
+
+    def fn(r):
+        return td.reduce_sum(td.tanh(td.matmul(r[None], w)))
+    td.vectorized_map(fn, x)  # traced and kept before the tape records: the tape still sees w read
     with td.GradientTape() as tape:
-        y = td.vectorized_map(lambda r: td.reduce_sum(td.tanh(td.matmul(r[None], w))), x)
+        y = td.vectorized_map(fn, x)
         loss = td.reduce_sum(y * y)
     grad = tape.gradient(loss, w)
     want = np.tanh(x.numpy() @ w.numpy()).sum(1)
@@ -242,3 +246,122 @@ def test_bad_elems_raise():
         td.vectorized_map(lambda e: e[0], (td.constant(np.ones(3)), td.constant(np.ones(4))))
     with pytest.raises(ValueError, match="non-empty"):
         td.vectorized_map(lambda e: e, ())
+
+
+# ---------------------------------------------------------------- loops inside fn
+
+@pytest.mark.parametrize("in_function", [False, True])
+def test_map_fn_scan_and_vectorized_map_inside_fn_are_batched_without_a_loop_over_examples(in_function):
+    x = u(4, 3, 2)
+    fns = {
+        "vectorized_map": (lambda r: td.vectorized_map(lambda q: td.reduce_sum(q * q), r), (x * x).sum(-1)),
+        "map_fn": (lambda r: td.map_fn(lambda q: td.reduce_sum(q * q), r), (x * x).sum(-1)),
+        "scan": (lambda r: td.scan(lambda acc, q: acc + q, r), np.cumsum(x, 1)),
+    }
+    for name, (fn, want) in fns.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no op runs once per example
+            if in_function:
+                got = td.function(lambda v, fn=fn: td.vectorized_map(fn, v))(td.constant(x))
+            else:
+                got = td.vectorized_map(fn, td.constant(x))
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-12, err_msg=name)
+
+
+# ---------------------------------------------------------------- inside a LoomOp
+
+def test_a_loom_op_batching_a_per_node_cell_matches_the_hand_batched_op():
+    h = 4
+    vec = td.loom.TypeShape("float64", (h,))
+    w = td.Variable(u(2 * h, h))
+
+    @td.function
+    def node(args):
+        a, b = args
+        return td.tanh(td.matmul(td.concat([a, b], 0)[None], w)[0])
+
+    class Vectorized(td.loom.LoomOp):
+        def __init__(self):
+            super().__init__([vec, vec], [vec])
+
+        def instantiate_batch(self, inputs):
+            return [td.vectorized_map(node, list(inputs))]
+
+    class Hand(Vectorized):
+        def instantiate_batch(self, inputs):
+            return [td.tanh(td.matmul(td.concat(list(inputs), 1), w))]
+
+    leaves = [u(h) for _ in range(4)]
+    results = []
+    for op in (Vectorized(), Hand()):
+        loom = td.loom.Loom(named_ops={"node": op})
+        weaver = loom.make_weaver()
+        t = [weaver(v) for v in leaves]
+        weaver.add_output(weaver.node(weaver.node(t[0], t[1]), weaver.node(t[2], t[3])))
+        with td.GradientTape() as tape:
+            out = loom.output_tensor(vec, weaver.serialize())
+            loss = td.reduce_sum(out * out)
+        results.append((out.numpy(), np.asarray(tape.gradient(loss, w))))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-12)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-10)
+
+
+def test_a_custom_gradient_inside_fn_runs_fn_per_example_and_keeps_its_gradient():
+    @td.custom_gradient
+    def clipped(x):
+        return x * 1.0, lambda dy: td.clip_by_value(dy, -0.1, 0.1)
+
+    x = td.constant(u(4, 3))
+    grads = {}
+    for name, mapper in (("vectorized_map", td.vectorized_map), ("map_fn", td.map_fn)):
+        with td.GradientTape() as tape:
+            tape.watch(x)
+            if name == "vectorized_map":
+                with pytest.warns(UserWarning, match="custom gradient .* whole function will run once per example"):
+                    y = mapper(lambda r: clipped(r * 3.0), x)
+            else:
+                y = mapper(lambda r: clipped(r * 3.0), x)
+            loss = td.reduce_sum(y * y)
+        grads[name] = tape.gradient(loss, x).numpy()
+    np.testing.assert_allclose(grads["vectorized_map"], np.full((4, 3), 0.3) * np.sign(x.numpy()), rtol=1e-12)
+    np.testing.assert_allclose(grads["vectorized_map"], grads["map_fn"], rtol=1e-12)
+
+
+# ---------------------------------------------------------------- a condition per example
+
+def test_each_example_computes_only_the_branch_it_takes():
+    table = td.constant(np.arange(6.0).reshape(3, 2))
+    rows = td.constant(np.array([0, 5, 2, -1, 1], np.int32))  # 5 and -1 would be out of range for the gather
+
+    def lookup(i):
+        return td.cond(td.logical_and(i >= 0, i < 3), lambda: td.gather(table, i), lambda: td.zeros([2], td.float64))
+    got = td.vectorized_map(lookup, rows)
+    np.testing.assert_array_equal(got.numpy(), [[0, 1], [0, 0], [4, 5], [0, 0], [2, 3]])
+
+    x = td.constant(np.array([4.0, -1.0, 9.0, -4.0]))
+    with td.GradientTape() as tape:
+        tape.watch(x)
+        y = td.reduce_sum(td.vectorized_map(lambda v: td.cond(v > 0, lambda: td.sqrt(v), lambda: v * 0.0), x))
+    grad = td.convert_to_tensor(tape.gradient(y, x))  # the rows of each branch: IndexedSlices
+    np.testing.assert_allclose(grad.numpy(), [0.25, 0.0, 1.0 / 6.0, 0.0])  # no NaN from sqrt(-1)
+
+
+@pytest.mark.parametrize("values", [[1.0, 2.0, 3.0], [-1.0, -2.0, -3.0]])
+def test_a_condition_that_every_example_takes_alike(values):
+    x = td.constant(np.array(values))
+    got = td.function(lambda v: td.vectorized_map(lambda r: td.cond(r > 0, lambda: r * 2.0, lambda: r - 1.0), v))(x)
+    np.testing.assert_allclose(got.numpy(), np.where(np.array(values) > 0, np.array(values) * 2, np.array(values) - 1))
+
+
+def test_a_loop_runs_each_iteration_on_the_examples_still_running():
+    table = td.constant(np.array([1.0, 10.0, 100.0]))
+    limits = td.constant(np.array([1, 3, 2, 0], np.int32))
+
+    def total(limit):
+        # A finished example's next read would be out of range: it must not run again.
+        _, acc = td.while_loop(lambda i, acc: i < limit, lambda i, acc: (i + 1, acc + td.gather(table, i)),
+                               [td.constant(0), td.constant(0.0, td.float64)])
+        return acc
+    for run in (lambda: td.vectorized_map(total, limits),
+                lambda: td.function(lambda v: td.vectorized_map(total, v))(limits)):
+        np.testing.assert_allclose(run().numpy(), [1.0, 111.0, 11.0, 0.0])

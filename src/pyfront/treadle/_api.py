@@ -4,7 +4,7 @@ both exist."""
 
 import sys
 
-from treadle.autodiff import vectorization
+from treadle.autodiff import vectorized_mapping
 from treadle.framework import op_def_library
 from treadle.ops import (array_extra_ops, array_ops, control_flow_ops, debugging_ops, einsum_ops, functional_ops,
                          linalg_ops, logging_ops, math_extra_ops, math_ops, nn_ops, random_ops, script_ops,
@@ -22,7 +22,7 @@ def install_api(top):
         modules[ns].setdefault(short, fn)
     for module in (math_ops, array_ops, nn_ops, random_ops, control_flow_ops, logging_ops, script_ops,
                    array_extra_ops, math_extra_ops, linalg_ops, debugging_ops, functional_ops, sort_ops,
-                   stateless_random_ops, einsum_ops, segment_ops, vectorization):
+                   stateless_random_ops, einsum_ops, segment_ops, vectorized_mapping):
         for ns, names in getattr(module, "PUBLIC", {}).items():
             for short in names:
                 modules[ns][short] = getattr(module, short if short in vars(module) else "_" + short)

@@ -8,7 +8,7 @@ from treadle.autodiff import helpers
 from treadle.autodiff.batching_registry import NotBatchable, RegisterBatchingRule, RunsPerExample, Unbatched
 from treadle.autodiff.helpers import ints, run, run_all, scalar
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
-from treadle.framework import context, dtypes
+from treadle.framework import dtypes
 from treadle.framework.indexed_slices import IndexedSlices
 from treadle.framework.tensor import convert_to_tensor
 
@@ -21,16 +21,9 @@ RunsPerExample("the number of its results differs per example", "Where")
 RunsPerExample("the length of its result may differ per example", "Range")
 
 
-@RegisterBatchingRule("Const", always=True)
-def _const_batched(ctx, op, inputs, batched):
-    # The same value (a Const node that rules can read) for every example.
-    graph = context.current_graph()
-    return [Unbatched(graph.constant(op.value) if graph is not None else op.value)]
-
-
-@RegisterBatchingRule("NoOp")
-def _no_op_batched(ctx, op, inputs, batched):
-    return []  # never batched: it has no inputs
+@RegisterBatchingRule("Const", "NoOp")
+def _no_input_batched(ctx, op, inputs, batched):
+    return [Unbatched(t) for t in ctx.reemit(op, inputs)]  # never batched: no inputs
 
 
 @RegisterBatchingRule("Placeholder")

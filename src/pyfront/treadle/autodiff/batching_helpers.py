@@ -84,7 +84,7 @@ def shift_axis_value(axis):
 def shift_axis_tensor(axis, batched):
     """An axis input (scalar or vector, constant or not) moved past the batch axis."""
     if batched:
-        raise NotBatchable("the axis differs per example")
+        raise NotBatchable("the axis: not the same for every example")
     value = constant_int(axis)
     if value is not None:
         return convert_to_tensor(np.where(value >= 0, value + 1, value), dtype=axis.dtype)
@@ -106,4 +106,4 @@ def unbatched_only(batched, which, what):
     """NotBatchable when any input listed in `which` is batched."""
     for i in which:
         if batched[i]:
-            raise NotBatchable(f"{what} differs per example")
+            raise NotBatchable(f"{what}: not the same for every example")

@@ -15,7 +15,8 @@ the batch size and helpers (tile an unbatched value, vectorize a library
 function, run an op once per example).
 
 A rule raises NotBatchable for a case it cannot batch (a batched axis, say):
-the op then runs once per example, with a warning. Ops that cannot be batched
+the op then runs once per example, with a warning; NeedsWholeFunction where
+not even that works, and then the whole function runs once per example. Ops that cannot be batched
 at all (Python callbacks, printing) are declared with RunsPerExample and a
 reason.
 
@@ -30,6 +31,13 @@ _PER_EXAMPLE = {}  # op type -> why it runs once per example
 
 class NotBatchable(Exception):
     """Raised by a batching rule for inputs it cannot batch."""
+
+
+class NeedsWholeFunction(Exception):
+    """Raised for an op that has no batched form and cannot run once per
+    example on its own either (its results cannot be stacked, or it belongs
+    to one example's trace): vectorized_map then runs the whole function once
+    per example."""
 
 
 class Unbatched:

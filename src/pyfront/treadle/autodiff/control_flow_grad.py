@@ -22,9 +22,9 @@ which rewrites it once more."""
 import weakref
 
 from treadle.autodiff import helpers
-from treadle.autodiff import batching_helpers as bh
 from treadle.autodiff.backprop import dense
 from treadle.autodiff.batching_registry import NotBatchable, RegisterBatchingRule, Unbatched
+from treadle.autodiff.list_grad import tile_list
 from treadle.autodiff.function_gradients import (
     GraphBackward, function_gradient, list_element_dtype, reopened, zeros_for)
 from treadle.autodiff.registry import RegisterGradient
@@ -142,17 +142,13 @@ def _branches(op, *names):
     return [op.graph.functions[op.attrs[n]] for n in names]
 
 
+def _tiled(ctx, v):
+    """Unbatched v for every example (a tensor list: a list of batched items)."""
+    return tile_list(ctx, v) if v.dtype == dtypes.variant else ctx.tile(v)
+
+
 def _all_batched(ctx, outs, flags):
-    return [v if b else ctx.tile(v) for v, b in zip(outs, flags)]
-
-
-def _where(pred, then_value, else_value):
-    """Per example, then_value where pred holds, else else_value ([B] pred
-    against batched or unbatched values)."""
-    rank = max(len(helpers.static_shape(v) or ()) for v in (then_value, else_value))
-    if then_value.dtype in (dtypes.variant, dtypes.resource):
-        raise NotBatchable(f"a {then_value.dtype.name} value cannot be chosen per example")
-    return helpers.select(bh.expand_to_rank(pred, 0, max(rank - 1, 0)), then_value, else_value)
+    return [v if b else _tiled(ctx, v) for v, b in zip(outs, flags)]
 
 
 @RegisterBatchingRule("If", "StatelessIf")
@@ -165,10 +161,27 @@ def _if_batched(ctx, op, inputs, batched):
         return list(cond(pred, branch(then_fn), branch(else_fn)))
     if op.type == "If":
         raise NotBatchable("the condition differs per example and a branch has effects")
-    # Both branches for the whole batch, each example keeping its own branch's results.
-    then_out, _ = ctx.vectorize_function(then_fn, args, flags)
-    else_out, _ = ctx.vectorize_function(else_fn, args, flags)
-    return [_where(pred, t, e) for t, e in zip(then_out, else_out)]
+    for t in op.outputs:
+        if t.dtype in (dtypes.variant, dtypes.resource):
+            raise NotBatchable(f"a {t.dtype.name} result cannot be chosen per example")
+    # The batch split by the condition, each part through its own branch
+    # (no example computes the branch it does not take), and the results put
+    # back in the examples' order.
+    groups = [_rows_where(pred), _rows_where(helpers.run("LogicalNot", [pred]))]
+    parts = []
+    for fn, rows in zip((then_fn, else_fn), groups):
+        part = ctx.for_examples(rows)
+        part_args = [helpers.run("GatherV2", [a, rows, helpers.ints(0)]) if b else a for a, b in zip(args, flags)]
+        outs, out_flags = part.vectorize_function(fn, part_args, flags)
+        parts.append([v if b else part.tile(v) for v, b in zip(outs, out_flags)])
+    back = helpers.run("InvertPermutation", [helpers.run("ConcatV2", groups + [helpers.ints(0)])])
+    return [helpers.run("GatherV2", [helpers.run("ConcatV2", [t, e, helpers.ints(0)]), back, helpers.ints(0)])
+            for t, e in zip(*parts)]
+
+
+def _rows_where(mask):
+    """The indices of the examples where `mask` ([batch] bool) holds, as a vector."""
+    return helpers.run("Reshape", [helpers.run("Where", [mask]), helpers.ints([-1])])
 
 
 @RegisterGradient("If", "StatelessIf")
@@ -352,9 +365,10 @@ def _passed_through(body_fn, i):
 
 def _invariants(op, flags):
     shapes = []
-    for dims, b in zip(op.attrs["output_shapes"], flags):
+    for dims, b, t in zip(op.attrs["output_shapes"], flags, op.inputs):
         shape = TensorShape(dims)
-        shapes.append(TensorShape([None]).concatenate(shape) if b else shape)
+        # A batched list is still one list (of batched items).
+        shapes.append(TensorShape([None]).concatenate(shape) if b and t.dtype != dtypes.variant else shape)
     return shapes
 
 
@@ -367,22 +381,34 @@ def _while_batched(ctx, op, inputs, batched):
         if op.type == "While":
             raise NotBatchable("the loop condition differs per example and the body has effects")
         # Examples stop at different iterations: the loop runs while any runs,
-        # and a finished example keeps its values. Every variable the body
-        # changes is then per example.
+        # each iteration on the examples still running, and a finished example
+        # keeps its values. Every variable the body changes is then per example.
         flags = [b or not _passed_through(body_fn, i) for i, b in enumerate(flags)]
-    start = [v if b == f else ctx.tile(v) for v, b, f in zip(inputs, batched, flags)]
+        for v, f in zip(op.inputs, flags):
+            if f and v.dtype in (dtypes.variant, dtypes.resource):
+                raise NotBatchable(f"a {v.dtype.name} loop variable cannot be kept per example")
+    start = [v if b == f else _tiled(ctx, v) for v, b, f in zip(inputs, batched, flags)]
 
     def running(*values):
         outs, _ = ctx.vectorize_function(cond_fn, list(values), flags)
         return outs[0]
 
     def body(*values):
-        outs, out_flags = ctx.vectorize_function(body_fn, list(values), flags)
-        outs = [ctx.tile(v) if f and not b else v for v, f, b in zip(outs, flags, out_flags)]
         if not masked:
-            return outs
-        going = running(*values)
-        return [_where(going, new, old) if f else new for new, old, f in zip(outs, values, flags)]
+            outs, out_flags = ctx.vectorize_function(body_fn, list(values), flags)
+            return [_tiled(ctx, v) if f and not b else v for v, f, b in zip(outs, flags, out_flags)]
+        rows = _rows_where(running(*values))
+        part = ctx.for_examples(rows)
+        part_values = [helpers.run("GatherV2", [v, rows, helpers.ints(0)]) if f else v for v, f in zip(values, flags)]
+        outs, out_flags = part.vectorize_function(body_fn, part_values, flags)
+        at = helpers.run("ExpandDims", [rows, helpers.ints(1)])
+        new_values = []
+        for i, (new, old, f, b) in enumerate(zip(outs, values, flags, out_flags)):
+            if not f or _passed_through(body_fn, i):
+                new_values.append(new if not f else old)
+            else:  # the running examples' new values, written over their old ones
+                new_values.append(helpers.run("TensorScatterUpdate", [old, at, new if b else part.tile(new)]))
+        return new_values
 
     def any_running(*values):
         return helpers.run("Any", [running(*values), helpers.ints(0)])

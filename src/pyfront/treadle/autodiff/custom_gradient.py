@@ -11,7 +11,7 @@ import functools
 import weakref
 
 from treadle.autodiff import helpers, tape
-from treadle.autodiff.batching_registry import RegisterBatchingRule, Unbatched
+from treadle.autodiff.batching_registry import NeedsWholeFunction, RegisterBatchingRule, Unbatched
 from treadle.autodiff.helpers import run_all
 from treadle.autodiff.registry import RegisterGradient
 from treadle.framework.op_execution import execute
@@ -74,9 +74,11 @@ def _custom_rule_of(op):
 
 @RegisterBatchingRule("IdentityN")
 def _identity_n_batched(ctx, op, inputs, batched):
-    # Each value passes through, with the batch dimension it came with. (A
-    # custom gradient of a per-example function is not carried over: the
-    # batched values get the gradient of identity.)
+    # Each value passes through, with the batch dimension it came with. A
+    # custom gradient function was written for one example's tensors: the
+    # function is then run once per example, where it applies.
+    if _custom_rule_of(op) is not None:
+        raise NeedsWholeFunction(f"vectorized_map: the custom gradient at {op.name} is computed per example")
     outs = run_all("IdentityN", list(inputs))
     return [v if b else Unbatched(v) for v, b in zip(outs, batched)]
 

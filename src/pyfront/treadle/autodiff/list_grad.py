@@ -29,9 +29,22 @@ def _batched_list(ctx, dtype, lst, item_shape):
     items = run("TensorListStack", [lst, item_shape], {"element_dtype": dtype})
     known = helpers.static_shape(items)
     tiled = _swap_first_axes(ctx.tile(items), None if known is None else len(known) + 1)
-    unknown = item_shape.shape.rank == 0  # -1: an item shape not known
-    batched_item_shape = item_shape if unknown else bh.prepend(item_shape, -1)
-    return run("TensorListFromTensor", [tiled, batched_item_shape], {"element_dtype": dtype})
+    return run("TensorListFromTensor", [tiled, _batched_item_shape(item_shape)], {"element_dtype": dtype})
+
+
+def _batched_item_shape(shape):
+    """An item shape with the batch axis in front (-1, an unknown shape, stays)."""
+    return shape if shape.shape.rank == 0 else bh.prepend(shape, -1)
+
+
+def tile_list(ctx, lst):
+    """An unbatched list as a batched one: a reserved list reserved again for
+    batched items, any other stacked, repeated and unstacked."""
+    producer = getattr(lst, "op", None)
+    if producer is not None and producer.type == "TensorListReserve":
+        shape, count = producer.inputs
+        return run("TensorListReserve", [_batched_item_shape(shape), count], {"element_dtype": producer.attrs["element_dtype"]})
+    return _batched_list(ctx, _item_dtype(lst), lst, ints(-1))
 
 
 @RegisterBatchingRule("TensorListReserve")
@@ -43,20 +56,21 @@ def _reserve_batched(ctx, op, inputs, batched):
 def _from_tensor_batched(ctx, op, inputs, batched):
     bh.unbatched_only(batched, [1], "the item shape")
     tensor = _swap_first_axes(inputs[0], bh.per_example_rank(op, 0) + 1)
-    return bh.reemit(op, [tensor, bh.prepend(inputs[1], -1)])
+    return bh.reemit(op, [tensor, _batched_item_shape(inputs[1])])
 
 
 @RegisterBatchingRule("TensorListStack")
 def _stack_batched(ctx, op, inputs, batched):
     bh.unbatched_only(batched, [1], "the item shape")
-    out = bh.reemit(op, [inputs[0], bh.prepend(inputs[1], -1)])[0]
-    return [_swap_first_axes(out, bh.out_rank(op) + 1)]
+    out = bh.reemit(op, [inputs[0], _batched_item_shape(inputs[1])])[0]
+    rank = op.outputs[0].shape.rank
+    return [_swap_first_axes(out, None if rank is None else rank + 1)]
 
 
 @RegisterBatchingRule("TensorListGetItem")
 def _get_item_batched(ctx, op, inputs, batched):
     bh.unbatched_only(batched, [1, 2], "the index or item shape")
-    return bh.reemit(op, [inputs[0], inputs[1], bh.prepend(inputs[2], -1)])
+    return bh.reemit(op, [inputs[0], inputs[1], _batched_item_shape(inputs[2])])
 
 
 @RegisterBatchingRule("TensorListSetItem")
@@ -82,8 +96,8 @@ def _zeros_like_list_batched(ctx, op, inputs, batched):
 
 
 def _item_dtype(lst):
-    producer = lst.op
-    if "element_dtype" in producer.attrs:
+    producer = getattr(lst, "op", None)
+    if producer is not None and "element_dtype" in producer.attrs:
         return producer.attrs["element_dtype"]
     raise NotBatchable("the dtype of the list's items is not known here")
 

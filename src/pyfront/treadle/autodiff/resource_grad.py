@@ -25,7 +25,7 @@ def _random_batched(ctx, op, inputs, batched):
 
 @RegisterBatchingRule("VarHandleOp")
 def _var_handle_batched(ctx, op, inputs, batched):
-    return [Unbatched(t) for t in bh.reemit(op, inputs)]  # never batched: it has no inputs
+    return [Unbatched(t) for t in ctx.reemit(op, inputs)]  # never batched: it has no inputs
 
 
 @RegisterBatchingRule("ReadVariableOp")

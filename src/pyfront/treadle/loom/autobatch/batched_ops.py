@@ -9,7 +9,7 @@ from treadle.framework import variables
 from treadle.framework.op_execution import execute
 from treadle.framework.variables import Variable, variable_for_handle
 from treadle.loom.loom_op import LoomOp
-from treadle.autodiff.vectorization import vectorized_map
+from treadle.autodiff.vectorized_mapping import vectorized_map
 from treadle.util import nest
 
 
