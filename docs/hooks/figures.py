@@ -23,22 +23,6 @@ from mkdocs.structure.files import File
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 OUT = ROOT / "build" / "figures"
 RESULTS = ROOT / "bench" / "results"
-# Pages written elsewhere in the project: in the navigation once they exist.
-OPTIONAL_PAGES = [("Automatic batching", "autobatch.md", "The Loom guide"),
-                  ("Training on many machines", "distribute.md", "Input pipelines")]
-
-
-def on_config(config):
-    nav = config["nav"]
-    titles = [next(iter(entry)) for entry in nav]
-    for title, page, after in OPTIONAL_PAGES:
-        if (pathlib.Path(config["docs_dir"]) / page).exists() and title not in titles:
-            index = titles.index(after) + 1 if after in titles else len(nav)
-            nav.insert(index, {title: page})
-            titles.insert(index, title)
-    return config
-
-
 OUTPUT_BLOCK = re.compile(r"(^```python[^\n]*\n.*?^```[ \t]*\n\s*^```)text[ \t]*$", re.S | re.M)
 
 
