@@ -8,8 +8,6 @@ import subprocess
 import sys
 import time
 
-import pytest
-
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 MPIEXEC = pathlib.Path(sys.executable).parent / "mpiexec"
 

@@ -51,7 +51,9 @@ class ReplicaContext:
 
     @property
     def devices(self):
-        return (self._strategy.extended.worker_devices[self._replica_id % len(self._strategy.extended.worker_devices)],)
+        """The device this replica runs on (a process-level strategy's one local device)."""
+        local = self._strategy.extended.worker_devices
+        return (local[0] if self._strategy._replicas_are_processes else local[self._replica_id],)
 
     def __enter__(self):
         self._previous = distribution_context.set_replica_context(self)
@@ -134,7 +136,7 @@ class ReplicaContext:
             reduced = self._member.group.rendezvous.exchange(
                 self._replica_id, grads, lambda per_replica: [_graph_reduce(gs, ReduceOp.SUM) for gs in zip(*per_replica)])
         elif mode == "eager":
-            reduced = _eager_reduce_gradients(self._member, grads)
+            reduced = _eager_all_reduce(self._member, grads, ReduceOp.SUM)
         else:
             raise AssertionError("runtime gradients go through apply_gradients")
         return [(g, v) for g, (_, v) in zip(reduced, pairs)]
@@ -188,10 +190,6 @@ def _gather_slices(member, slices):
                          slices.dense_shape)
 
 
-def _eager_reduce_gradients(member, grads):
-    return _eager_all_reduce(member, grads, ReduceOp.SUM)
-
-
 def _thread_member(what):
     replica = distribution_context.replica_context()
     if replica is None:
@@ -238,7 +236,7 @@ def _runtime_apply(pairs, apply_fn, member_of):
             else:
                 grads.append(values[k])
                 k += 1
-        reduced = _eager_reduce_gradients(member, grads)
+        reduced = _eager_all_reduce(member, grads, ReduceOp.SUM)
         step = member.merge(lambda: apply_fn(list(zip(reduced, variables))))
         return convert_to_tensor(step.read_value() if hasattr(step, "read_value") else step)
 

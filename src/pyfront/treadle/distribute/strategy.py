@@ -11,11 +11,9 @@ import weakref
 
 import numpy as np
 
-from treadle.framework import context, distribution_context, variables
-from treadle.framework.indexed_slices import IndexedSlices
-from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework import distribution_context, variables
+from treadle.framework.tensor import convert_to_tensor
 from treadle.ops import array_ops, math_ops
-from treadle.ops.script_ops import py_function
 from treadle.distribute import input_lib
 from treadle.distribute.reduce_op import ReduceOp, as_reduce_op
 from treadle.distribute.replica_context import ReplicaContext
