@@ -123,6 +123,17 @@ case("StatelessWhile", "per-example trip count", _while_per_example, u(3, low=0.
 case("StatelessWhile", "shared trip count", _while_shared, u(3))
 case("StatelessWhile", "per-example counter", _while_counter, u(2, low=0.0, high=2.0))
 
+# ---------------------------------------------------------------- strings (compared through equality)
+def _matches(strings, want):
+    return td.cast(td.equal(strings, want), td.int32)
+
+
+_WORDS = np.array([b"x", b"z"])
+case("AsString", "", lambda x: _matches(td.strings.as_string(x), "3"), ints(4))
+case("StringJoin", "same shapes", lambda a, b: _matches(td.strings.join([a, b], separator="-"), "x-y"),
+     _WORDS, np.array([b"y", b"y"]))
+case("ReduceJoin", "", lambda a: _matches(td.strings.reduce_join(a, axis=0), "xz"), _WORDS)
+
 # ---------------------------------------------------------------- where each example's own sizes differ
 # (these run once per example, with a warning)
 RUNS_PER_EXAMPLE_CASES = []
@@ -162,4 +173,5 @@ NO_CASE = {
     "LoomInitialStateGrad": "the backward pass of a Loom, not called inside a per-example function",
     "LoomLayerGrad": "the backward pass of a Loom, not called inside a per-example function",
     "LoomGatherOutputsGrad": "the backward pass of a Loom, not called inside a per-example function",
+    "SparseAddGrad": "the backward pass of SparseAdd; sparse ops run per example (test_sparse cases)",
 }

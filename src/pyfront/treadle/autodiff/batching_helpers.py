@@ -58,6 +58,13 @@ def same_shapes(ctx, op, inputs, batched):
     return reemit(op, ctx.batched_all(inputs, batched))
 
 
+def axis_input_shifted(ctx, op, inputs, batched):
+    """Rule of ops reducing input 0 over the axes input 1 gives (the same for
+    every example): the axes shifted past the batch axis."""
+    unbatched_only(batched, [1], "the axis")
+    return reemit(op, [inputs[0], shift_axis_tensor(inputs[1], batched[1])])
+
+
 def reemit(op, inputs):
     """`op` with its attributes on new inputs."""
     return list(run_all(op.type, list(inputs), dict(op.attrs)))

@@ -36,10 +36,7 @@ def _invert_permutation_batched(ctx, op, inputs, batched):
     return [run("ScatterNd", [indices, positions, helpers.shape(perm)])]
 
 
-@RegisterBatchingRule("All", "Any", "ArgMax", "ArgMin")
-def _axis_input_batched(ctx, op, inputs, batched):
-    bh.unbatched_only(batched, [1], "the axis")
-    return bh.reemit(op, [inputs[0], bh.shift_axis_tensor(inputs[1], batched[1])])
+RegisterBatchingRule("All", "Any", "ArgMax", "ArgMin")(bh.axis_input_shifted)
 
 
 # ---------------------------------------------------------------- binary arithmetic
@@ -291,7 +288,7 @@ def _batch_matmul_grad(op, dz, *, wanted):
 
 # ---------------------------------------------------------------- reductions
 
-RegisterBatchingRule("Sum", "Mean", "Max", "Min", "Prod")(_axis_input_batched)
+RegisterBatchingRule("Sum", "Mean", "Max", "Min", "Prod")(bh.axis_input_shifted)
 
 def _broadcast_back(g, x, axes, keep_dims):
     """g (the gradient of a reduction of x over axes) broadcast to x's shape."""

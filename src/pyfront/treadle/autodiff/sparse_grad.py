@@ -4,8 +4,15 @@ integers and get none."""
 
 from treadle.autodiff import helpers
 from treadle.autodiff.helpers import ints, run, run_all, scalar
+from treadle.autodiff.batching_registry import RunsPerExample
 from treadle.autodiff.registry import NotDifferentiable, RegisterGradient, get_attr
 from treadle.framework import dtypes
+
+# A SparseTensor of each example holds its own number of entries, so the
+# index and value tensors of several examples cannot be stacked.
+RunsPerExample("a sparse tensor's entries differ in number from one example to the next",
+               "SparseToDense", "SparseAdd", "SparseAddGrad", "SparseReduceSum", "SparseReorder",
+               "SparseTensorDenseAdd", "SparseTensorDenseMatMul")
 
 # SparseAddGrad is linear in the gradient it routes and only ever runs on
 # gradients, which do not depend on the values SparseAdd was given.
