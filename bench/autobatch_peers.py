@@ -1,4 +1,4 @@
-"""Automatic batching (BENCHMARKS.md §2c): the binary TreeLSTM, the child-sum
+"""Automatic batching: the binary TreeLSTM, the child-sum
 TreeLSTM over ASTs and the tree decoder, written per example and batched by
 `td.loom.autobatch`, against their peers in the same process:
 

@@ -1,4 +1,4 @@
-"""The binary TreeLSTM (BENCHMARKS.md §2a) written as a plain per-example
+"""The binary TreeLSTM (Tai et al. 2015 sizes, on the SST-like trees) written as a plain per-example
 recursion and batched by td.loom.autobatch, timed against treadle's
 hand-woven bulk Loom in ONE process, in alternating rounds (the per-round
 ratio is the figure to trust on a shared machine), inference and training,

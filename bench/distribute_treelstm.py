@@ -1,4 +1,4 @@
-"""Data-parallel training of the binary TreeLSTM (BENCHMARKS' SST-like trees,
+"""Data-parallel training of the binary TreeLSTM (the bundled SST-like trees,
 Tai et al. sizes) with td.distribute, against PyTorch DistributedDataParallel.
 
     python bench/distribute_treelstm.py                  # 3 rounds, 12 timed steps each

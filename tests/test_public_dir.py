@@ -14,7 +14,8 @@ PUBLIC_MODULES = ["treadle", "treadle.math", "treadle.nn", "treadle.linalg", "tr
                   "treadle.types", "treadle.experimental", "treadle.autograph", "treadle.errors", "treadle.loom",
                   "treadle.data", "treadle.data.experimental", "treadle.optimizers", "treadle.keras",
                   "treadle.keras.layers", "treadle.keras.initializers", "treadle.keras.losses",
-                  "treadle.keras.optimizers", "treadle.keras.optimizers.schedules"]
+                  "treadle.keras.optimizers", "treadle.keras.optimizers.schedules", "treadle.distribute",
+                  "treadle.sparse", "treadle.strings", "treadle.testing", "treadle.device_config"]
 # Public submodules, by their dotted names.
 PUBLIC_SUBMODULES = set(PUBLIC_MODULES) | {"treadle.raw_ops", "treadle.loom.trees", "treadle.loom.fold_options",
                                            "treadle.experimental.dlpack", "treadle.autograph.experimental"}

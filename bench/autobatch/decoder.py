@@ -1,4 +1,4 @@
-"""The tree decoder of BENCHMARKS.md §2c, defined once, with its per-example
+"""The tree decoder of the automatic-batching benchmark, defined once, with its per-example
 NumPy reference (forward and gradients) that every implementation is checked
 against.
 

@@ -1,5 +1,5 @@
-"""DyNet peers of the automatic-batching benchmarks: the binary TreeLSTM
-(§2a), the child-sum TreeLSTM over ASTs (§2b) and the tree decoder (§2c),
+"""DyNet peers of the automatic-batching benchmarks: the binary TreeLSTM,
+the child-sum TreeLSTM over ASTs and the tree decoder,
 each written per example as DyNet's users write them, and batched (or not)
 by DyNet's own autobatching.
 
@@ -78,7 +78,7 @@ class _Model:
 
 
 class BinaryTreeLSTM(_Model):
-    """§2a with the weights of bench/treelstm/model.py (DyNet multiplies
+    """The binary TreeLSTM with the weights of bench/treelstm/model.py (DyNet multiplies
     column vectors: its matrices are the transposes). A tree is the
     bench.treelstm.data.Tree of post-ordered arrays."""
 
@@ -127,7 +127,7 @@ class BinaryTreeLSTM(_Model):
 
 
 class ChildSumTreeLSTM(_Model):
-    """§2b: a node's x W + b from its type's embedding, the child sum through
+    """The child-sum TreeLSTM: a node's x W + b from its type's embedding, the child sum through
     U_iou and a forget gate per child (gates i, o, u, f as in
     bench/child_sum_ast.py). A tree is a nested (kind, [subtrees])."""
 
@@ -168,7 +168,7 @@ class ChildSumTreeLSTM(_Model):
 
 
 class TreeDecoder(_Model):
-    """§2c, per example as DyNet must run it: every decision reads the
+    """The tree decoder, per example as DyNet must run it: every decision reads the
     probability's value, which forwards the graph built so far. An example
     is a root state (NumPy, [STATE])."""
 

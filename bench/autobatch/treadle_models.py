@@ -1,4 +1,4 @@
-"""The three models of BENCHMARKS.md §2c written as a treadle user writes
+"""The three models of the automatic-batching benchmark written as a treadle user writes
 them: plain recursive Python over one example, cells as `td.function`s,
 batched across examples by `td.loom.autobatch`. Per-example states are rows
 ([1, n]), so a cell's matrix products are ordinary `td.matmul`s; an embedding
@@ -71,7 +71,7 @@ class _Classifier:
 
 
 class ChildSumTreeLSTM(_Classifier):
-    """§2b; examples are bench.autobatch.child_sum nested (kind, [subtrees]).
+    """The child-sum TreeLSTM; examples are bench.autobatch.child_sum nested (kind, [subtrees]).
     One cell per node takes its children's states as Python lists: it is
     traced once per number of children, and each of those traces is a
     batched op of its own."""
@@ -105,7 +105,7 @@ class ChildSumTreeLSTM(_Classifier):
 
 
 class TreeDecoder:
-    """§2c. Each node reads its expansion probability (`float(p)`): autobatch
+    """The tree decoder. Each node reads its expansion probability (`float(p)`): autobatch
     suspends that example until the batched work it waits for has run. An
     example is a root state [STATE] (NumPy); the output is [batch, STATE].
 

@@ -270,7 +270,8 @@ def test_a_method_with_var_positional_arguments_and_a_signature():
         def add(self, *args):
             return args[0] + args[1]
 
-    cf = Model().add.get_concrete_function()
+    model = Model()   # a method's td.function holds its object weakly, as TensorFlow's does
+    cf = model.add.get_concrete_function()
     assert cf(-12.0, 3.0).numpy() == -9.0
 
 

@@ -80,7 +80,8 @@ __version__ = "0.1.0"
 # td.function, which replaced the subpackage of that name).
 _INTERNAL_MODULES = frozenset({
     "autodiff", "cli", "cli_common", "cli_demo", "cli_files", "cli_loom", "cli_saved", "framework", "io",
-    "module", "ops", "ragged", "util", "graph_pb2", "loom_pb2", "saved_pb2", "tensor_pb2"})
+    "module", "ops", "ragged", "util", "graph_pb2", "loom_pb2", "saved_pb2", "tensor_pb2",
+    "device_config", "testing"})  # the last two are public as td.config.experimental and td.test
 
 
 def __dir__():

@@ -147,3 +147,7 @@ __all__ = ["PhysicalDevice", "LogicalDevice", "LogicalDeviceConfiguration", "Vir
            "get_virtual_device_configuration",
            "get_visible_devices", "set_visible_devices", "set_memory_growth", "get_memory_growth",
            "get_device_details", "set_soft_device_placement", "get_soft_device_placement"]
+
+
+def __dir__():
+    return sorted(__all__)

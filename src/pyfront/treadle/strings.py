@@ -47,3 +47,7 @@ def as_string(input, precision=-1, scientific=False, shortest=False, width=-1, f
 
 
 __all__ = ["as_string", "join", "reduce_join"]
+
+
+def __dir__():
+    return sorted(__all__)

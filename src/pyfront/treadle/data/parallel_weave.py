@@ -65,19 +65,27 @@ class _Workers:
 
     def __init__(self):
         self.pool = None
+        # The pool's worker processes as they appear: once a worker dies the
+        # pool may drop its table before we ask which process it was.
+        self.seen = {}
+
+    def note_processes(self):
+        self.seen.update(getattr(self.pool, "_processes", None) or {})
 
     def stop(self, wait=True):
         """Stops the pool: waits for the chunks in hand, or (wait=False: the
         results are no longer wanted, or a worker hangs) ends the worker
         processes at once, so that none outlives the dataset. Returns the
         process ids it killed."""
+        self.note_processes()
         pool, self.pool = self.pool, None
         if pool is None:
             return set()
         if isinstance(pool, RayExecutor):
             pool.cancel_all()
             return set()
-        processes = list((getattr(pool, "_processes", None) or {}).values())
+        processes = list(self.seen.values())
+        self.seen = {}
         pool.shutdown(wait=False, cancel_futures=True)
         killed = set()
         if not wait:
@@ -228,7 +236,9 @@ class WovenDataset(Dataset):
 
     def _submit(self, pool, first, chunk):
         try:
-            return pool.submit(weaving.weave_chunk, first, chunk, self._per_schedule)
+            future = pool.submit(weaving.weave_chunk, first, chunk, self._per_schedule)
+            self._workers.note_processes()
+            return future
         except concurrent.futures.process.BrokenProcessPool as e:  # a worker died before this chunk was sent
             raise self._died(e, first, chunk) from None
 
@@ -238,7 +248,8 @@ class WovenDataset(Dataset):
     def _died(self, error, first, chunk):
         who = f"a {self._worker_kind()} (killed or crashed)"
         if not self._use_ray:
-            processes = list((getattr(self._pool, "_processes", None) or {}).values())
+            self._workers.note_processes()
+            processes = list(self._workers.seen.values())
             ended_by_us = self._workers.stop(wait=False)  # the next iteration starts a new pool
             who = _dead_workers(processes, ended_by_us) or who
         return weaving.WorkerDiedError(

@@ -33,3 +33,7 @@ experimental = _Experimental()
 __all__ = ["CommunicationImplementation", "CommunicationOptions", "InputContext", "MirroredStrategy",
            "MultiWorkerMirroredStrategy", "PerReplica", "ReduceOp", "ReplicaContext", "Strategy", "experimental",
            "get_replica_context", "get_strategy", "has_strategy", "in_cross_replica_context"]
+
+
+def __dir__():
+    return sorted(__all__)

@@ -49,7 +49,7 @@ class MultiWorkerMirroredStrategy(Strategy):
         self._group = MPIGroup(comm, timeout=options.timeout_seconds, bucket_bytes=bucket)
         super().__init__(["/device:CPU:0"])
         self.cluster_resolver = _ClusterResolver(self._group)
-        self._synced = set()   # ids of the scope's variables already broadcast
+        self._synced = set()   # creation numbers of the scope's variables already broadcast
 
     @property
     def num_replicas_in_sync(self):
@@ -62,8 +62,8 @@ class MultiWorkerMirroredStrategy(Strategy):
 
     # ---------------------------------------------------------- running
     def run(self, fn, args=(), kwargs=None, options=None):
-        self._broadcast_new_variables()
         try:
+            self._broadcast_new_variables()
             with ReplicaContext(self, self._group.rank, _ProcessMember(self._group)):
                 return fn(*args, **(kwargs or {}))
         except BaseException as e:  # noqa: B902 - every error stops the other replicas
@@ -84,11 +84,13 @@ class MultiWorkerMirroredStrategy(Strategy):
             if v is not None and key not in self._synced:
                 fresh.append((key, v))
         signature = [(v.name, tuple(v.shape.as_list()), v.dtype.name) for _, v in fresh]
-        chief = self._group.comm.bcast(signature, root=0)
-        if signature != chief:
-            raise ValueError(
-                f"replica {self._group.rank} created other variables in strategy.scope() than replica 0 "
-                f"(every process must create the same ones, in the same order): {signature} here, {chief} there")
+        # Every process compares every process's list, so all of them raise together.
+        for rank, theirs in enumerate(self._group.comm.allgather(signature)):
+            if theirs != signature:
+                raise ValueError(
+                    f"replica {rank} created other variables in strategy.scope() than replica {self._group.rank} "
+                    f"(every process must create the same ones, in the same order): {theirs} there, {signature} "
+                    "here")
         if not fresh:
             return
         values = self._group.broadcast([v.numpy() for _, v in fresh], root=0)

@@ -7,6 +7,7 @@ share. Subclasses say how replicas run (threads, processes) and which
 collectives connect them."""
 
 import contextlib
+import itertools
 import weakref
 
 import numpy as np
@@ -30,8 +31,7 @@ class StrategyExtended:
         self.parameter_devices = self.worker_devices
 
     def variable_created_in_scope(self, v):
-        ref = self._strategy._scope_variables.get(id(v))
-        return ref is not None and ref() is v
+        return any(ref() is v for ref in self._strategy._scope_variables.values())
 
 
 class Strategy:
@@ -43,7 +43,10 @@ class Strategy:
 
     def __init__(self, worker_devices):
         self.extended = StrategyExtended(self, worker_devices)
-        self._scope_variables = {}   # id -> weak reference, for the variables created in scope()
+        # The variables created in scope(), in creation order: a number of
+        # their own (an id() could be reused) -> a weak reference.
+        self._scope_variables = {}
+        self._created = itertools.count()
 
     # ---------------------------------------------------------- sizes
     @property
@@ -71,7 +74,7 @@ class Strategy:
             stack.pop()
 
     def _on_variable_created(self, variable):
-        key = id(variable)
+        key = next(self._created)
         self._scope_variables[key] = weakref.ref(variable, lambda _ref: self._scope_variables.pop(key, None))
 
     # ---------------------------------------------------------- running

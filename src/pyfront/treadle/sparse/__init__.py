@@ -6,3 +6,7 @@ from treadle.sparse.sparse_tensor import SparseTensor, SparseTensorSpec
 
 __all__ = ["SparseTensor", "SparseTensorSpec", "add", "expand_dims", "from_dense", "reduce_sum", "reorder", "retain",
            "sparse_dense_matmul", "to_dense", "transpose"]
+
+
+def __dir__():
+    return sorted(__all__)

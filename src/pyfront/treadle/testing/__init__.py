@@ -25,3 +25,7 @@ def gpu_device_name():
 
 
 __all__ = ["TestCase", "main", "is_gpu_available", "is_built_with_cuda", "gpu_device_name"]
+
+
+def __dir__():
+    return sorted(__all__)
