@@ -4,6 +4,7 @@ round's schedule (kept as the arrays of Weaver.weave, filled as they come),
 and the shared inputs they read (constants, rows of variables, values
 computed by earlier rounds) rows of the round's batch inputs."""
 
+from operator import attrgetter
 from threading import get_ident
 
 import numpy as np
@@ -16,6 +17,8 @@ from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.registry import type_shape
 from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, Value
 from treadle.util import nest
+
+_signature_of = attrgetter("_autobatch_sig")  # a Value's signature number; AttributeError for other arguments
 
 _SMALL_INT_STATIC = 8  # an integer eager tensor of at most this many elements is an attribute-like input
 
@@ -69,7 +72,10 @@ class Recorder:
         self.thread = get_ident()     # the thread whose examples record (others' calls run as usual)
         self.schedule = "depth"       # or "agenda": the order a round's nodes run in (agenda.py)
         self._variable_values = {}    # id(variable) -> its shared Value
-        self._row_type_shapes = {}    # id(variable) -> (TypeShape of a row, signature, rows)
+        self._row_type_shapes = {}    # id(variable) -> (TypeShape of a row, its signature number)
+        self._variable_rows = {}      # id(variable) -> per row, its Value (None until gathered)
+        self._axis_zero = None        # the axis tensor last seen to be 0 (td.gather passes the same one)
+        self._fast_calls = registry.fast_calls  # (function, argument signatures) -> OpInfo
 
     # -------------------------------------------------- values
     def check_owner(self, value, what):
@@ -192,46 +198,59 @@ class Recorder:
 
     def _variable_row(self, inputs, attrs):
         """td.gather(variable, id) with a known id: a row of the variable,
-        read through the round's batch input (one gather for all of them)."""
+        read through the round's batch input (one gather for all of them).
+        A row's value is shared (every example may use it), so each row has
+        one Value per call, made at its first gather."""
         params, indices, axis = inputs
         if not (type(params) is Value and params.src[0] == VARIABLE and type(indices) is EagerTensor
-                and indices.dtype.is_integer and not indices._shape_tuple() and type(axis) is EagerTensor
-                and not axis._shape_tuple() and int(axis) == 0 and not (attrs or {}).get("batch_dims", 0)):
+                and indices.dtype.is_integer and not indices._shape_tuple()):
+            return None
+        if axis is not self._axis_zero:  # the same cached tensor each time (ops' index constants)
+            if not (type(axis) is EagerTensor and not axis._shape_tuple() and int(axis) == 0):
+                return None
+            self._axis_zero = axis
+        if attrs and attrs.get("batch_dims", 0):
             return None
         var = params.src[1]
-        entry = self._row_type_shapes.get(id(var))
-        if entry is None:
-            shape = params._shape_tuple_[1:]
-            entry = (type_shape(var.dtype, shape), self.registry.signature(var.dtype, shape), params._shape_tuple_[0])
-            self._row_type_shapes[id(var)] = entry
-        ts, sig, rows = entry
+        rows = self._variable_rows.get(id(var))
+        if rows is None:
+            rows = self._variable_rows[id(var)] = self._row_values(params)
         row = int(indices)
-        if not 0 <= row < rows:
-            raise IndexError(f"td.gather: index {row} is out of range for a variable of {rows} rows")
-        return Value(self, None, (VAR_ROW, ts, var, row), ts[0], ts[1], sig)
+        if 0 <= row < len(rows):
+            value = rows[row]
+            if value is None:
+                ts, sig = self._row_type_shapes[id(var)]
+                value = rows[row] = Value(self, None, (VAR_ROW, ts, var, row), ts[0], ts[1], sig)
+            return value
+        raise IndexError(f"td.gather: index {row} is out of range for a variable of {len(rows)} rows")
+
+    def _row_values(self, params):
+        """The list to hold one Value per row of the variable (None until gathered)."""
+        var = params.src[1]
+        shape = params._shape_tuple_[1:]
+        self._row_type_shapes[id(var)] = (type_shape(var.dtype, shape), self.registry.signature(var.dtype, shape))
+        return [None] * params._shape_tuple_[0]
 
     # -------------------------------------------------- recording a cell call
     def call(self, function, args, kwargs):
         """A td.function called inside the per-example function with tensors: one node."""
-        if self.current is None or context.graph_being_built() is not None or get_ident() != self.thread:
+        if self.current is None or get_ident() != self.thread or context.graph_being_built() is not None:
             return NotImplemented  # not an example's call: between examples, while tracing, another thread
-        if args and not kwargs:  # the fast path: positional tensors, a signature seen before
-            key = [function]
-            for x in args:
-                t = type(x)
-                if t is Value and x._sig is not None:
-                    key.append(x._sig)
-                elif t is EagerTensor:
-                    key.append(self.registry.signature(x.dtype, x._shape_tuple()))
-                else:
-                    break
-            else:
-                key = tuple(key)
-                info = self.registry.by_key.get(key)
+        if not kwargs:
+            # The fast path: positional per-example values whose signature
+            # numbers were seen with this function (one dict lookup, no specs).
+            try:
+                key = (function, *map(_signature_of, args))
+            except AttributeError:  # not a Value: an eager tensor, a Python value
+                key = None
+            if key is not None and None not in key:
+                info = self._fast_calls.get(key)
                 if info is None:
                     info = self._call_info(function, args, kwargs)
-                    self.registry.alias(key, info)
-                return info.pack(self._add_node(info, args))
+                    if info is NotImplemented:
+                        return info
+                    self._fast_calls[key] = info
+                return info.pack(self._add_call_node(info, args))
         info = self._call_info(function, args, kwargs)
         if info is NotImplemented:
             return info
@@ -267,6 +286,45 @@ class Recorder:
         return info
 
     # -------------------------------------------------- nodes
+    def _add_call_node(self, info, args):
+        """_add_node for the fast path: every input is a per-example or row
+        value (no eager tensors), recorded inline: the hot path of recording."""
+        r = self.round
+        node = len(r.node_op)
+        current = self.current
+        r.node_op.append(info.index)
+        append = r.args.append
+        for x in args:
+            if x._example != current and x._example is not None:
+                self.check_owner(x, info.op.what)
+            src = x.src
+            if src[0] == PENDING and src[3] is r:
+                append(src[4])
+            elif src[0] == STORED:
+                append(src[3])
+            else:
+                append(self._argument_code(r, x))
+        r.arg_splits.append(len(r.args))
+        outputs = []
+        base = node << 8
+        for k, code, dtype, shape, sig in info.output_protos:  # a loop, not a comprehension: no frame made
+            outputs.append(Value(self, current, (PENDING, node, k, r, base + code), dtype, shape, sig))
+        r.fresh.extend(outputs)
+        return outputs
+
+    def _argument_code(self, r, x):
+        """The code of a value that is neither this round's node output nor stored: a row of a variable."""
+        src = x.src
+        if src[0] == PENDING:
+            raise RuntimeError("td.loom.autobatch: a value was not kept by the round that computed it "
+                               "(it seemed unreferenced then); please report this")
+        if src[0] != VAR_ROW:
+            raise AssertionError(f"a value of source {src[0]} is a node's argument")
+        g = r.group(src[1], VAR_ROW, src[2])
+        rows = r.groups[g][3]
+        rows.append(src[3])
+        return -1 - ((len(rows) - 1 << 16) | (g + 1))
+
     def _add_node(self, info, inputs):
         """Appends a node of op `info` reading `inputs` (values and eager
         tensors, in the op's input order); returns its output values."""

@@ -29,7 +29,7 @@ class Value(Tensor):
     """A tensor of one example inside td.loom.autobatch: it has a dtype and a
     static shape; its value is known once the batch has computed it."""
 
-    __slots__ = ("_recorder", "_example", "src", "_dtype", "_shape_tuple_", "_sig")
+    __slots__ = ("_recorder", "_example", "src", "_dtype", "_shape_tuple_", "_autobatch_sig")
 
     def __init__(self, recorder, example, src, dtype, shape, sig=None):
         self._recorder = recorder
@@ -37,7 +37,7 @@ class Value(Tensor):
         self.src = src
         self._dtype = dtype
         self._shape_tuple_ = shape
-        self._sig = sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
+        self._autobatch_sig = sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
 
     @property
     def dtype(self):
