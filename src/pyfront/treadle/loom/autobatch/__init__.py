@@ -53,6 +53,7 @@ import threading
 
 from treadle.framework import context, variables
 from treadle.function import polymorphic_function
+from treadle.loom.autobatch._record import CallHook
 from treadle.loom.autobatch.outputs import check_results, stacked_outputs
 from treadle.loom.autobatch.recorded import Recording, make_recording
 from treadle.loom.autobatch.recording import CrossExampleError, Recorder
@@ -128,7 +129,8 @@ class AutoBatched:
         recorder.count_launches = self.count_launches
         recorder.schedule = self.schedule
         _active.append(recorder)
-        polymorphic_function.call_interceptors.append(recorder.call)
+        hook = CallHook(recorder)
+        polymorphic_function.call_interceptors.append(hook)
         variables.read_overrides.append(recorder.read_override)
         # Recording makes many small objects that live until the round runs;
         # the cyclic collector would scan them again and again (about a fifth
@@ -143,7 +145,7 @@ class AutoBatched:
             if collecting:
                 gc.enable()
             variables.read_overrides.remove(recorder.read_override)
-            polymorphic_function.call_interceptors.remove(recorder.call)
+            polymorphic_function.call_interceptors.remove(hook)
             _active.remove(recorder)
             recorder.finished = True
         self.last_stats = list(recorder.stats)

@@ -13,6 +13,7 @@ from treadle.framework import context
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor
 from treadle.framework.tensor_spec import TensorSpec
+from treadle.loom.autobatch._record import add_call_node
 from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.registry import type_shape
 from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, Value
@@ -75,7 +76,6 @@ class Recorder:
         self._row_type_shapes = {}    # id(variable) -> (TypeShape of a row, its signature number)
         self._variable_rows = {}      # id(variable) -> per row, its Value (None until gathered)
         self._axis_zero = None        # the axis tensor last seen to be 0 (td.gather passes the same one)
-        self._fast_calls = registry.fast_calls  # (function, argument signatures) -> OpInfo
 
     # -------------------------------------------------- values
     def check_owner(self, value, what):
@@ -233,27 +233,22 @@ class Recorder:
 
     # -------------------------------------------------- recording a cell call
     def call(self, function, args, kwargs):
-        """A td.function called inside the per-example function with tensors: one node."""
+        """A td.function called inside the per-example function with tensors:
+        one node. The general path (_record.CallHook records the calls it
+        caches in registry.fast_calls: positional per-example values)."""
         if self.current is None or get_ident() != self.thread or context.graph_being_built() is not None:
             return NotImplemented  # not an example's call: between examples, while tracing, another thread
+        info = self._call_info(function, args, kwargs)
+        if info is NotImplemented:
+            return info
         if not kwargs:
-            # The fast path: positional per-example values whose signature
-            # numbers were seen with this function (one dict lookup, no specs).
             try:
                 key = (function, *map(_signature_of, args))
             except AttributeError:  # not a Value: an eager tensor, a Python value
                 key = None
             if key is not None and None not in key:
-                info = self._fast_calls.get(key)
-                if info is None:
-                    info = self._call_info(function, args, kwargs)
-                    if info is NotImplemented:
-                        return info
-                    self._fast_calls[key] = info
-                return info.pack(self._add_call_node(info, args))
-        info = self._call_info(function, args, kwargs)
-        if info is NotImplemented:
-            return info
+                self.registry.fast_calls[key] = info
+                return info.pack(add_call_node(self, info, args))
         return info.pack(self._add_node(info, [x for x in nest.flatten((args, kwargs)) if _per_example(x)]))
 
     def _call_info(self, function, args, kwargs):
@@ -286,34 +281,8 @@ class Recorder:
         return info
 
     # -------------------------------------------------- nodes
-    def _add_call_node(self, info, args):
-        """_add_node for the fast path: every input is a per-example or row
-        value (no eager tensors), recorded inline: the hot path of recording."""
-        r = self.round
-        node = len(r.node_op)
-        current = self.current
-        r.node_op.append(info.index)
-        append = r.args.append
-        for x in args:
-            if x._example != current and x._example is not None:
-                self.check_owner(x, info.op.what)
-            src = x.src
-            if src[0] == PENDING and src[3] is r:
-                append(src[4])
-            elif src[0] == STORED:
-                append(src[3])
-            else:
-                append(self._argument_code(r, x))
-        r.arg_splits.append(len(r.args))
-        outputs = []
-        base = node << 8
-        for k, code, dtype, shape, sig in info.output_protos:  # a loop, not a comprehension: no frame made
-            outputs.append(Value(self, current, (PENDING, node, k, r, base + code), dtype, shape, sig))
-        r.fresh.extend(outputs)
-        return outputs
-
     def _argument_code(self, r, x):
-        """The code of a value that is neither this round's node output nor stored: a row of a variable."""
+        """(_record.add_call_node) The code of a value that is neither this round's node output nor stored: a row of a variable."""
         src = x.src
         if src[0] == PENDING:
             raise RuntimeError("td.loom.autobatch: a value was not kept by the round that computed it "
