@@ -1,20 +1,23 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The hot path of td.loom.autobatch's recording, in Cython because it runs
-once per cell call of every example: a td.function called positionally with
-per-example values whose (function, signature numbers) was seen before is
-recorded here, without the interpreter. Everything else (first calls,
-keywords, eager tensors, Python values) goes to Recorder.call, which fills
-the cache this path reads."""
+"""The hot paths of td.loom.autobatch's recording, in Cython because they
+run once per cell call or row gather of every example: a td.function
+called positionally with per-example values whose (function, signature
+numbers) was seen before is recorded here, without the interpreter (every
+other call goes to Recorder.call, which fills the cache this path reads);
+and td.gather(variable, id) with a known id is a row of the variable."""
 
 from threading import get_ident
 
 from treadle.framework import context
-from treadle.loom.autobatch.values import PENDING, STORED, Value
+from treadle.framework.tensor import EagerTensor
+from treadle.loom.autobatch.values import PENDING, STORED, VAR_ROW, VARIABLE, Value
 
 cdef object _graph_being_built = context.graph_being_built
 cdef object _new = Value.__new__
 cdef int _PENDING = PENDING
 cdef int _STORED = STORED
+cdef int _VAR_ROW = VAR_ROW
+cdef int _VARIABLE = VARIABLE
 
 
 cdef class CallHook:
@@ -74,7 +77,7 @@ def add_call_node(rec, info, tuple args):
         elif kind == _STORED:
             codes.append(src[3])
         else:
-            codes.append(rec._argument_code(r, x))
+            codes.append(_row_code(r, src))
     r.arg_splits.append(len(codes))
     cdef list outputs = []
     cdef long base = node << 8
@@ -89,3 +92,47 @@ def add_call_node(rec, info, tuple args):
         outputs.append(v)
     r.fresh.extend(outputs)
     return outputs
+
+
+cdef long _row_code(r, tuple src) except? -1:
+    """The argument code of a node's input that is neither this round's node
+    output nor stored: a row of a variable (numbered in its group of rows)."""
+    if src[0] == _PENDING:
+        raise RuntimeError("td.loom.autobatch: a value was not kept by the round that computed it "
+                           "(it seemed unreferenced then); please report this")
+    if src[0] != _VAR_ROW:
+        raise AssertionError(f"a value of source {src[0]} is a node's argument")
+    cdef long g = r.group(src[1], _VAR_ROW, src[2])
+    cdef list rows = r.groups[g][3]
+    rows.append(src[3])
+    return -1 - (((len(rows) - 1) << 16) | (g + 1))
+
+
+def variable_row(rec, params, indices, axis, attrs):
+    """td.gather(variable, id) with a known id (GatherV2 of the variable's
+    shared value, a scalar integer eager tensor, axis 0): the row's Value, a
+    row of the round's batch input (one gather for all of them); None for
+    any other gather. A row's value is shared (every example may use it), so
+    each row has one Value per call, made at its first gather."""
+    if type(params) is not Value or params.src[0] != _VARIABLE or type(indices) is not EagerTensor:
+        return None
+    if indices._shape_tuple() or not indices.dtype.is_integer:
+        return None
+    if axis is not rec._axis_zero:  # the same cached tensor each time (ops' index constants)
+        if type(axis) is not EagerTensor or axis._shape_tuple() or int(axis) != 0:
+            return None
+        rec._axis_zero = axis
+    if attrs and attrs.get("batch_dims", 0):
+        return None
+    var = params.src[1]
+    cdef list rows = rec._variable_rows.get(id(var))
+    if rows is None:
+        rows = rec._row_values(params)
+    row = int(indices)
+    if not 0 <= row < len(rows):
+        raise IndexError(f"td.gather: index {row} is out of range for a variable of {len(rows)} rows")
+    value = rows[row]
+    if value is None:
+        ts, sig = rec._row_type_shapes[id(var)]
+        value = rows[row] = Value(rec, None, (_VAR_ROW, ts, var, row), ts[0], ts[1], sig)
+    return value

@@ -13,7 +13,7 @@ from treadle.framework import context
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor
 from treadle.framework.tensor_spec import TensorSpec
-from treadle.loom.autobatch._record import add_call_node
+from treadle.loom.autobatch._record import add_call_node, variable_row
 from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.registry import type_shape
 from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, Value
@@ -152,7 +152,7 @@ class Recorder:
         if self.current is None:
             self._check_inputs(op_name, inputs)
         if op_name == "GatherV2":
-            gathered = self._variable_row(inputs, attrs)
+            gathered = variable_row(self, *inputs, attrs)
             if gathered is not None:
                 return [gathered]
         slots, specs, per_example, key_parts = [], [], False, []
@@ -196,40 +196,14 @@ class Recorder:
         finally:
             self.current = current
 
-    def _variable_row(self, inputs, attrs):
-        """td.gather(variable, id) with a known id: a row of the variable,
-        read through the round's batch input (one gather for all of them).
-        A row's value is shared (every example may use it), so each row has
-        one Value per call, made at its first gather."""
-        params, indices, axis = inputs
-        if not (type(params) is Value and params.src[0] == VARIABLE and type(indices) is EagerTensor
-                and indices.dtype.is_integer and not indices._shape_tuple()):
-            return None
-        if axis is not self._axis_zero:  # the same cached tensor each time (ops' index constants)
-            if not (type(axis) is EagerTensor and not axis._shape_tuple() and int(axis) == 0):
-                return None
-            self._axis_zero = axis
-        if attrs and attrs.get("batch_dims", 0):
-            return None
-        var = params.src[1]
-        rows = self._variable_rows.get(id(var))
-        if rows is None:
-            rows = self._variable_rows[id(var)] = self._row_values(params)
-        row = int(indices)
-        if 0 <= row < len(rows):
-            value = rows[row]
-            if value is None:
-                ts, sig = self._row_type_shapes[id(var)]
-                value = rows[row] = Value(self, None, (VAR_ROW, ts, var, row), ts[0], ts[1], sig)
-            return value
-        raise IndexError(f"td.gather: index {row} is out of range for a variable of {len(rows)} rows")
-
     def _row_values(self, params):
-        """The list to hold one Value per row of the variable (None until gathered)."""
+        """(_record.variable_row) The list to hold one Value per row of the
+        variable (None until gathered), kept for the rest of the call."""
         var = params.src[1]
         shape = params._shape_tuple_[1:]
         self._row_type_shapes[id(var)] = (type_shape(var.dtype, shape), self.registry.signature(var.dtype, shape))
-        return [None] * params._shape_tuple_[0]
+        rows = self._variable_rows[id(var)] = [None] * params._shape_tuple_[0]
+        return rows
 
     # -------------------------------------------------- recording a cell call
     def call(self, function, args, kwargs):
@@ -281,19 +255,6 @@ class Recorder:
         return info
 
     # -------------------------------------------------- nodes
-    def _argument_code(self, r, x):
-        """(_record.add_call_node) The code of a value that is neither this round's node output nor stored: a row of a variable."""
-        src = x.src
-        if src[0] == PENDING:
-            raise RuntimeError("td.loom.autobatch: a value was not kept by the round that computed it "
-                               "(it seemed unreferenced then); please report this")
-        if src[0] != VAR_ROW:
-            raise AssertionError(f"a value of source {src[0]} is a node's argument")
-        g = r.group(src[1], VAR_ROW, src[2])
-        rows = r.groups[g][3]
-        rows.append(src[3])
-        return -1 - ((len(rows) - 1 << 16) | (g + 1))
-
     def _add_node(self, info, inputs):
         """Appends a node of op `info` reading `inputs` (values and eager
         tensors, in the op's input order); returns its output values."""
