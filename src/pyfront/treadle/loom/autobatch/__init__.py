@@ -53,7 +53,7 @@ import threading
 
 from treadle.framework import context, variables
 from treadle.function import polymorphic_function
-from treadle.loom.autobatch._record import CallHook
+from treadle.loom.autobatch._record import CallHook, ReadHook
 from treadle.loom.autobatch.outputs import check_results, stacked_outputs
 from treadle.loom.autobatch.recorded import Recording, make_recording
 from treadle.loom.autobatch.recording import CrossExampleError, Recorder
@@ -131,7 +131,8 @@ class AutoBatched:
         _active.append(recorder)
         hook = CallHook(recorder)
         polymorphic_function.call_interceptors.append(hook)
-        variables.read_overrides.append(recorder.read_override)
+        read_hook = ReadHook(recorder)
+        variables.read_overrides.append(read_hook)
         # Recording makes many small objects that live until the round runs;
         # the cyclic collector would scan them again and again (about a fifth
         # of the recording time) and find no garbage (the round breaks the one
@@ -144,7 +145,7 @@ class AutoBatched:
         finally:
             if collecting:
                 gc.enable()
-            variables.read_overrides.remove(recorder.read_override)
+            variables.read_overrides.remove(read_hook)
             polymorphic_function.call_interceptors.remove(hook)
             _active.remove(recorder)
             recorder.finished = True

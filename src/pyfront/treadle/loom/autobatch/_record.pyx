@@ -56,6 +56,29 @@ cdef class CallHook:
         return info.pack(add_call_node(rec, info, args))
 
 
+cdef class ReadHook:
+    """Variable.read_value's override while `recorder` records: inside an
+    example (not while tracing, not in another thread) reading a variable
+    gives its shared Value; elsewhere the variable is read as usual."""
+
+    cdef object recorder
+    cdef dict values  # id(variable) -> its shared Value
+    cdef object thread
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.values = recorder._variable_values
+        self.thread = recorder.thread
+
+    def __call__(self, var):
+        if self.recorder.current is None or get_ident() != self.thread or _graph_being_built() is not None:
+            return None
+        value = self.values.get(id(var))
+        if value is None:
+            value = self.recorder.shared_variable_value(var)
+        return value
+
+
 def add_call_node(rec, info, tuple args):
     """Appends a node of op `info` reading `args` (per-example values and
     rows of variables, in the op's input order) to the recorder's round;

@@ -135,10 +135,9 @@ class Recorder:
             return src[1].read_value()
         raise AssertionError("a pending value is read before its round ran")
 
-    def read_override(self, var):
-        """While an example runs (not while tracing), reading a variable gives a shared value."""
-        if self.current is None or context.graph_being_built() is not None or get_ident() != self.thread:
-            return None
+    def shared_variable_value(self, var):
+        """(_record.ReadHook) The shared Value a variable read inside the
+        function gives (one per variable and call)."""
         value = self._variable_values.get(id(var))
         if value is None:
             value = Value(self, None, (VARIABLE, var), var.dtype, tuple(var.shape.as_list()))
