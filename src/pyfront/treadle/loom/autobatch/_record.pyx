@@ -106,7 +106,7 @@ def add_call_node(rec, info, tuple args):
     cdef long base = node << 8
     for k, code, dtype, shape, sig in info.output_protos:
         v = _new(Value)
-        v._recorder = rec
+        v.graph = rec
         v._example = current
         v.src = (_PENDING, node, k, r, base + code)
         v._dtype = dtype
@@ -129,6 +129,17 @@ cdef long _row_code(r, tuple src) except? -1:
     cdef list rows = r.groups[g][3]
     rows.append(src[3])
     return -1 - (((len(rows) - 1) << 16) | (g + 1))
+
+
+def create_op(rec, op_name, inputs, attrs, name=None):
+    """Recorder.create_op: execute() of an op with a per-example input. A
+    gathered variable row is recorded here; every other op by
+    rec.record_op."""
+    if op_name == "GatherV2" and rec.current is not None and len(inputs) == 3:
+        gathered = variable_row(rec, inputs[0], inputs[1], inputs[2], attrs)
+        if gathered is not None:
+            return [gathered]
+    return rec.record_op(op_name, inputs, attrs)
 
 
 def variable_row(rec, params, indices, axis, attrs):

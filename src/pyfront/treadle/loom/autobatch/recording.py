@@ -13,7 +13,7 @@ from treadle.framework import context
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor
 from treadle.framework.tensor_spec import TensorSpec
-from treadle.loom.autobatch._record import add_call_node, variable_row
+from treadle.loom.autobatch._record import add_call_node, create_op
 from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.registry import type_shape
 from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, Value
@@ -145,15 +145,13 @@ class Recorder:
         return value
 
     # -------------------------------------------------- recording a plain op
-    def create_op(self, op_name, inputs, attrs, name=None):
-        """execute() of an op with a per-example input: records it (or runs it
-        eagerly when it reads only shared values); returns its outputs."""
+    create_op = create_op  # execute() of an op with a per-example input (gathered rows in Cython)
+
+    def record_op(self, op_name, inputs, attrs):
+        """(_record.create_op) Records an op with a per-example input (or runs
+        it eagerly when it reads only shared values); returns its outputs."""
         if self.current is None:
             self._check_inputs(op_name, inputs)
-        if op_name == "GatherV2":
-            gathered = variable_row(self, *inputs, attrs)
-            if gathered is not None:
-                return [gathered]
         slots, specs, per_example, key_parts = [], [], False, []
         for x in inputs:
             if type(x) is Value:
