@@ -4,6 +4,9 @@ per-example values whose signatures were seen is recorded from a cache of
 gradients of the general path (keyword calls, eager-tensor arguments), and
 fall back to it whenever the signature or the kind of argument changes."""
 
+import gc
+import weakref
+
 import numpy as np
 import pytest
 
@@ -175,3 +178,27 @@ def test_fast_path_still_refuses_another_examples_value():
         return add(v, v)
     with pytest.raises(CrossExampleError, match="example 0 is used by example 1"):
         td.loom.autobatch(fn)([0, 1])
+
+
+def test_the_call_leaves_no_reference_cycle_behind():
+    """Reference counting frees a call's recorder (and its store of computed
+    rows) when it returns; no cyclic garbage waits for the collector."""
+    emb, _, positional, _ = _model()
+    recorders = []
+
+    def fn(tree):
+        recorders.append(weakref.ref(td.gather(emb, 0).graph))
+        return positional(tree)
+    batched = td.loom.autobatch(fn)
+    batched(TREES)  # the first call traces the cells (tracing may leave cycles of its own)
+    recorders.clear()
+    gc.collect()
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        out = batched(TREES)
+        assert recorders and all(r() is None for r in recorders)
+    finally:
+        if collecting:
+            gc.enable()
+    np.testing.assert_allclose(out.numpy(), np.stack([_numpy(t) for t in TREES]), rtol=1e-12, atol=1e-12)

@@ -148,7 +148,7 @@ class AutoBatched:
             variables.read_overrides.remove(read_hook)
             polymorphic_function.call_interceptors.remove(hook)
             _active.remove(recorder)
-            recorder.finished = True
+            recorder.finish()
         self.last_stats = list(recorder.stats)
         self.last_recording_seconds = recorder.recording_seconds
         return out

@@ -77,6 +77,15 @@ class Recorder:
         self._variable_rows = {}      # id(variable) -> per row, its Value (None until gathered)
         self._axis_zero = None        # the axis tensor last seen to be 0 (td.gather passes the same one)
 
+    def finish(self):
+        """The call returned: its values may no longer be used, and the
+        shared values it kept (which reference it) are dropped, so that
+        reference counting frees the recorder (no cycle is left for the
+        collector)."""
+        self.finished = True
+        self._variable_values.clear()
+        self._variable_rows.clear()
+
     # -------------------------------------------------- values
     def check_owner(self, value, what):
         """A value of example i may only be used by example i's computation."""
