@@ -85,8 +85,8 @@ def add_call_node(rec, info, tuple args):
     returns its output values."""
     r = rec.round
     current = rec.current
-    cdef list node_op = r.node_op
-    cdef list codes = r.args
+    node_op = r.node_op  # int64 arrays (array.array)
+    codes = r.args
     cdef Py_ssize_t node = len(node_op)
     node_op.append(info.index)
     for x in args:

@@ -4,6 +4,7 @@ round's schedule (kept as the arrays of Weaver.weave, filled as they come),
 and the shared inputs they read (constants, rows of variables, values
 computed by earlier rounds) rows of the round's batch inputs."""
 
+from array import array
 from operator import attrgetter
 from threading import get_ident
 
@@ -35,9 +36,11 @@ class Round:
     variable's rows; or a row of the store, final)."""
 
     def __init__(self):
-        self.node_op = []
-        self.arg_splits = [0]
-        self.args = []
+        # int64 arrays, not lists of Python ints: NumPy reads them without a
+        # conversion when the round is planned (rounds.plan_round).
+        self.node_op = array("q")
+        self.arg_splits = array("q", [0])
+        self.args = array("q")
         self.groups = []      # (type shape, kind, variable or None, rows list)
         self.group_index = {}
         self.fresh = []       # the PENDING values made this round (live ones are outputs)

@@ -41,7 +41,7 @@ def plan_round(recorder):
     r.fresh = None
     outputs = np.fromiter((v.src[1] for v in live), np.int64, len(live))
     output_index = np.fromiter((v.src[2] for v in live), np.int32, len(live))
-    node_op, arg_splits = r.node_op, np.asarray(r.arg_splits, np.int64)
+    node_op, arg_splits = np.asarray(r.node_op, np.int64), np.asarray(r.arg_splits, np.int64)
     columns = decode_arguments(r.args, arg_splits)
     if recorder.count_launches:
         launches = launch_counts(node_op, arg_splits, columns[1], columns[2])
