@@ -6,6 +6,8 @@ numbers) was seen before is recorded here, without the interpreter (every
 other call goes to Recorder.call, which fills the cache this path reads);
 and td.gather(variable, id) with a known id is a row of the variable."""
 
+from cpython.ref cimport Py_REFCNT
+
 from threading import get_ident
 
 from treadle.framework import context
@@ -170,3 +172,15 @@ def variable_row(rec, params, indices, axis, attrs):
         ts, sig = rec._row_type_shapes[id(var)]
         value = rows[row] = Value(rec, None, (_VAR_ROW, ts, var, row), ts[0], ts[1], sig)
     return value
+
+
+def live_values(list fresh):
+    """The values of `fresh` referenced from anywhere else (an example's
+    frame, another value's structure, an output): only they need their
+    value after the round. A value held only by `fresh` has two references
+    here: the list's and the loop's."""
+    cdef list live = []
+    for v in fresh:
+        if Py_REFCNT(v) > 2:
+            live.append(v)
+    return live
