@@ -1,10 +1,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The hot paths of td.loom.autobatch's recording, in Cython because they
-run once per cell call or row gather of every example: a td.function
-called positionally with per-example values whose (function, signature
-numbers) was seen before is recorded here, without the interpreter (every
-other call goes to Recorder.call, which fills the cache this path reads);
-and td.gather(variable, id) with a known id is a row of the variable."""
+"""The hot paths of td.loom.autobatch, in Cython because they run once per
+cell call, variable read or row gather of every example (or once per value
+per round):
+
+- CallHook: a td.function called positionally with per-example values whose
+  (function, signature numbers) was seen before is recorded without the
+  interpreter; every other call goes to Recorder.call, which fills the
+  cache this path reads.
+- ReadHook: a variable read inside an example gives its shared value.
+- create_op: td.gather(variable, id) with a known id is a row of the variable.
+- live_values: the values a round must keep, by reference count."""
 
 from cpython.ref cimport Py_REFCNT
 
