@@ -132,10 +132,13 @@ cdef long _row_code(r, tuple src) except? -1:
                            "(it seemed unreferenced then); please report this")
     if src[0] != _VAR_ROW:
         raise AssertionError(f"a value of source {src[0]} is a node's argument")
-    cdef long g = r.group(src[1], _VAR_ROW, src[2])
+    g = r.group_index.get((id(src[1]), _VAR_ROW, id(src[2])))  # Round.group's key: its lookup, inline
+    if g is None:
+        g = r.group(src[1], _VAR_ROW, src[2])
     cdef list rows = r.groups[g][3]
     rows.append(src[3])
-    return -1 - (((len(rows) - 1) << 16) | (g + 1))
+    cdef long group = g
+    return -1 - (((len(rows) - 1) << 16) | (group + 1))
 
 
 def create_op(rec, op_name, inputs, attrs, name=None):
