@@ -56,9 +56,13 @@ def _modules():
     return modules
 
 
+# The Cython modules (*.pyx, built like _core), by qualified name.
+_CYTHON = {".".join(p.relative_to(PACKAGE_DIR.parent).with_suffix("").parts) for p in PACKAGE_DIR.rglob("*.pyx")}
+
+
 def _is_generated(name):
     short = name.rpartition(".")[2]
-    return short == "_core" or short.endswith("_pb2")
+    return short == "_core" or short.endswith("_pb2") or name in _CYTHON
 
 
 def _source(node, module):
@@ -86,7 +90,7 @@ def _imported_modules(node, module, modules):
         full = f"{source}.{alias.name}"
         if full in modules:
             found.append(full)
-        elif not _is_generated(full) and known(source):
+        elif not _is_generated(full) and not _is_generated(source) and known(source):
             found.append(known(source))
     return found
 

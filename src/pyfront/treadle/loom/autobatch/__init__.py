@@ -53,6 +53,7 @@ import threading
 
 from treadle.framework import context, variables
 from treadle.function import polymorphic_function
+from treadle.loom.autobatch._record import CallHook, ReadHook
 from treadle.loom.autobatch.outputs import check_results, stacked_outputs
 from treadle.loom.autobatch.recorded import Recording, make_recording
 from treadle.loom.autobatch.recording import CrossExampleError, Recorder
@@ -128,8 +129,10 @@ class AutoBatched:
         recorder.count_launches = self.count_launches
         recorder.schedule = self.schedule
         _active.append(recorder)
-        polymorphic_function.call_interceptors.append(recorder.call)
-        variables.read_overrides.append(recorder.read_override)
+        hook = CallHook(recorder)
+        polymorphic_function.call_interceptors.append(hook)
+        read_hook = ReadHook(recorder)
+        variables.read_overrides.append(read_hook)
         # Recording makes many small objects that live until the round runs;
         # the cyclic collector would scan them again and again (about a fifth
         # of the recording time) and find no garbage (the round breaks the one
@@ -142,10 +145,10 @@ class AutoBatched:
         finally:
             if collecting:
                 gc.enable()
-            variables.read_overrides.remove(recorder.read_override)
-            polymorphic_function.call_interceptors.remove(recorder.call)
+            variables.read_overrides.remove(read_hook)
+            polymorphic_function.call_interceptors.remove(hook)
             _active.remove(recorder)
-            recorder.finished = True
+            recorder.finish()
         self.last_stats = list(recorder.stats)
         self.last_recording_seconds = recorder.recording_seconds
         return out

@@ -4,6 +4,8 @@ round's schedule (kept as the arrays of Weaver.weave, filled as they come),
 and the shared inputs they read (constants, rows of variables, values
 computed by earlier rounds) rows of the round's batch inputs."""
 
+from array import array
+from operator import attrgetter
 from threading import get_ident
 
 import numpy as np
@@ -12,10 +14,13 @@ from treadle.framework import context
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor
 from treadle.framework.tensor_spec import TensorSpec
+from treadle.loom.autobatch._record import add_call_node, create_op
 from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.registry import type_shape
 from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, Value
 from treadle.util import nest
+
+_signature_of = attrgetter("_autobatch_sig")  # a Value's signature number; AttributeError for other arguments
 
 _SMALL_INT_STATIC = 8  # an integer eager tensor of at most this many elements is an attribute-like input
 
@@ -31,9 +36,11 @@ class Round:
     variable's rows; or a row of the store, final)."""
 
     def __init__(self):
-        self.node_op = []
-        self.arg_splits = [0]
-        self.args = []
+        # int64 arrays, not lists of Python ints: NumPy reads them without a
+        # conversion when the round is planned (rounds.plan_round).
+        self.node_op = array("q")
+        self.arg_splits = array("q", [0])
+        self.args = array("q")
         self.groups = []      # (type shape, kind, variable or None, rows list)
         self.group_index = {}
         self.fresh = []       # the PENDING values made this round (live ones are outputs)
@@ -69,7 +76,18 @@ class Recorder:
         self.thread = get_ident()     # the thread whose examples record (others' calls run as usual)
         self.schedule = "depth"       # or "agenda": the order a round's nodes run in (agenda.py)
         self._variable_values = {}    # id(variable) -> its shared Value
-        self._row_type_shapes = {}    # id(variable) -> (TypeShape of a row, signature, rows)
+        self._row_type_shapes = {}    # id(variable) -> (TypeShape of a row, its signature number)
+        self._variable_rows = {}      # id(variable) -> per row, its Value (None until gathered)
+        self._axis_zero = None        # the axis tensor last seen to be 0 (td.gather passes the same one)
+
+    def finish(self):
+        """The call returned: its values may no longer be used, and the
+        shared values it kept (which reference it) are dropped, so that
+        reference counting frees the recorder (no cycle is left for the
+        collector)."""
+        self.finished = True
+        self._variable_values.clear()
+        self._variable_rows.clear()
 
     # -------------------------------------------------- values
     def check_owner(self, value, what):
@@ -129,10 +147,9 @@ class Recorder:
             return src[1].read_value()
         raise AssertionError("a pending value is read before its round ran")
 
-    def read_override(self, var):
-        """While an example runs (not while tracing), reading a variable gives a shared value."""
-        if self.current is None or context.graph_being_built() is not None or get_ident() != self.thread:
-            return None
+    def shared_variable_value(self, var):
+        """(_record.ReadHook) The shared Value a variable read inside the
+        function gives (one per variable and call)."""
         value = self._variable_values.get(id(var))
         if value is None:
             value = Value(self, None, (VARIABLE, var), var.dtype, tuple(var.shape.as_list()))
@@ -140,15 +157,13 @@ class Recorder:
         return value
 
     # -------------------------------------------------- recording a plain op
-    def create_op(self, op_name, inputs, attrs, name=None):
-        """execute() of an op with a per-example input: records it (or runs it
-        eagerly when it reads only shared values); returns its outputs."""
+    create_op = create_op  # execute() of an op with a per-example input (gathered rows in Cython)
+
+    def record_op(self, op_name, inputs, attrs):
+        """(_record.create_op) Records an op with a per-example input (or runs
+        it eagerly when it reads only shared values); returns its outputs."""
         if self.current is None:
             self._check_inputs(op_name, inputs)
-        if op_name == "GatherV2":
-            gathered = self._variable_row(inputs, attrs)
-            if gathered is not None:
-                return [gathered]
         slots, specs, per_example, key_parts = [], [], False, []
         for x in inputs:
             if type(x) is Value:
@@ -190,51 +205,33 @@ class Recorder:
         finally:
             self.current = current
 
-    def _variable_row(self, inputs, attrs):
-        """td.gather(variable, id) with a known id: a row of the variable,
-        read through the round's batch input (one gather for all of them)."""
-        params, indices, axis = inputs
-        if not (type(params) is Value and params.src[0] == VARIABLE and type(indices) is EagerTensor
-                and indices.dtype.is_integer and not indices._shape_tuple() and type(axis) is EagerTensor
-                and not axis._shape_tuple() and int(axis) == 0 and not (attrs or {}).get("batch_dims", 0)):
-            return None
+    def _row_values(self, params):
+        """(_record.variable_row) The list to hold one Value per row of the
+        variable (None until gathered), kept for the rest of the call."""
         var = params.src[1]
-        entry = self._row_type_shapes.get(id(var))
-        if entry is None:
-            shape = params._shape_tuple_[1:]
-            entry = (type_shape(var.dtype, shape), self.registry.signature(var.dtype, shape), params._shape_tuple_[0])
-            self._row_type_shapes[id(var)] = entry
-        ts, sig, rows = entry
-        row = int(indices)
-        if not 0 <= row < rows:
-            raise IndexError(f"td.gather: index {row} is out of range for a variable of {rows} rows")
-        return Value(self, None, (VAR_ROW, ts, var, row), ts[0], ts[1], sig)
+        shape = params._shape_tuple_[1:]
+        self._row_type_shapes[id(var)] = (type_shape(var.dtype, shape), self.registry.signature(var.dtype, shape))
+        rows = self._variable_rows[id(var)] = [None] * params._shape_tuple_[0]
+        return rows
 
     # -------------------------------------------------- recording a cell call
     def call(self, function, args, kwargs):
-        """A td.function called inside the per-example function with tensors: one node."""
-        if self.current is None or context.graph_being_built() is not None or get_ident() != self.thread:
+        """A td.function called inside the per-example function with tensors:
+        one node. The general path (_record.CallHook records the calls it
+        caches in registry.fast_calls: positional per-example values)."""
+        if self.current is None or get_ident() != self.thread or context.graph_being_built() is not None:
             return NotImplemented  # not an example's call: between examples, while tracing, another thread
-        if args and not kwargs:  # the fast path: positional tensors, a signature seen before
-            key = [function]
-            for x in args:
-                t = type(x)
-                if t is Value and x._sig is not None:
-                    key.append(x._sig)
-                elif t is EagerTensor:
-                    key.append(self.registry.signature(x.dtype, x._shape_tuple()))
-                else:
-                    break
-            else:
-                key = tuple(key)
-                info = self.registry.by_key.get(key)
-                if info is None:
-                    info = self._call_info(function, args, kwargs)
-                    self.registry.alias(key, info)
-                return info.pack(self._add_node(info, args))
         info = self._call_info(function, args, kwargs)
         if info is NotImplemented:
             return info
+        if not kwargs:
+            try:
+                key = (function, *map(_signature_of, args))
+            except AttributeError:  # not a Value: an eager tensor, a Python value
+                key = None
+            if key is not None and None not in key:
+                self.registry.fast_calls[key] = info
+                return info.pack(add_call_node(self, info, args))
         return info.pack(self._add_node(info, [x for x in nest.flatten((args, kwargs)) if _per_example(x)]))
 
     def _call_info(self, function, args, kwargs):

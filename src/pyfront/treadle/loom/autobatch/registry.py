@@ -19,7 +19,8 @@ class OpInfo:
     """A LoomOp of the registry: its index, and its outputs' dtypes, shapes
     and signature numbers (Registry.signature), and how a call's outputs are packed."""
 
-    __slots__ = ("index", "op", "outputs", "out_type_shapes", "in_type_shapes", "structure", "pack")
+    __slots__ = ("index", "op", "outputs", "output_protos", "out_type_shapes", "in_type_shapes", "structure",
+                 "pack")
 
     def __init__(self, index, op, registry, structure=None):
         self.index = index
@@ -27,6 +28,8 @@ class OpInfo:
         self.in_type_shapes = op.input_type_shapes
         self.out_type_shapes = op.output_type_shapes
         self.outputs = [(ts.dtype, ts.shape, registry.signature(ts.dtype, ts.shape)) for ts in self.out_type_shapes]
+        # Per output k: (k, its part of the argument code, dtype, shape, signature), for recording.
+        self.output_protos = [(k, k) + out for k, out in enumerate(self.outputs)]
         self.structure = structure  # a cell's structured outputs (None for a plain op)
         self.pack = _packer(structure)
 
@@ -63,6 +66,7 @@ class Registry:
     def __init__(self):
         self.ops = []          # OpInfo, by index
         self.by_key = {}       # signature key -> OpInfo
+        self.fast_calls = {}   # (td.function, its arguments' signature numbers) -> OpInfo (the recording fast path)
         self._signatures = {}  # (dtype, shape) -> a small int naming it in keys (cheap to hash)
         self._loom = None
         self._loom_size = 0
@@ -96,10 +100,6 @@ class Registry:
             info = self._add(key, PassThroughLoomOp(ts))
             info.op.what = f"pass-through of {ts}"
         return info
-
-    def alias(self, key, info):
-        """Also finds `info` under `key` (the fast path's key of the same call)."""
-        self.by_key[key] = info
 
     def primitive(self, key, op_name, attrs, inputs, specs):
         """The OpInfo of op `op_name` on `inputs` (Slots for the per-example

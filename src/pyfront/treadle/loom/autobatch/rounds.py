@@ -4,7 +4,6 @@ so far; its batch inputs hold, per type shape, the rows the nodes read
 (computed by earlier rounds, constants, rows of variables: one gather per
 variable), and the values still in use are added to the store."""
 
-import sys
 import time
 
 import numpy as np
@@ -13,6 +12,7 @@ from treadle.framework import context, op_execution
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
+from treadle.loom.autobatch._record import live_values
 from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
 from treadle.loom.autobatch.values import CONSTANT, STORED, row_code
@@ -37,11 +37,11 @@ def plan_round(recorder):
     r = recorder.round
     registry = recorder.registry
     loom = registry.loom()
-    live = _live(r.fresh)
+    live = live_values(r.fresh)
     r.fresh = None
     outputs = np.fromiter((v.src[1] for v in live), np.int64, len(live))
     output_index = np.fromiter((v.src[2] for v in live), np.int32, len(live))
-    node_op, arg_splits = r.node_op, np.asarray(r.arg_splits, np.int64)
+    node_op, arg_splits = np.asarray(r.node_op, np.int64), np.asarray(r.arg_splits, np.int64)
     columns = decode_arguments(r.args, arg_splits)
     if recorder.count_launches:
         launches = launch_counts(node_op, arg_splits, columns[1], columns[2])
@@ -137,14 +137,6 @@ def _columns(args):
     if not args:
         return [np.zeros(0, np.int64) for _ in range(5)]
     return list(np.array(args, np.int64).T)
-
-
-def _live(fresh):
-    """The values of `fresh` referenced from anywhere else (an example's
-    frame, another value's structure, an output): only they need their
-    value after the round. A value held only by `fresh` has three references
-    here: the list, the loop variable and getrefcount's argument."""
-    return [v for v in fresh if sys.getrefcount(v) > 3]
 
 
 def _layout(recorder, r, arg_value, arg_group):

@@ -29,15 +29,17 @@ class Value(Tensor):
     """A tensor of one example inside td.loom.autobatch: it has a dtype and a
     static shape; its value is known once the batch has computed it."""
 
-    __slots__ = ("_recorder", "_example", "src", "_dtype", "_shape_tuple_", "_sig")
+    # `graph` is the recorder: execute() hands an op with this input to
+    # graph.create_op. A slot, not a property: every recorded op reads it.
+    __slots__ = ("graph", "_example", "src", "_dtype", "_shape_tuple_", "_autobatch_sig")
 
     def __init__(self, recorder, example, src, dtype, shape, sig=None):
-        self._recorder = recorder
+        self.graph = recorder
         self._example = example  # the example's index, or None for a value every example may use
         self.src = src
         self._dtype = dtype
         self._shape_tuple_ = shape
-        self._sig = sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
+        self._autobatch_sig = sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
 
     @property
     def dtype(self):
@@ -53,11 +55,6 @@ class Value(Tensor):
     @property
     def ndim(self):
         return len(self._shape_tuple_)
-
-    @property
-    def graph(self):
-        """The recorder: execute() hands an op with this input to graph.create_op."""
-        return self._recorder
 
     @property
     def name(self):
@@ -79,15 +76,15 @@ class Value(Tensor):
 
     # -------------------------------------------------- reading the value
     def numpy(self):
-        value = self._recorder.read(self)
+        value = self.graph.read(self)
         return value.copy() if value.ndim else value[()]
 
     def __array__(self, dtype=None, copy=None):
-        value = self._recorder.read(self)
+        value = self.graph.read(self)
         return value.astype(dtype) if dtype is not None else value
 
     def __bool__(self):
-        value = self._recorder.read(self)
+        value = self.graph.read(self)
         if value.size != 1:
             raise ValueError("The truth value of a tensor with more than one element is ambiguous. "
                              "Use a.any() or a.all()" if value.size > 1 else
@@ -95,16 +92,16 @@ class Value(Tensor):
         return bool(value.reshape(()))
 
     def __float__(self):
-        return float(self._recorder.read(self).reshape(()))
+        return float(self.graph.read(self).reshape(()))
 
     def __int__(self):
-        return int(self._recorder.read(self).reshape(()))
+        return int(self.graph.read(self).reshape(()))
 
     def __index__(self):
         if not self._dtype.is_integer or self._shape_tuple_:
             raise TypeError(f"Only scalar integer tensors can be used as an index, got {self._dtype.name} "
                             f"of shape {self.shape}")
-        return int(self._recorder.read(self).reshape(()))
+        return int(self.graph.read(self).reshape(()))
 
     def __len__(self):
         if not self._shape_tuple_:
