@@ -29,6 +29,10 @@ def _is_int(value):
     return type(value) is int or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
 
 
+def _is_zero(value):
+    return type(value) is int and value == 0
+
+
 def _tensor(value):
     """convert_to_tensor with a fast path for what is already an eager tensor."""
     return value if type(value) is EagerTensor else convert_to_tensor(value)
@@ -257,9 +261,22 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
 
 # ---------------------------------------------------------------- gathering and choosing
 
+# While td.loom.autobatch records, its recorder's row gatherer is here:
+# td.gather(params, index) along axis 0 with no batch dimensions calls the
+# last entry with (params, index) first, which gives the gathered value, or
+# NotImplemented to gather as usual. A per-example leaf's
+# td.gather(embedding, word_id) then skips converting both arguments. The
+# list is empty otherwise, so a gather pays one truth test for it.
+gather_interceptors = []
+
+
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
     """Slices of `params` along `axis` (default: `batch_dims`) at `indices`.
     An index outside [0, params.shape[axis]) is an InvalidArgumentError."""
+    if gather_interceptors and _is_zero(batch_dims) and (axis is None or _is_zero(axis)):
+        gathered = gather_interceptors[-1](params, indices)
+        if gathered is not NotImplemented:
+            return gathered
     params = _tensor(params)
     indices = convert_to_tensor(indices, dtype_hint=dtypes.int32)
     if axis is None:
