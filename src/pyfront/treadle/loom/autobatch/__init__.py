@@ -53,7 +53,8 @@ import threading
 
 from treadle.framework import context, variables
 from treadle.function import polymorphic_function
-from treadle.loom.autobatch._record import CallHook, ReadHook
+from treadle.ops import array_ops
+from treadle.loom.autobatch._record import CallHook, GatherHook, ReadHook
 from treadle.loom.autobatch.outputs import check_results, stacked_outputs
 from treadle.loom.autobatch.recorded import Recording, make_recording
 from treadle.loom.autobatch.recording import CrossExampleError, Recorder
@@ -133,6 +134,8 @@ class AutoBatched:
         polymorphic_function.call_interceptors.append(hook)
         read_hook = ReadHook(recorder)
         variables.read_overrides.append(read_hook)
+        gather_hook = GatherHook(recorder)
+        array_ops.gather_interceptors.append(gather_hook)
         # Recording makes many small objects that live until the round runs;
         # the cyclic collector would scan them again and again (about a fifth
         # of the recording time) and find no garbage (the round breaks the one
@@ -145,6 +148,7 @@ class AutoBatched:
         finally:
             if collecting:
                 gc.enable()
+            array_ops.gather_interceptors.remove(gather_hook)
             variables.read_overrides.remove(read_hook)
             polymorphic_function.call_interceptors.remove(hook)
             _active.remove(recorder)

@@ -8,6 +8,8 @@ per round):
   interpreter; every other call goes to Recorder.call, which fills the
   cache this path reads.
 - ReadHook: a variable read inside an example gives its shared value.
+- GatherHook: td.gather(variable, Python or NumPy int) inside an example
+  is a row of the variable, before either argument becomes a tensor.
 - create_op: td.gather(variable, id) with a known id is a row of the variable.
 - live_values: the values a round must keep, by reference count."""
 
@@ -15,12 +17,16 @@ from cpython.ref cimport Py_REFCNT
 
 from threading import get_ident
 
+import numpy as np
+
 from treadle.framework import context
+from treadle.framework.variables import Variable
 from treadle.framework.tensor import EagerTensor
 from treadle.loom.autobatch.values import PENDING, STORED, VAR_ROW, VARIABLE, Value
 
 cdef object _graph_being_built = context.graph_being_built
 cdef object _new = Value.__new__
+cdef object _np_integer = np.integer
 cdef int _PENDING = PENDING
 cdef int _STORED = STORED
 cdef int _VAR_ROW = VAR_ROW
@@ -84,6 +90,42 @@ cdef class ReadHook:
         if value is None:
             value = self.recorder.shared_variable_value(var)
         return value
+
+
+cdef class GatherHook:
+    """td.gather's interceptor while `recorder` records: inside an example
+    (not while tracing, not in another thread), td.gather(variable, row)
+    with a Python or NumPy integer row in range is the row's Value, as
+    variable_row gives it after the arguments became tensors; any other
+    gather (and a row out of range, for the usual error) is NotImplemented,
+    gathered as usual."""
+
+    cdef object recorder
+    cdef dict values  # id(variable) -> its shared Value (ReadHook's)
+    cdef object thread
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.values = recorder._variable_values
+        self.thread = recorder.thread
+
+    def __call__(self, params, index):
+        rec = self.recorder
+        if rec.current is None or get_ident() != self.thread or _graph_being_built() is not None:
+            return NotImplemented
+        if type(index) is not int:
+            if not isinstance(index, _np_integer):
+                return NotImplemented
+            index = int(index)
+        if type(params) is Variable:  # what reading it inside the example gives (ReadHook)
+            var = params
+            params = self.values.get(id(var))
+            if params is None:
+                params = rec.shared_variable_value(var)
+        elif type(params) is not Value or params.src[0] != _VARIABLE:
+            return NotImplemented
+        value = _row_value(rec, params, index)
+        return NotImplemented if value is None else value
 
 
 def add_call_node(rec, info, tuple args):
@@ -168,13 +210,24 @@ def variable_row(rec, params, indices, axis, attrs):
         rec._axis_zero = axis
     if attrs and attrs.get("batch_dims", 0):
         return None
+    row = int(indices)
+    value = _row_value(rec, params, row)
+    if value is None:
+        n = len(rec._variable_rows[id(params.src[1])])
+        raise IndexError(f"td.gather: index {row} is out of range for a variable of {n} rows")
+    return value
+
+
+cdef object _row_value(rec, params, row):
+    """Row `row` (a Python int) of the variable whose shared value is
+    `params`: its Value, made at its first gather in this call; None for a
+    row out of range."""
     var = params.src[1]
     cdef list rows = rec._variable_rows.get(id(var))
     if rows is None:
         rows = rec._row_values(params)
-    row = int(indices)
     if not 0 <= row < len(rows):
-        raise IndexError(f"td.gather: index {row} is out of range for a variable of {len(rows)} rows")
+        return None
     value = rows[row]
     if value is None:
         ts, sig = rec._row_type_shapes[id(var)]
