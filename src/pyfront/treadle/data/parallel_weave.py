@@ -114,6 +114,8 @@ def _dead_workers(processes, ended_by_us):
     not those the pool terminated (SIGTERM) or we killed, or None."""
     dead = []
     for process in processes:
+        if process.exitcode is None:  # ended but not yet waited for (the pool's thread may be reaping it)
+            process.join(0.5)
         code = process.exitcode
         if code is not None and code != -signal.SIGTERM and process.pid not in ended_by_us:
             how = f"exit status {code}" if code >= 0 else f"killed by {_signal_name(-code)}"
