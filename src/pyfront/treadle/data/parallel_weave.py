@@ -9,6 +9,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import time
 import weakref
 
 import numpy as np
@@ -114,8 +115,6 @@ def _dead_workers(processes, ended_by_us):
     not those the pool terminated (SIGTERM) or we killed, or None."""
     dead = []
     for process in processes:
-        if process.exitcode is None:  # ended but not yet waited for (the pool's thread may be reaping it)
-            process.join(0.5)
         code = process.exitcode
         if code is not None and code != -signal.SIGTERM and process.pid not in ended_by_us:
             how = f"exit status {code}" if code >= 0 else f"killed by {_signal_name(-code)}"
@@ -252,6 +251,11 @@ class WovenDataset(Dataset):
         if not self._use_ray:
             self._workers.note_processes()
             processes = list(self._workers.seen.values())
+            # The pool sees a worker's pipe close before the process has ended:
+            # let it end (a second at most) before the others are killed.
+            deadline = time.monotonic() + 1.0
+            for process in processes:
+                process.join(max(0.0, deadline - time.monotonic()))
             ended_by_us = self._workers.stop(wait=False)  # the next iteration starts a new pool
             who = _dead_workers(processes, ended_by_us) or who
         return weaving.WorkerDiedError(
