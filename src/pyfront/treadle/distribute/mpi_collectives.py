@@ -157,24 +157,28 @@ class MPIGroup:
 
     def all_gather(self, arrays):
         """For each array (same dtype and trailing shape everywhere, any first
-        dimension), the list of every process's array."""
+        dimension), the list of every process's array. One exchange of the
+        row counts of all arrays, then all the gathers in flight at once."""
         start = time.perf_counter()
         self._check_failures("all_gather")
-        result = []
-        for a in arrays:
-            a = np.asarray(a, order="C")
-            counts = np.empty(self.size, np.int64)
-            self._wait([self.comm.Iallgather(np.array([a.shape[0] if a.ndim else 1], np.int64), counts)],
-                       "all_gather")
+        arrays = [np.asarray(a, order="C") for a in arrays]
+        mine = np.array([a.shape[0] if a.ndim else 1 for a in arrays], np.int64)
+        counts = np.empty((self.size, len(arrays)), np.int64)
+        self._wait([self.comm.Iallgather(mine, counts)], "all_gather")
+        requests, received = [], []
+        for k, a in enumerate(arrays):
             row = int(np.prod(a.shape[1:], dtype=np.int64)) if a.ndim else 1
-            sizes = counts * row
+            sizes = counts[:, k] * row
             recv = np.empty(int(sizes.sum()), a.dtype)
             displs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-            self._wait([self.comm.Iallgatherv(a.reshape(-1), [recv, (sizes, displs)])],
-                       "all_gather")
+            requests.append(self.comm.Iallgatherv(a.reshape(-1), [recv, (sizes, displs)]))
+            received.append((recv, sizes))
+        self._wait(requests, "all_gather")
+        result = []
+        for k, (a, (recv, sizes)) in enumerate(zip(arrays, received)):
             parts = np.split(recv, np.cumsum(sizes)[:-1])
-            result.append([p.reshape((int(c),) + a.shape[1:]) if a.ndim else p.reshape(()) for p, c in
-                           zip(parts, counts)])
+            result.append([p.reshape((int(c),) + a.shape[1:]) if a.ndim else p.reshape(())
+                           for p, c in zip(parts, counts[:, k])])
             self.stats.add(recv.nbytes, 0.0)
         self.stats.seconds += time.perf_counter() - start
         return result
