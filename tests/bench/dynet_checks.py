@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "bench")]
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from peer_cases import decoder_case, f64  # noqa: E402
 
 from bench.autobatch import child_sum as cs  # noqa: E402
 from bench.autobatch import decoder as dec  # noqa: E402
@@ -18,14 +18,6 @@ from bench.treelstm import data, model  # noqa: E402
 
 import autobatch_peers  # noqa: E402
 import child_sum_ast  # noqa: E402
-
-
-def f64(weights):
-    return {k: v.astype(np.float64) for k, v in weights.items()}
-
-
-def decoder_case(count=6):
-    return dec.initial_weights(), dec.initial_states(count)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,8 @@ gradients are IndexedSlices), each with a step usable under any strategy."""
 import numpy as np
 
 import treadle as td
-from tests.loom.loom_testlib import TreeLSTMWeights, random_tree, tree_lstm_loom, weave_tree
+from tests.data import weave_helpers
+from tests.loom.loom_testlib import VEC3, TreeLSTMWeights, random_tree, tree_lstm_loom, vector_loom, weave_tree
 
 GLOBAL_BATCH = 8
 
@@ -85,3 +86,44 @@ def loom_step(model, optimizer):
         optimizer.apply_gradients(zip(grads, model.variables))
         return loss
     return step
+
+
+# ------------------------------------------------------------------ looms fed by parallel weaving
+
+def train_woven(strategy, examples=8, per_batch=2):
+    """The vector loom trained under `strategy` on schedules woven in worker
+    processes (parallel_weave through distribute_datasets_from_function,
+    each input pipeline weaving its share of the examples); returns its
+    variable x."""
+    with strategy.scope():
+        loom, x, _ = vector_loom()
+        opt = td.optimizers.SGD(0.1)
+
+    def woven(ctx):
+        mine = range(ctx.input_pipeline_id, examples, ctx.num_input_pipelines)
+        return td.data.experimental.parallel_weave(mine, weave_helpers.weave_vector, loom, processes=1).batch(per_batch)
+
+    @td.function
+    def step(schedules):
+        with td.GradientTape() as tape:
+            loss = td.reduce_sum(td.square(loom.output_tensor(VEC3, schedules))) / float(examples)
+        opt.apply_gradients(zip(tape.gradient(loss, [x]), [x]))
+
+    for schedules in strategy.distribute_datasets_from_function(woven):
+        strategy.run(step, args=(schedules,))
+    return x
+
+
+def woven_reference(steps, examples=8):
+    """x after one process trains the vector loom on `steps` (lists of the
+    examples each step covers), each step's examples woven into one schedule."""
+    loom, x, _ = vector_loom()
+    opt = td.optimizers.SGD(0.1)
+    for step_examples in steps:
+        weaver = loom.make_weaver()
+        for i in step_examples:
+            weave_helpers.weave_vector(weaver, i)
+        with td.GradientTape() as tape:
+            loss = td.reduce_sum(td.square(loom.output_tensor(VEC3, weaver))) / float(examples)
+        opt.apply_gradients(zip(tape.gradient(loss, [x]), [x]))
+    return x

@@ -13,10 +13,8 @@ import time
 import numpy as np
 
 import treadle as td
-from tests.data import weave_helpers
-from tests.loom.loom_testlib import VEC3, vector_loom
 from tests.distribute.dist_models import (GLOBAL_BATCH, DenseModel, LoomModel, dense_data, loom_data, loom_step,
-                                          train_step)
+                                          train_step, train_woven, woven_reference)
 
 
 def _strategy():
@@ -84,35 +82,11 @@ def equivalence(strategy, directory):
 
 
 def _woven_by_each_process(strategy):
-    """Each process weaves its shard of the examples in a worker process
-    (parallel_weave through distribute_datasets_from_function); the update
-    equals one process's on all the examples of a step."""
-    with strategy.scope():
-        loom, x, _ = vector_loom()
-        opt = td.optimizers.SGD(0.1)
-
-    def woven(ctx):
-        examples = range(ctx.input_pipeline_id, 8, ctx.num_input_pipelines)
-        return td.data.experimental.parallel_weave(examples, weave_helpers.weave_vector, loom, processes=1).batch(2)
-
-    @td.function
-    def step(schedules):
-        with td.GradientTape() as tape:
-            loss = td.reduce_sum(td.square(loom.output_tensor(VEC3, schedules))) / 8.0
-        opt.apply_gradients(zip(tape.gradient(loss, [x]), [x]))
-
-    for schedules in strategy.distribute_datasets_from_function(woven):
-        strategy.run(step, args=(schedules,))
-    ref_loom, ref_x, _ = vector_loom()
-    ref_opt = td.optimizers.SGD(0.1)
-    for examples in ([0, 2, 1, 3], [4, 6, 5, 7]):   # process 0 weaves the even examples, process 1 the odd
-        weaver = ref_loom.make_weaver()
-        for i in examples:
-            weave_helpers.weave_vector(weaver, i)
-        with td.GradientTape() as tape:
-            loss = td.reduce_sum(td.square(ref_loom.output_tensor(VEC3, weaver))) / 8.0
-        ref_opt.apply_gradients(zip(tape.gradient(loss, [ref_x]), [ref_x]))
-    np.testing.assert_allclose(x.numpy(), ref_x.numpy(), rtol=1e-12, err_msg="parallel weaving")
+    """Each process weaves its shard of the examples in a worker process; the
+    update equals one process's on all the examples of a step."""
+    x = train_woven(strategy)
+    want = woven_reference([[0, 2, 1, 3], [4, 6, 5, 7]])   # process 0 weaves the even examples, 1 the odd
+    np.testing.assert_allclose(x.numpy(), want.numpy(), rtol=1e-12, err_msg="parallel weaving")
 
 
 def identical_after_100_steps(strategy, directory):

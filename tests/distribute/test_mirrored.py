@@ -10,9 +10,7 @@ import pytest
 
 import treadle as td
 from tests.distribute.dist_models import (GLOBAL_BATCH, DenseModel, LoomModel, dense_data, loom_data, loom_step,
-                                          train_step)
-from tests.data import weave_helpers
-from tests.loom.loom_testlib import VEC3, vector_loom
+                                          train_step, train_woven, woven_reference)
 from treadle.distribute.values import PerReplica
 
 CPU = td.config.list_physical_devices("CPU")[0]
@@ -257,33 +255,8 @@ def test_autograph_loop_over_a_distributed_dataset(two_cpus):
 
 
 def test_loom_replicas_fed_by_parallel_weaving(two_cpus):
-    strategy = td.distribute.MirroredStrategy()
-    with strategy.scope():
-        loom, x, _ = vector_loom()
-        opt = td.optimizers.SGD(0.1)
-
-    def woven(ctx):
-        examples = range(ctx.input_pipeline_id, 8, ctx.num_input_pipelines)
-        return td.data.experimental.parallel_weave(examples, weave_helpers.weave_vector, loom, processes=1).batch(2)
-
-    @td.function
-    def step(schedules):
-        with td.GradientTape() as tape:
-            loss = td.reduce_sum(td.square(loom.output_tensor(VEC3, schedules))) / 8.0
-        opt.apply_gradients(zip(tape.gradient(loss, [x]), [x]))
-        return loss
-
-    for schedules in strategy.distribute_datasets_from_function(woven):
-        strategy.run(step, args=(schedules,))
-    # one process pipeline: the replicas take successive batches of 2, so a
+    x = train_woven(td.distribute.MirroredStrategy())
+    # one input pipeline: the replicas take successive batches of 2, so a
     # step covers 4 examples; one process on those 4 at once updates alike
-    ref_loom, ref_x, _ = vector_loom()
-    ref_opt = td.optimizers.SGD(0.1)
-    for examples in (range(0, 4), range(4, 8)):
-        weaver = ref_loom.make_weaver()
-        for i in examples:
-            weave_helpers.weave_vector(weaver, i)
-        with td.GradientTape() as tape:
-            loss = td.reduce_sum(td.square(ref_loom.output_tensor(VEC3, weaver))) / 8.0
-        ref_opt.apply_gradients(zip(tape.gradient(loss, [ref_x]), [ref_x]))
-    np.testing.assert_allclose(x.numpy(), ref_x.numpy(), rtol=1e-12)
+    want = woven_reference([range(0, 4), range(4, 8)])
+    np.testing.assert_allclose(x.numpy(), want.numpy(), rtol=1e-12)

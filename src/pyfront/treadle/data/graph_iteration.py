@@ -227,9 +227,9 @@ class SymbolicDataset:
         raise AttributeError(name)
 
 
-class DatasetType(trace_type.TraceType):
-    """The trace type of a dataset argument: its element_spec. Datasets with
-    equal element_specs share a trace; each call passes its dataset's token."""
+class ElementSpecType(trace_type.TraceType):
+    """A trace type that is its element_spec, matched exactly: arguments
+    with equal element_specs share a trace (datasets, iterators)."""
 
     def __init__(self, element_spec):
         self.element_spec = element_spec
@@ -240,6 +240,17 @@ class DatasetType(trace_type.TraceType):
 
     def most_specific_common_supertype(self, others):
         return self if all(self == o for o in others) else None
+
+    def __eq__(self, other):
+        return type(other) is type(self) and other._key == self._key
+
+    def __hash__(self):
+        return hash((type(self).__name__, self._key))
+
+
+class DatasetType(ElementSpecType):
+    """The trace type of a dataset argument: its element_spec. Datasets with
+    equal element_specs share a trace; each call passes its dataset's token."""
 
     def placeholder_value(self, placeholder_context=None):
         token = placeholder_context.graph.add_placeholder(dtypes.int64, [], placeholder_context.name)
@@ -252,12 +263,6 @@ class DatasetType(trace_type.TraceType):
         if not isinstance(value, Dataset) or repr(value.element_spec) != self._key:
             raise ValueError(f"{value!r} is not a dataset with element_spec {self.element_spec}")
         return value
-
-    def __eq__(self, other):
-        return type(other) is DatasetType and other._key == self._key
-
-    def __hash__(self):
-        return hash(self._key)
 
     def __repr__(self):
         return f"DatasetSpec({self.element_spec})"
@@ -285,21 +290,11 @@ def _forget_iterator(it_id):
         _iterators.pop(it_id, None)
 
 
-class IteratorType(trace_type.TraceType):
+class IteratorType(ElementSpecType):
     """The trace type of an iterator argument (`iter(dataset)` made outside
     the function): its element_spec. The function pulls from the iterator it
     is given, from where it is, and a `for` loop over it is one While loop
     with the loop checks of a while loop, as in TensorFlow."""
-
-    def __init__(self, element_spec):
-        self.element_spec = element_spec
-        self._key = repr(element_spec)
-
-    def is_subtype_of(self, other):
-        return self == other
-
-    def most_specific_common_supertype(self, others):
-        return self if all(self == o for o in others) else None
 
     def placeholder_value(self, placeholder_context=None):
         handle = placeholder_context.graph.add_placeholder(dtypes.int64, [], placeholder_context.name)
@@ -312,12 +307,6 @@ class IteratorType(trace_type.TraceType):
         if getattr(value, "__tf_tracing_type__", None) is None or repr(value.element_spec) != self._key:
             raise ValueError(f"{value!r} is not an iterator with element_spec {self.element_spec}")
         return value
-
-    def __eq__(self, other):
-        return type(other) is IteratorType and other._key == self._key
-
-    def __hash__(self):
-        return hash(("iterator", self._key))
 
     def __repr__(self):
         return f"IteratorSpec({self.element_spec})"
