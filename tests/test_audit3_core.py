@@ -46,3 +46,14 @@ def test_item02_other_threads_too():
     t.join()
     assert not errors, errors
     _small_outputs_work()
+
+
+def test_item09_two_ellipsis_bits_are_refused_whatever_the_spec_length():
+    t = td.zeros([2, 3])
+    one = td.constant([0])
+    for mask in (3, 5, 2 | (1 << 40)):
+        with pytest.raises(td.errors.InvalidArgumentError, match="multiple ellipses"):
+            td.raw_ops.StridedSlice(input=t, begin=one, end=one, strides=td.constant([1]), ellipsis_mask=mask)
+    # One bit, past the spec's end or not, is still an ellipsis (TensorFlow accepts both).
+    td.raw_ops.StridedSlice(input=t, begin=one, end=one, strides=td.constant([1]), ellipsis_mask=1)
+    td.raw_ops.StridedSlice(input=t, begin=one, end=one, strides=td.constant([1]), ellipsis_mask=2)
