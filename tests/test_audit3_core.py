@@ -57,3 +57,22 @@ def test_item09_two_ellipsis_bits_are_refused_whatever_the_spec_length():
     # One bit, past the spec's end or not, is still an ellipsis (TensorFlow accepts both).
     td.raw_ops.StridedSlice(input=t, begin=one, end=one, strides=td.constant([1]), ellipsis_mask=1)
     td.raw_ops.StridedSlice(input=t, begin=one, end=one, strides=td.constant([1]), ellipsis_mask=2)
+
+
+def test_item22_string_tensor_with_tensor_content_names_it():
+    proto = tensor_pb2.TensorProto()
+    proto.dtype = td.string.as_datatype_enum
+    proto.string_val.append(b"a")
+    proto.tensor_content = b"xyz"
+    with pytest.raises(td.errors.InvalidArgumentError, match="tensor_content") as e:
+        tensor_util.make_ndarray(proto)
+    assert "needs 1 string_val entries, got 1" not in str(e.value)
+
+
+def test_item22_numeric_tensor_with_string_val_names_it():
+    proto = tensor_pb2.TensorProto()
+    proto.dtype = td.float32.as_datatype_enum
+    proto.tensor_content = np.float32(1).tobytes()
+    proto.string_val.append(b"a")
+    with pytest.raises(td.errors.InvalidArgumentError, match="string_val"):
+        tensor_util.make_ndarray(proto)
