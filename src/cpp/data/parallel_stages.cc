@@ -174,7 +174,11 @@ class ParallelBatchDef : public StageDef {
   std::unique_ptr<Stage> MakeIterator() const override {
     auto pull = [size = size_, drop = drop_](Stage& input, Unit* unit) {
       Element e;
-      while (static_cast<int64_t>(unit->size()) < size && input.Next(&e)) unit->push_back(std::move(e));
+      FillCheck check;
+      while (static_cast<int64_t>(unit->size()) < size && input.Next(&e)) {
+        unit->push_back(std::move(e));
+        check.Step();
+      }
       return !unit->empty() && !(drop && static_cast<int64_t>(unit->size()) < size);
     };
     auto work = [](Unit unit) { return StackElements(unit); };
