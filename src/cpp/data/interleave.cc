@@ -19,6 +19,7 @@
 #include "data/pipeline.h"
 #include "data/waiting.h"
 #include "util/errors.h"
+#include "util/thread_errors.h"
 
 namespace treadle::data {
 
@@ -154,12 +155,7 @@ class InterleaveIt : public Stage {
     lock.unlock();
     Element e;
     bool more = false;
-    std::exception_ptr error;
-    try {
-      more = it->Next(&e);
-    } catch (...) {
-      error = std::current_exception();
-    }
+    std::exception_ptr error = CaptureWorkError([&] { more = it->Next(&e); });
     lock.lock();
     s.busy = false;
     if (error) {

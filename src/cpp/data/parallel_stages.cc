@@ -13,6 +13,7 @@
 #include "data/pipeline.h"
 #include "data/waiting.h"
 #include "util/errors.h"
+#include "util/thread_errors.h"
 
 namespace treadle::data {
 
@@ -90,20 +91,12 @@ class ParallelIt : public Stage {
         std::lock_guard<std::mutex> lock(input_mu_);
         seq = next_in_++;
         if (!input_ended_) {
-          try {
-            more = pull_(*input_, &unit);
-          } catch (...) {
-            r.error = std::current_exception();
-          }
+          r.error = CaptureWorkError([&] { more = pull_(*input_, &unit); });
           input_ended_ = !more;
         }
       }
       if (more) {
-        try {
-          r.element = work_(std::move(unit));
-        } catch (...) {
-          r.error = std::current_exception();
-        }
+        r.error = CaptureWorkError([&] { r.element = work_(std::move(unit)); });
       }
       {
         std::lock_guard<std::mutex> lock(mu_);

@@ -14,6 +14,7 @@
 #include "data/waiting.h"
 #include "graph/executable.h"
 #include "util/errors.h"
+#include "util/thread_errors.h"
 
 namespace treadle::data {
 
@@ -472,7 +473,8 @@ class PrefetchIt : public Stage {
  private:
   void Produce(std::unique_ptr<Stage> input) {
     cancel::AdoptScope scope(cancellation_.state());
-    try {
+    StageThreadScope stage_thread;
+    std::exception_ptr error = CaptureWorkError([&] {
       Element e;
       while (input->Next(&e)) {
         std::unique_lock<std::mutex> lock(state_.mu);
@@ -481,9 +483,10 @@ class PrefetchIt : public Stage {
         state_.buffer.push_back(std::move(e));
         state_.changed.notify_all();
       }
-    } catch (...) {
+    });
+    if (error) {
       std::lock_guard<std::mutex> lock(state_.mu);
-      state_.error = std::current_exception();
+      state_.error = error;
     }
     input.reset();  // the input's own threads and Python objects go with this thread
     std::lock_guard<std::mutex> lock(state_.mu);

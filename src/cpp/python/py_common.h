@@ -21,6 +21,21 @@ struct LibraryFunction;
 
 namespace treadle::python {
 
+// Whether a destructor on this thread may take the GIL to drop Python
+// objects. Not once the interpreter finalizes, unless the thread holds the
+// GIL already: Python ends any other thread that tries with a forced unwind,
+// which cannot leave a destructor (the process would abort). The objects are
+// then left to the dying interpreter.
+inline bool MayTakeGilInDestructor() {
+  if (!Py_IsInitialized()) return false;
+  if (PyGILState_Check()) return true;
+#if PY_VERSION_HEX >= 0x030D0000
+  return !Py_IsFinalizing();
+#else
+  return !_Py_IsFinalizing();
+#endif
+}
+
 // _core.Executable: a planned graph (py_graph.cc); td.data's map stages run it too.
 struct PyExecutable {
   std::shared_ptr<const graph::Executable> executable;

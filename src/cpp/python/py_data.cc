@@ -25,6 +25,7 @@ class PyIteratorStage : public data::Stage {
  public:
   explicit PyIteratorStage(py::object it) : it_(new py::object(std::move(it))) {}
   ~PyIteratorStage() override {
+    if (!MayTakeGilInDestructor()) return;
     py::gil_scoped_acquire gil;
     delete it_;
   }
@@ -52,6 +53,7 @@ struct PyStage {
 // ends the pipeline drops: the GIL is taken for its deletion.
 std::shared_ptr<py::object> SharedPyObject(py::object o) {
   return std::shared_ptr<py::object>(new py::object(std::move(o)), [](py::object* p) {
+    if (!MayTakeGilInDestructor()) return;
     py::gil_scoped_acquire gil;
     delete p;
   });
