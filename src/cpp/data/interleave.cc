@@ -180,6 +180,7 @@ class InterleaveIt : public Stage {
 
   void Work() {
     cancel::AdoptScope scope(cancellation_.state());
+    StageThreadScope stage_thread;
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       Slot* s = nullptr;

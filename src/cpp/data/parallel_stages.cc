@@ -76,6 +76,7 @@ class ParallelIt : public Stage {
   // mu_ never queue behind a slow input.
   void Work() {
     cancel::AdoptScope scope(cancellation_.state());
+    StageThreadScope stage_thread;
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu_);

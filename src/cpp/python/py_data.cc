@@ -2,10 +2,12 @@
 // as string scalars in batches, reading and decompressing with the GIL released.
 #include "data/pipeline.h"
 #include "data/record_file.h"
+#include "data/waiting.h"
 #include "py_common.h"
 #include "util/cancel.h"
 
 #include <exception>
+#include <thread>
 #include <utility>
 
 namespace treadle::python {
@@ -61,10 +63,17 @@ std::shared_ptr<py::object> SharedPyObject(py::object o) {
 
 // An iteration of a pipeline. Destroying it may join a prefetch thread that
 // needs the GIL to finish a Python stage, so the GIL is released meanwhile.
+// Python frees it on whichever thread drops the last reference, which may be
+// one of the pipeline's own threads (running a Python source when a
+// collection frees the iterator): joining there would join that thread
+// itself, so the pipeline is then ended on a thread of its own.
 struct PyPipelineIterator {
   std::unique_ptr<data::Stage> stage;
   ~PyPipelineIterator() {
-    if (stage && PyGILState_Check()) {
+    if (!stage) return;
+    if (data::on_stage_thread) {
+      std::thread([ending = std::move(stage)]() mutable { ending.reset(); }).detach();
+    } else if (PyGILState_Check()) {
       py::gil_scoped_release nogil;
       stage.reset();
     }
@@ -92,7 +101,16 @@ void RegisterData(py::module_& m) {
   py::class_<PyStage>(m, "DataStage", "A td.data pipeline stage run in C++ (its description; iterator() runs it).")
       .def("iterator", [](const PyStage& s) {
              cancel::InstallInterruptHook();  // in front of the program's SIGINT handler, so Ctrl-C reaches the waits
-             return std::unique_ptr<PyPipelineIterator>(new PyPipelineIterator{s.def->MakeIterator()});
+             std::unique_ptr<data::Stage> stage;
+             {
+               // Without the GIL: a stage that fails to build destroys the
+               // stages built below it, and a prefetch among them joins its
+               // thread, which may be waiting for the GIL to run a Python
+               // source. (Python stages take the GIL when they need it.)
+               py::gil_scoped_release nogil;
+               stage = s.def->MakeIterator();
+             }
+             return std::unique_ptr<PyPipelineIterator>(new PyPipelineIterator{std::move(stage)});
            }, "A fresh iteration of the pipeline.");
   py::class_<PyPipelineIterator>(m, "DataIterator")
       .def("next", [](PyPipelineIterator& it) -> py::object {
