@@ -368,6 +368,7 @@ class ShuffleIt : public Stage {
         break;
       }
       buffer_.push_back(std::move(e));
+      check.Step();
     }
     if (buffer_.empty()) return false;
     const size_t i = std::uniform_int_distribution<size_t>(0, buffer_.size() - 1)(rng_);
