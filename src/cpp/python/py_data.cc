@@ -164,6 +164,7 @@ void RegisterData(py::module_& m) {
   m.def("data_parallel_batch", [](const PyStage& in, int64_t size, bool drop, int threads, bool deterministic) {
     return PyStage{data::ParallelBatch(in.def, size, drop, threads, deterministic)};
   });
+  m.attr("data_max_interleave_cycle") = data::kMaxInterleaveCycle;
   m.def("data_interleave", [](const PyStage& in, py::function make_stage, int64_t cycle, int64_t block, int threads,
                               bool deterministic) {
     std::shared_ptr<py::object> make = SharedPyObject(std::move(make_stage));
