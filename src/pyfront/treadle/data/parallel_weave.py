@@ -10,7 +10,7 @@ import os
 import numpy as np
 
 from treadle import _core
-from treadle.data import structure, weaving
+from treadle.data import structure, weaving, worker_pools
 from treadle.data.dataset_ops import UNKNOWN_CARDINALITY, Dataset
 from treadle.data.ray_weaving import RayExecutor
 from treadle.framework import dtypes
@@ -99,9 +99,9 @@ class WovenDataset(Dataset):
                 self._pool = RayExecutor(self._weaving_loom, self._weave_fn, self._ray_address, self._processes)
             return self._pool
         if self._pool is None:
-            self._pool = concurrent.futures.ProcessPoolExecutor(
+            self._pool = worker_pools.track(concurrent.futures.ProcessPoolExecutor(
                 self._processes, mp_context=multiprocessing.get_context(self._start_method),
-                initializer=weaving.init_worker, initargs=(self._weaving_loom, self._weave_fn))
+                initializer=weaving.init_worker, initargs=(self._weaving_loom, self._weave_fn)))
         return self._pool
 
     def _cpp_stage(self):
@@ -179,9 +179,11 @@ class WovenDataset(Dataset):
                 yield [schedule] + [convert_to_tensor(v, dtype=s.dtype) for v, s in zip(leaves, specs)]
 
     def close(self):
-        """Stops the worker processes (also done when the dataset is collected)."""
+        """Stops the worker processes (also done when the dataset is collected):
+        a worker still busy after a grace period (a hung weave_fn) is
+        terminated, so close() returns."""
         if self._pool is not None and not self._use_ray:
-            self._pool.shutdown(wait=True, cancel_futures=True)
+            worker_pools.stop_pool(self._pool)
             self._pool = None
 
     def __del__(self):
