@@ -6,6 +6,8 @@
 #include "py_common.h"
 #include "util/cancel.h"
 
+#include <cxxabi.h>
+
 #include <exception>
 #include <thread>
 #include <utility>
@@ -32,7 +34,7 @@ class PyIteratorStage : public data::Stage {
     delete it_;
   }
   bool Next(data::Element* out) override {
-    py::gil_scoped_acquire gil;
+    GilForCall gil;
     py::object item = py::reinterpret_steal<py::object>(PyIter_Next(it_->ptr()));
     if (!item) {
       if (PyErr_Occurred()) throw py::error_already_set();
@@ -138,7 +140,7 @@ void RegisterData(py::module_& m) {
   m.def("data_python", [](py::function make_iterator) {
     std::shared_ptr<py::object> factory = SharedPyObject(std::move(make_iterator));
     return PyStage{data::ExternalSource([factory]() -> std::unique_ptr<data::Stage> {
-      py::gil_scoped_acquire gil;
+      GilForCall gil;
       return std::make_unique<PyIteratorStage>(py::iter((*factory)()));
     })};
   }, "A stage whose elements come from iter(make_iterator()), lists of EagerTensors.");
@@ -169,10 +171,16 @@ void RegisterData(py::module_& m) {
                               bool deterministic) {
     std::shared_ptr<py::object> make = SharedPyObject(std::move(make_stage));
     data::DatasetFactory factory = [make](data::Element e) -> data::StageDefPtr {
-      py::gil_scoped_acquire gil;
+      GilForCall gil;
       py::list items(e.size());
       for (size_t i = 0; i < e.size(); ++i) items[i] = py::cast(std::move(e[i]));
-      py::object stage = (*make)(items);
+      py::object stage;
+      try {
+        stage = (*make)(items);
+      } catch (abi::__forced_unwind&) {
+        items.release();  // the thread ends without the GIL: no reference may be dropped on the way out
+        throw;
+      }
       if (!py::isinstance<PyStage>(stage)) throw py::type_error("interleave: the dataset factory must return a DataStage");
       return stage.cast<const PyStage&>().def;
     };
