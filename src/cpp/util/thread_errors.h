@@ -12,24 +12,14 @@
 
 #include <exception>
 
-#if defined(__SANITIZE_ADDRESS__)
-#include <sanitizer/asan_interface.h>
-#endif
-
 namespace treadle {
 
-// Runs work(); returns the exception it threw (null if none). (A forced
-// unwind carries no exception object: the sanitizer's null-reference check
-// does not apply to its handler. Nor does AddressSanitizer see the frames it
-// unwinds: their stack is unpoisoned here, as for a throw.)
+// Runs work(); returns the exception it threw (null if none).
 template <typename Work>
-__attribute__((no_sanitize("null"))) std::exception_ptr CaptureWorkError(Work&& work) {
+std::exception_ptr CaptureWorkError(Work&& work) {
   try {
     work();
   } catch (abi::__forced_unwind&) {
-#if defined(__SANITIZE_ADDRESS__)
-    __asan_handle_no_return();
-#endif
     throw;
   } catch (...) {
     return std::current_exception();
