@@ -60,7 +60,6 @@ TESTS=(tests/loom tests/graph tests/function tests/ops tests/autodiff/test_op_gr
        tests/data/test_data_core_stages.py tests/data/test_data_parallel_stages.py tests/data/test_data_cache_file.py
        tests/data/test_data_records.py tests/data/test_data_cancellation.py
        tests/test_audit3_core.py tests/loom/test_audit3_loom.py tests/data/test_audit3_data.py
-       tests/test_exit_with_live_iterators.py::test_item10_exit_with_prefetch_and_parallel_interleave_over_a_generator
        tests/test_long_runs.py::test_threads_calling_one_function_get_identical_results
        tests/test_long_runs.py::test_threads_running_one_loom_get_identical_results)
 if [ $# -gt 0 ]; then TESTS=("$@"); fi
