@@ -24,6 +24,7 @@ from treadle.loom import saving as loom_saving
 from fuzz.base import (DEADLINE_S, REJECTIONS, Kind, KnownFinding, Wrong, frame_records, mutate_records,  # noqa: F401
                        split_records)
 from fuzz.cache_file import CacheFileKind
+from fuzz.gzip_members import GzipMembersKind, inflate_all
 from fuzz.pipelines import PipelineKind
 from fuzz.saved_files import CheckpointKind, SavedModelKind
 from fuzz.weave_faults import WeaveFaultsKind
@@ -391,7 +392,6 @@ class LoomDefKind(Kind):
 # ---------------------------------------------------------------- compressed record files
 
 _COMPRESSIONS = ("GZIP", "ZLIB", "")  # the first byte of an input selects the one it is read with
-_WBITS = {"GZIP": 31, "ZLIB": 15}
 
 
 def _compress(records, compression):
@@ -400,18 +400,6 @@ def _compress(records, compression):
         import gzip
         return gzip.compress(framed, mtime=0)
     return zlib.compress(framed) if compression == "ZLIB" else framed
-
-
-def _decompressed(data, compression):
-    """What Python's zlib makes of the file: (bytes, complete stream), or None if it refuses it."""
-    if compression == "":
-        return data, True
-    d = zlib.decompressobj(_WBITS[compression])
-    try:
-        out = d.decompress(data)
-    except zlib.error:
-        return None
-    return out, d.eof
 
 
 class CompressedRecordFileKind(Kind):
@@ -441,8 +429,8 @@ class CompressedRecordFileKind(Kind):
             return bytes([rng.randrange(3)]) + body  # read with another compression
         if r < 0.45:
             return data[:1] + Mutator(rng).damage(body)  # the compressed bytes damaged or cut
-        plain = _decompressed(body, compression)
-        records = split_records(plain[0]) if plain is not None and plain[1] else None
+        plain = inflate_all(body, compression)
+        records = split_records(plain) if plain is not None else None
         if records is None:
             return data[:1] + Mutator(rng).damage(body)
         # records changed, lengths that lie
@@ -474,10 +462,11 @@ class CompressedRecordFileKind(Kind):
             if got:
                 raise Wrong("records read from an empty file")
             return
-        plain = _decompressed(body, compression)
-        if plain is None or not plain[1]:
-            raise Wrong(f"treadle read {len(got)} records from a {compression} stream zlib refuses or finds cut short")
-        if split_records(plain[0]) != got:
+        plain = inflate_all(body, compression)
+        if plain is None:
+            raise Wrong(f"treadle read {len(got)} records from a {compression} file zlib refuses, finds cut short "
+                        f"or finds bytes after")
+        if split_records(plain) != got:
             raise Wrong("the records read differ from the decompressed file's framing")
 
 
@@ -620,7 +609,7 @@ def _weave_per_node(loom, a):
 KINDS = {k.name: k for k in (TensorProtoKind(), WeaverMessageKind(), ScheduleFileKind(), SavedFunctionKind(),
                              SavedLoomKind(), GraphDefKind(), LoomDefKind(), CompressedRecordFileKind(),
                              WeaveCsrKind(), CacheFileKind(), CheckpointKind(), SavedModelKind(), PipelineKind(),
-                             WeaveFaultsKind())}
+                             WeaveFaultsKind(), GzipMembersKind())}
 
 
 def consume(kind, data):

@@ -44,9 +44,10 @@ echo "sanitizers: building treadle with ASan + UBSan (build directory build/asan
 # Python itself is not instrumented: the runtime is preloaded, with libstdc++
 # (ASan intercepts __cxa_throw only if libstdc++ is loaded when it starts).
 # Python's own allocations are never freed at exit, so leak detection is off.
+# An allocation that cannot be granted returns null (treadle raises MemoryError), as without ASan.
 LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so)"
 export LD_PRELOAD TREADLE_NO_DEEPBIND=1
-export ASAN_OPTIONS="detect_leaks=0:abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=0"
+export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=0:abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=0"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TREADLE_FUZZ_MEMORY=0  # ASan reserves terabytes of address space: no memory cap under it
 
@@ -60,6 +61,7 @@ TESTS=(tests/loom tests/graph tests/function tests/ops tests/autodiff/test_op_gr
        tests/data/test_data_records.py tests/data/test_data_cancellation.py
        tests/training/test_checkpoint_integrity.py tests/io/test_saved_structures.py
        tests/data/test_data_python_loops_while_tracing.py
+       tests/test_audit3_core.py tests/loom/test_audit3_loom.py tests/data/test_audit3_data.py
        tests/test_long_runs.py::test_threads_calling_one_function_get_identical_results
        tests/test_long_runs.py::test_threads_running_one_loom_get_identical_results)
 if [ $# -gt 0 ]; then TESTS=("$@"); fi

@@ -221,8 +221,10 @@ MALFORMED = [
     ("dims just past the limit", _proto(dims=(2**20, 2**20, 2), content=b""), "2\\^40"),
     ("string count short", _proto(tensor_pb2.DT_STRING, (3,), strings=[b"a", b"b"]), "needs 3 string_val entries, got 2"),
     ("string count long", _proto(tensor_pb2.DT_STRING, (1,), strings=[b"a", b"b"]), "needs 1 string_val entries, got 2"),
-    ("string with content", _proto(tensor_pb2.DT_STRING, (1,), content=b"x", strings=[b"a"]), "string_val"),
-    ("numbers in string_val", _proto(tensor_pb2.DT_FLOAT, (2,), content=b"\x00" * 8, strings=[b"a"]), "bytes of content"),
+    ("string with content", _proto(tensor_pb2.DT_STRING, (1,), content=b"x", strings=[b"a"]),
+     "1 bytes of tensor_content"),
+    ("numbers in string_val", _proto(tensor_pb2.DT_FLOAT, (2,), content=b"\x00" * 8, strings=[b"a"]),
+     "has 1 string_val entries; only a string tensor"),
     ("bool byte 2", _proto(tensor_pb2.DT_BOOL, (3,), content=b"\x00\x01\x02"), "element 2 has byte value 2"),
     ("bool byte 255", _proto(tensor_pb2.DT_BOOL, (1,), content=b"\xff"), "byte value 255"),
 ]

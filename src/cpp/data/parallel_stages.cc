@@ -13,6 +13,7 @@
 #include "data/pipeline.h"
 #include "data/waiting.h"
 #include "util/errors.h"
+#include "util/thread_errors.h"
 
 namespace treadle::data {
 
@@ -75,6 +76,7 @@ class ParallelIt : public Stage {
   // mu_ never queue behind a slow input.
   void Work() {
     cancel::AdoptScope scope(cancellation_.state());
+    StageThreadScope stage_thread;
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu_);
@@ -90,20 +92,12 @@ class ParallelIt : public Stage {
         std::lock_guard<std::mutex> lock(input_mu_);
         seq = next_in_++;
         if (!input_ended_) {
-          try {
-            more = pull_(*input_, &unit);
-          } catch (...) {
-            r.error = std::current_exception();
-          }
+          r.error = CaptureWorkError([&] { more = pull_(*input_, &unit); });
           input_ended_ = !more;
         }
       }
       if (more) {
-        try {
-          r.element = work_(std::move(unit));
-        } catch (...) {
-          r.error = std::current_exception();
-        }
+        r.error = CaptureWorkError([&] { r.element = work_(std::move(unit)); });
       }
       {
         std::lock_guard<std::mutex> lock(mu_);
@@ -174,7 +168,11 @@ class ParallelBatchDef : public StageDef {
   std::unique_ptr<Stage> MakeIterator() const override {
     auto pull = [size = size_, drop = drop_](Stage& input, Unit* unit) {
       Element e;
-      while (static_cast<int64_t>(unit->size()) < size && input.Next(&e)) unit->push_back(std::move(e));
+      FillCheck check;
+      while (static_cast<int64_t>(unit->size()) < size && input.Next(&e)) {
+        unit->push_back(std::move(e));
+        check.Step();
+      }
       return !unit->empty() && !(drop && static_cast<int64_t>(unit->size()) < size);
     };
     auto work = [](Unit unit) { return StackElements(unit); };

@@ -14,6 +14,7 @@
 #include "data/waiting.h"
 #include "graph/executable.h"
 #include "util/errors.h"
+#include "util/thread_errors.h"
 
 namespace treadle::data {
 
@@ -127,7 +128,9 @@ class RecordsIt : public Stage {
       : def_(std::move(def)), paths_(paths), compression_(c) {}
   bool Next(Element* out) override {
     std::string record;
+    FillCheck check;  // many empty files in a row
     for (;;) {
+      check.Step();
       if (!reader_) {
         if (file_ >= paths_->size()) return false;
         reader_ = std::make_unique<RecordFileReader>((*paths_)[file_++], compression_);
@@ -195,7 +198,9 @@ class FilterIt : public Stage {
         const std::vector<Tensor>* captures)
       : def_(std::move(def)), input_(std::move(input)), fn_(fn), captures_(captures) {}
   bool Next(Element* out) override {
+    FillCheck check;  // a predicate that keeps nothing reads the whole input here
     while (input_->Next(out)) {
+      check.Step();
       Element keep = RunFunction(*fn_, *out, *captures_);
       if (keep.size() != 1 || keep[0].dtype() != DType::kBool || keep[0].num_elements() != 1) {
         ThrowInvalidArgument("filter: the predicate must return a bool scalar");
@@ -235,7 +240,11 @@ class BatchIt : public Stage {
   bool Next(Element* out) override {
     std::vector<Element> group;
     Element e;
-    while (static_cast<int64_t>(group.size()) < size_ && input_->Next(&e)) group.push_back(std::move(e));
+    FillCheck check;
+    while (static_cast<int64_t>(group.size()) < size_ && input_->Next(&e)) {
+      group.push_back(std::move(e));
+      check.Step();
+    }
     if (group.empty() || (drop_ && static_cast<int64_t>(group.size()) < size_)) return false;
     *out = StackElements(group);
     return true;
@@ -266,7 +275,9 @@ class RepeatIt : public Stage {
  public:
   RepeatIt(StageDefPtr input, int64_t count) : input_def_(std::move(input)), left_(count) {}
   bool Next(Element* out) override {
+    FillCheck check;
     for (;;) {
+      check.Step();
       if (!current_) {
         if (left_ == 0) return false;
         if (left_ > 0) --left_;
@@ -293,7 +304,9 @@ class UnbatchIt : public Stage {
  public:
   explicit UnbatchIt(std::unique_ptr<Stage> input) : input_(std::move(input)) {}
   bool Next(Element* out) override {
+    FillCheck check;  // batches with no rows
     while (row_ >= rows_) {
+      check.Step();
       if (!input_->Next(&current_)) return false;
       rows_ = -1;
       for (size_t k = 0; k < current_.size(); ++k) {
@@ -329,8 +342,10 @@ class SkipIt : public Stage {
  public:
   SkipIt(std::unique_ptr<Stage> input, int64_t count) : input_(std::move(input)), count_(count) {}
   bool Next(Element* out) override {
+    FillCheck check;
     for (; count_ != 0; count_ = count_ > 0 ? count_ - 1 : count_) {
       if (!input_->Next(out)) return false;
+      check.Step();
     }
     return input_->Next(out);
   }
@@ -345,6 +360,7 @@ class ShuffleIt : public Stage {
   ShuffleIt(std::unique_ptr<Stage> input, size_t size, std::seed_seq& seeds)
       : input_(std::move(input)), size_(size), rng_(seeds) {}
   bool Next(Element* out) override {
+    FillCheck check;
     while (!input_done_ && buffer_.size() < size_) {
       Element e;
       if (!input_->Next(&e)) {
@@ -352,6 +368,7 @@ class ShuffleIt : public Stage {
         break;
       }
       buffer_.push_back(std::move(e));
+      check.Step();
     }
     if (buffer_.empty()) return false;
     const size_t i = std::uniform_int_distribution<size_t>(0, buffer_.size() - 1)(rng_);
@@ -457,7 +474,8 @@ class PrefetchIt : public Stage {
  private:
   void Produce(std::unique_ptr<Stage> input) {
     cancel::AdoptScope scope(cancellation_.state());
-    try {
+    StageThreadScope stage_thread;
+    std::exception_ptr error = CaptureWorkError([&] {
       Element e;
       while (input->Next(&e)) {
         std::unique_lock<std::mutex> lock(state_.mu);
@@ -466,9 +484,10 @@ class PrefetchIt : public Stage {
         state_.buffer.push_back(std::move(e));
         state_.changed.notify_all();
       }
-    } catch (...) {
+    });
+    if (error) {
       std::lock_guard<std::mutex> lock(state_.mu);
-      state_.error = std::current_exception();
+      state_.error = error;
     }
     input.reset();  // the input's own threads and Python objects go with this thread
     std::lock_guard<std::mutex> lock(state_.mu);

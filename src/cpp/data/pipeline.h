@@ -95,7 +95,10 @@ StageDefPtr Prefetch(StageDefPtr input, int64_t buffer_size);
 // element; `cycle` of them are read `block` elements at a time each, in
 // TensorFlow's order when deterministic. `threads` workers fetch the open
 // datasets' elements ahead (0: the consumer fetches them itself).
+// cycle_length is at most kMaxInterleaveCycle (slots are allocated only as
+// they are opened; the bound keeps a mistyped length a clear error).
 using DatasetFactory = std::function<StageDefPtr(Element)>;
+constexpr int64_t kMaxInterleaveCycle = int64_t{1} << 24;
 StageDefPtr Interleave(StageDefPtr input, DatasetFactory make, int64_t cycle_length, int64_t block_length,
                        int threads, bool deterministic);
 

@@ -58,7 +58,10 @@ class PlainSource : public ByteSource {
 };
 
 // Inflates a GZIP or ZLIB stream. Running out of input before the stream's
-// end is a truncated file, not a clean end.
+// end is a truncated file, not a clean end. A GZIP file may hold several
+// members one after another (`cat a.gz b.gz`, pigz, gzip's append mode): they
+// are read in turn, as gzip itself does. A ZLIB stream is one stream: bytes
+// after its end are an error, never ignored.
 class InflateSource : public ByteSource {
  public:
   InflateSource(std::FILE* f, const std::string& path, Compression c) : file_(f), path_(path), compression_(c) {
@@ -78,38 +81,66 @@ class InflateSource : public ByteSource {
     z_.next_out = static_cast<Bytef*>(out);
     z_.avail_out = static_cast<uInt>(n);
     while (z_.avail_out > 0 && !done_) {
-      if (z_.avail_in == 0) {
-        const size_t got = std::fread(in_.data(), 1, in_.size(), file_);
-        if (got == 0) {
-          if (total_in_ == 0) {  // an empty file holds no records
-            done_ = true;
-            break;
-          }
-          throw Error(Code::kDataLoss, StrCat(path_, ": truncated ", CompressionName(compression_),
-                                              " stream (the file ends inside the compressed data)"));
+      if (z_.avail_in == 0 && !Refill()) {
+        if (total_in_ == 0) {  // an empty file holds no records
+          done_ = true;
+          break;
         }
-        total_in_ += got;
-        z_.next_in = in_.data();
-        z_.avail_in = static_cast<uInt>(got);
+        throw Error(Code::kDataLoss, StrCat(path_, ": truncated ", CompressionName(compression_),
+                                            " stream (the file ends inside the compressed data)"));
       }
       const int rc = inflate(&z_, Z_NO_FLUSH);
       if (rc == Z_STREAM_END) {
-        done_ = true;
+        EndOfStream();
       } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
-        throw Error(Code::kDataLoss, StrCat(path_, ": not valid ", CompressionName(compression_), " data (zlib: ",
-                                            z_.msg ? z_.msg : "error", ")"));
+        throw Error(Code::kDataLoss, StrCat(path_, ": not valid ", CompressionName(compression_), " data",
+                                            members_ > 0 ? StrCat(" in the bytes after GZIP member ", members_,
+                                                                  " (from byte offset ", member_start_,
+                                                                  ": not another GZIP member)")
+                                                         : std::string(),
+                                            " (zlib: ", z_.msg ? z_.msg : "error", ")"));
       }
     }
     return n - z_.avail_out;
   }
 
  private:
+  // More compressed bytes from the file; false at its end.
+  bool Refill() {
+    const size_t got = std::fread(in_.data(), 1, in_.size(), file_);
+    if (got == 0) return false;
+    total_in_ += got;
+    z_.next_in = in_.data();
+    z_.avail_in = static_cast<uInt>(got);
+    return true;
+  }
+
+  // A stream (a GZIP member) ended: the file's end, the next GZIP member, or,
+  // after a ZLIB stream, bytes that belong to nothing.
+  void EndOfStream() {
+    ++members_;
+    if (z_.avail_in == 0 && !Refill()) {
+      done_ = true;
+      return;
+    }
+    const uint64_t offset = total_in_ - z_.avail_in;
+    if (compression_ != Compression::kGzip) {
+      throw Error(Code::kDataLoss, StrCat(path_, ": unexpected bytes after the end of the ", CompressionName(compression_),
+                                          " stream, from byte offset ", offset, " (the file is damaged, or holds "
+                                          "more than the one compressed stream)"));
+    }
+    member_start_ = offset;
+    if (inflateReset(&z_) != Z_OK) throw Error(Code::kInternal, StrCat(path_, ": zlib could not restart inflating"));
+  }
+
   std::FILE* file_;
   std::string path_;
   Compression compression_;
   z_stream z_;
   std::vector<Bytef> in_;
   uint64_t total_in_ = 0;
+  uint64_t member_start_ = 0;  // where the current GZIP member starts in the file
+  int64_t members_ = 0;        // streams (GZIP members) read to their end
   bool done_ = false;
 };
 

@@ -2,12 +2,14 @@
 // LoomRun runs a schedule (all depths, in a C++ loop) and returns one output
 // batch per type shape plus a record of the run; LoomRunGrad runs the
 // backward pass from that record.
+#include <algorithm>
 #include <climits>
 #include <cstring>
 #include <iterator>
 #include <list>
 #include <mutex>
 #include <unordered_map>
+#include <vector>
 
 #include "graph/graph_def_writer.h"
 #include "loom/loom_attrs.h"
@@ -80,31 +82,35 @@ class RuntimeCache {
 
 // The libraries Looms registered for eager runs, by the loom they serve (its
 // attrs: function names and body fingerprints included, as two files may
-// hold functions of one name that compute different things).
+// hold functions of one name that compute different things). Every Loom that
+// registers a library keeps it: an entry holds all of them, weakly, and a run
+// uses any that is still alive. (Equal attrs mean equal function bodies, so
+// they are interchangeable.) Dropping one copy of a loom, e.g. a second load
+// of the same file, thus never takes the functions from another copy.
 class EagerLibraries {
  public:
   void Register(AttrMap attrs, const std::shared_ptr<const graph::FunctionLibrary>& library) {
     std::lock_guard<std::mutex> lock(mu_);
     // Forget libraries nobody holds any more, so the map does not grow without bound.
     for (auto it = by_loom_.begin(); it != by_loom_.end();) {
-      it = it->second.library.expired() ? by_loom_.erase(it) : std::next(it);
+      it = it->second.Prune() ? by_loom_.erase(it) : std::next(it);
     }
     const uint64_t hash = HashLoomAttrs(attrs);
     auto [first, last] = by_loom_.equal_range(hash);
     for (auto it = first; it != last; ++it) {
       if (SameLoomAttrs(it->second.attrs, attrs)) {
-        it->second.library = library;
+        it->second.Add(library);
         return;
       }
     }
-    by_loom_.emplace(hash, Entry{std::move(attrs), library});
+    by_loom_.emplace(hash, Entry{std::move(attrs), {library}});
   }
 
   std::shared_ptr<const graph::FunctionLibrary> Find(uint64_t hash, const AttrMap& attrs) {
     std::lock_guard<std::mutex> lock(mu_);
     auto [first, last] = by_loom_.equal_range(hash);
     for (auto it = first; it != last; ++it) {
-      if (SameLoomAttrs(it->second.attrs, attrs)) return it->second.library.lock();
+      if (SameLoomAttrs(it->second.attrs, attrs)) return it->second.Alive();
     }
     return nullptr;
   }
@@ -112,7 +118,27 @@ class EagerLibraries {
  private:
   struct Entry {
     AttrMap attrs;
-    std::weak_ptr<const graph::FunctionLibrary> library;
+    std::vector<std::weak_ptr<const graph::FunctionLibrary>> libraries;
+
+    void Add(const std::shared_ptr<const graph::FunctionLibrary>& library) {
+      for (const auto& held : libraries) {
+        if (held.lock() == library) return;
+      }
+      libraries.push_back(library);
+    }
+    // Drops the expired libraries; true when none is left.
+    bool Prune() {
+      libraries.erase(std::remove_if(libraries.begin(), libraries.end(),
+                                     [](const auto& held) { return held.expired(); }),
+                      libraries.end());
+      return libraries.empty();
+    }
+    std::shared_ptr<const graph::FunctionLibrary> Alive() const {
+      for (const auto& held : libraries) {
+        if (auto library = held.lock()) return library;
+      }
+      return nullptr;
+    }
   };
   std::mutex mu_;
   std::unordered_multimap<uint64_t, Entry> by_loom_;

@@ -21,6 +21,41 @@ struct LibraryFunction;
 
 namespace treadle::python {
 
+// Whether a destructor on this thread may take the GIL to drop Python
+// objects. Not once the interpreter finalizes, unless the thread holds the
+// GIL already: Python ends any other thread that tries with a forced unwind,
+// which cannot leave a destructor (the process would abort). The objects are
+// then left to the dying interpreter.
+// The GIL for a call into Python from a thread of treadle's own (prefetch,
+// interleave and map workers, the executor's). Unlike py::gil_scoped_acquire
+// it gives the GIL back at the end of the scope only if the thread still
+// holds it: Python ends a thread that runs into the interpreter's
+// finalization inside Python code by a forced unwind, after giving the GIL
+// up; releasing it again on the way out would clear the interpreter's
+// current thread state under the thread that now holds it.
+class GilForCall {
+ public:
+  GilForCall() : state_(PyGILState_Ensure()) {}
+  ~GilForCall() {
+    if (PyGILState_Check()) PyGILState_Release(state_);
+  }
+  GilForCall(const GilForCall&) = delete;
+  GilForCall& operator=(const GilForCall&) = delete;
+
+ private:
+  PyGILState_STATE state_;
+};
+
+inline bool MayTakeGilInDestructor() {
+  if (!Py_IsInitialized()) return false;
+  if (PyGILState_Check()) return true;
+#if PY_VERSION_HEX >= 0x030D0000
+  return !Py_IsFinalizing();
+#else
+  return !_Py_IsFinalizing();
+#endif
+}
+
 // _core.Executable: a planned graph (py_graph.cc); td.data's map stages run it too.
 struct PyExecutable {
   std::shared_ptr<const graph::Executable> executable;

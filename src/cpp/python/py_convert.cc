@@ -173,7 +173,7 @@ Tensor TensorFromNumpy(py::array arr, bool copy) {
     PyObject* owner = arr.ptr();
     Py_INCREF(owner);
     auto buf = Buffer::Wrap(arr.mutable_data(), static_cast<size_t>(arr.nbytes()), [owner] {
-      if (!Py_IsInitialized()) return;
+      if (!MayTakeGilInDestructor()) return;
       py::gil_scoped_acquire gil;
       Py_DECREF(owner);
     });

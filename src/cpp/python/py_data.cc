@@ -2,10 +2,14 @@
 // as string scalars in batches, reading and decompressing with the GIL released.
 #include "data/pipeline.h"
 #include "data/record_file.h"
+#include "data/waiting.h"
 #include "py_common.h"
 #include "util/cancel.h"
 
+#include <cxxabi.h>
+
 #include <exception>
+#include <thread>
 #include <utility>
 
 namespace treadle::python {
@@ -25,11 +29,12 @@ class PyIteratorStage : public data::Stage {
  public:
   explicit PyIteratorStage(py::object it) : it_(new py::object(std::move(it))) {}
   ~PyIteratorStage() override {
+    if (!MayTakeGilInDestructor()) return;
     py::gil_scoped_acquire gil;
     delete it_;
   }
   bool Next(data::Element* out) override {
-    py::gil_scoped_acquire gil;
+    GilForCall gil;
     py::object item = py::reinterpret_steal<py::object>(PyIter_Next(it_->ptr()));
     if (!item) {
       if (PyErr_Occurred()) throw py::error_already_set();
@@ -52,6 +57,7 @@ struct PyStage {
 // ends the pipeline drops: the GIL is taken for its deletion.
 std::shared_ptr<py::object> SharedPyObject(py::object o) {
   return std::shared_ptr<py::object>(new py::object(std::move(o)), [](py::object* p) {
+    if (!MayTakeGilInDestructor()) return;
     py::gil_scoped_acquire gil;
     delete p;
   });
@@ -59,10 +65,17 @@ std::shared_ptr<py::object> SharedPyObject(py::object o) {
 
 // An iteration of a pipeline. Destroying it may join a prefetch thread that
 // needs the GIL to finish a Python stage, so the GIL is released meanwhile.
+// Python frees it on whichever thread drops the last reference, which may be
+// one of the pipeline's own threads (running a Python source when a
+// collection frees the iterator): joining there would join that thread
+// itself, so the pipeline is then ended on a thread of its own.
 struct PyPipelineIterator {
   std::unique_ptr<data::Stage> stage;
   ~PyPipelineIterator() {
-    if (stage && PyGILState_Check()) {
+    if (!stage) return;
+    if (data::on_stage_thread) {
+      std::thread([ending = std::move(stage)]() mutable { ending.reset(); }).detach();
+    } else if (PyGILState_Check()) {
       py::gil_scoped_release nogil;
       stage.reset();
     }
@@ -90,7 +103,16 @@ void RegisterData(py::module_& m) {
   py::class_<PyStage>(m, "DataStage", "A td.data pipeline stage run in C++ (its description; iterator() runs it).")
       .def("iterator", [](const PyStage& s) {
              cancel::InstallInterruptHook();  // in front of the program's SIGINT handler, so Ctrl-C reaches the waits
-             return std::unique_ptr<PyPipelineIterator>(new PyPipelineIterator{s.def->MakeIterator()});
+             std::unique_ptr<data::Stage> stage;
+             {
+               // Without the GIL: a stage that fails to build destroys the
+               // stages built below it, and a prefetch among them joins its
+               // thread, which may be waiting for the GIL to run a Python
+               // source. (Python stages take the GIL when they need it.)
+               py::gil_scoped_release nogil;
+               stage = s.def->MakeIterator();
+             }
+             return std::unique_ptr<PyPipelineIterator>(new PyPipelineIterator{std::move(stage)});
            }, "A fresh iteration of the pipeline.");
   py::class_<PyPipelineIterator>(m, "DataIterator")
       .def("next", [](PyPipelineIterator& it) -> py::object {
@@ -118,7 +140,7 @@ void RegisterData(py::module_& m) {
   m.def("data_python", [](py::function make_iterator) {
     std::shared_ptr<py::object> factory = SharedPyObject(std::move(make_iterator));
     return PyStage{data::ExternalSource([factory]() -> std::unique_ptr<data::Stage> {
-      py::gil_scoped_acquire gil;
+      GilForCall gil;
       return std::make_unique<PyIteratorStage>(py::iter((*factory)()));
     })};
   }, "A stage whose elements come from iter(make_iterator()), lists of EagerTensors.");
@@ -144,14 +166,21 @@ void RegisterData(py::module_& m) {
   m.def("data_parallel_batch", [](const PyStage& in, int64_t size, bool drop, int threads, bool deterministic) {
     return PyStage{data::ParallelBatch(in.def, size, drop, threads, deterministic)};
   });
+  m.attr("data_max_interleave_cycle") = data::kMaxInterleaveCycle;
   m.def("data_interleave", [](const PyStage& in, py::function make_stage, int64_t cycle, int64_t block, int threads,
                               bool deterministic) {
     std::shared_ptr<py::object> make = SharedPyObject(std::move(make_stage));
     data::DatasetFactory factory = [make](data::Element e) -> data::StageDefPtr {
-      py::gil_scoped_acquire gil;
+      GilForCall gil;
       py::list items(e.size());
       for (size_t i = 0; i < e.size(); ++i) items[i] = py::cast(std::move(e[i]));
-      py::object stage = (*make)(items);
+      py::object stage;
+      try {
+        stage = (*make)(items);
+      } catch (abi::__forced_unwind&) {
+        items.release();  // the thread ends without the GIL: no reference may be dropped on the way out
+        throw;
+      }
       if (!py::isinstance<PyStage>(stage)) throw py::type_error("interleave: the dataset factory must return a DataStage");
       return stage.cast<const PyStage&>().def;
     };

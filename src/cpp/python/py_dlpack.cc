@@ -85,7 +85,7 @@ py::capsule ExportCapsule(const Tensor& t, py::handle stream, py::handle max_ver
 template <typename Managed>
 std::function<void()> ReleaseWithGil(Managed* managed) {
   return [managed] {
-    if (!Py_IsInitialized() || !managed->deleter) return;
+    if (!MayTakeGilInDestructor() || !managed->deleter) return;
     py::gil_scoped_acquire gil;
     managed->deleter(managed);
   };

@@ -44,7 +44,7 @@ void PyFuncKernel(KernelContext& ctx) {
   const std::vector<DType>& tout = ctx.attrs.GetTypeList("Tout");
   std::vector<Tensor> results;
   {
-    py::gil_scoped_acquire gil;
+    GilForCall gil;
     if (!g_dispatcher || g_dispatcher->is_none()) {
       throw Error(Code::kFailedPrecondition, "PyFunc: no Python function dispatcher is registered");
     }

@@ -1,6 +1,7 @@
 #include "tensor/buffer.h"
 
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <string>
@@ -90,6 +91,14 @@ SmallBlockCache::~SmallBlockCache() {
 
 size_t SmallClass(size_t nbytes) { return nbytes ? (nbytes - 1) / kAlignment : 0; }
 
+// The one place memory comes from the system: never returns null, so no null
+// block can reach a caller, or through FreeBytes, a cache.
+void* SystemAlloc(size_t nbytes) {
+  void* p = std::aligned_alloc(kAlignment, nbytes);
+  if (!p) throw std::bad_alloc();
+  return p;
+}
+
 void* AllocateBytes(size_t nbytes) {
   if (nbytes <= kSmallBuffer) {
     size_t c = SmallClass(nbytes);
@@ -97,18 +106,21 @@ void* AllocateBytes(size_t nbytes) {
       SmallBlockCache& cache = small_cache;
       if (cache.count[c] > 0) return cache.blocks[c][--cache.count[c]];
     }
-    return std::aligned_alloc(kAlignment, (c + 1) * kAlignment);
+    return SystemAlloc((c + 1) * kAlignment);
   }
   if (nbytes >= kCachedFrom) {
     size_t cls = SizeClass(nbytes);
     if (void* p = Cache().Take(cls)) return p;
-    return std::aligned_alloc(kAlignment, cls);
+    return SystemAlloc(cls);
   }
   // aligned_alloc wants a multiple of the alignment.
-  return std::aligned_alloc(kAlignment, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
+  return SystemAlloc((nbytes + kAlignment - 1) / kAlignment * kAlignment);
 }
 
+// Null (a buffer whose allocation failed, or that never had one) is not a
+// block: it is neither cached nor freed.
 void FreeBytes(void* p, size_t nbytes) {
+  if (!p) return;
   if (nbytes <= kSmallBuffer) {
     if (!small_cache_dead) {
       SmallBlockCache& cache = small_cache;
@@ -127,22 +139,20 @@ void FreeBytes(void* p, size_t nbytes) {
 }  // namespace
 
 std::shared_ptr<Buffer> Buffer::Allocate(DType dtype, int64_t count) {
-  std::shared_ptr<Buffer> b(new Buffer());
   size_t nbytes = static_cast<size_t>(count) * DTypeSize(dtype);
-  void* p = AllocateBytes(nbytes);
-  if (!p) throw std::bad_alloc();
-  b->data_ = p;
+  std::unique_ptr<Buffer> b(new Buffer());
+  b->data_ = AllocateBytes(nbytes);  // throws before b owns anything
   b->nbytes_ = nbytes;
   b->dtype_ = dtype;
   b->count_ = count;
   if (dtype == DType::kString) {
-    auto* s = static_cast<std::string*>(p);
+    auto* s = static_cast<std::string*>(b->data_);
     for (int64_t i = 0; i < count; ++i) new (s + i) std::string();
   } else if (IsHandle(dtype)) {
-    auto* h = static_cast<Handle*>(p);
+    auto* h = static_cast<Handle*>(b->data_);
     for (int64_t i = 0; i < count; ++i) new (h + i) Handle();
   }
-  return b;
+  return std::shared_ptr<Buffer>(std::move(b));
 }
 
 std::shared_ptr<Buffer> Buffer::Wrap(void* data, size_t nbytes, std::function<void()> release) {

@@ -59,7 +59,12 @@ Tensor TensorFromProto(const proto::TensorProto& proto, const std::string& where
   }
   int64_t n = NumElements(shape.dims);
   if (dtype == DType::kString) {
-    if (proto.string_val_size() != n || !proto.tensor_content().empty()) {
+    if (!proto.tensor_content().empty()) {
+      ThrowInvalidArgument(where, ": string tensor of shape ", DimsToString(shape.dims), " has ",
+                           proto.tensor_content().size(), " bytes of tensor_content; a string tensor's values "
+                           "are its string_val entries, and its tensor_content must be empty");
+    }
+    if (proto.string_val_size() != n) {
       ThrowInvalidArgument(where, ": string tensor of shape ", DimsToString(shape.dims), " needs ", n,
                            " string_val entries, got ", proto.string_val_size());
     }
@@ -69,7 +74,12 @@ Tensor TensorFromProto(const proto::TensorProto& proto, const std::string& where
     return t;
   }
   size_t expected = static_cast<size_t>(n) * DTypeSize(dtype);
-  if (proto.tensor_content().size() != expected || proto.string_val_size() != 0) {
+  if (proto.string_val_size() != 0) {
+    ThrowInvalidArgument(where, ": ", DTypeName(dtype), " tensor of shape ", DimsToString(shape.dims), " has ",
+                         proto.string_val_size(), " string_val entries; only a string tensor may have any (its "
+                         "values are its tensor_content bytes)");
+  }
+  if (proto.tensor_content().size() != expected) {
     ThrowInvalidArgument(where, ": ", DTypeName(dtype), " tensor of shape ", DimsToString(shape.dims), " needs ",
                          expected, " bytes of content, got ", proto.tensor_content().size());
   }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "util/cancel.h"
+#include "util/thread_errors.h"
 
 
 namespace treadle::parallel {
@@ -64,11 +65,7 @@ class Pool {
  private:
   void Work() {
     for (int i = next_.fetch_add(1); i < count_; i = next_.fetch_add(1)) {
-      try {
-        (*fn_)(i);
-      } catch (...) {
-        (*errors_)[i] = std::current_exception();
-      }
+      (*errors_)[i] = CaptureWorkError([&] { (*fn_)(i); });
     }
   }
 

@@ -44,6 +44,13 @@ struct DenseSpec {
 DenseSpec BuildDenseSpec(const OpDef& op, int64_t rank, int64_t sparse_len, const SliceMasks& m,
                          const std::vector<int64_t>* begin, const std::vector<int64_t>* end,
                          const std::vector<int64_t>* strides) {
+  // TensorFlow's rule: at most one bit of ellipsis_mask, whatever the spec's
+  // length (a bit past the spec's end is not ignored).
+  const auto ellipsis_bits = static_cast<uint64_t>(m.ellipsis);
+  if (ellipsis_bits & (ellipsis_bits - 1)) {
+    ThrowInvalidArgument(op.name, ": multiple ellipses in slice spec not allowed (ellipsis_mask ", m.ellipsis,
+                         " sets more than one bit)");
+  }
   int64_t ellipsis_at = -1;
   for (int64_t i = 0; i < sparse_len; ++i) {
     if (!m.bit(m.ellipsis, i)) continue;

@@ -12,13 +12,17 @@ import os
 from treadle import _core, errors
 from treadle.data import structure
 from treadle.data.dataset_ops import AUTOTUNE, Dataset, as_count, parallelism
+from treadle.function.polymorphic_function import function
 
 
 class InterleaveDataset(Dataset):
     """map_func is called in Python on each input element (eager tensors) and
     must return a Dataset: datasets are Python objects here, not graph values.
-    The element_spec is that of the first dataset map_func returns, unless
-    the caller knows it."""
+    The element_spec is, as in TensorFlow, that of the dataset map_func
+    returns when traced on symbolic elements of the input's element_spec
+    (the input is not read for it). A map_func that needs concrete values
+    (e.g. Dataset.range(x)) cannot be traced: the element_spec is then that of
+    the dataset of the input's first element."""
 
     def __init__(self, input_dataset, map_func, cycle_length, block_length, num_parallel_calls=None,
                  deterministic=None, element_spec=None):
@@ -30,6 +34,10 @@ class InterleaveDataset(Dataset):
         if self._cycle < 1 or self._block < 1:
             raise errors.InvalidArgumentError(None, None, f"interleave: cycle_length ({cycle_length}) and "
                                                           f"block_length ({block_length}) must be positive")
+        if self._cycle > _core.data_max_interleave_cycle:
+            raise errors.InvalidArgumentError(None, None, f"interleave: cycle_length {self._cycle} is more than the "
+                                                          f"{_core.data_max_interleave_cycle} datasets one "
+                                                          f"interleave may keep open")
         # More threads than open datasets would have nothing to fetch.
         self._threads = 0 if num_parallel_calls is None else min(parallelism(num_parallel_calls), self._cycle)
         self._deterministic = deterministic is not False
@@ -38,22 +46,42 @@ class InterleaveDataset(Dataset):
     @property
     def element_spec(self):
         if self._known_spec is None:
-            first = next(self._input._flat_iter(), None)
-            if first is None:
-                raise ValueError("interleave: the element_spec of an interleave over an empty dataset is not known")
-            self._known_spec = self._dataset_for(first).element_spec
+            traced, why = self._traced_spec()
+            self._known_spec = traced if traced is not None else self._first_dataset_spec(why)
         return self._known_spec
+
+    def _traced_spec(self):
+        """(the element_spec of the dataset map_func returns on symbolic
+        elements, None) or (None, why it could not be traced)."""
+        spec = self._input.element_spec
+        returned = []
+
+        def trace(*flat):
+            returned.append(self._call_map_func(flat))
+
+        try:
+            function(trace, autograph=False).get_concrete_function(*structure.flat_specs(spec))
+        except Exception as e:  # noqa: BLE001 - map_func needs concrete values: learn the spec from one
+            return None, e
+        return _checked_dataset(returned[0]).element_spec, None
+
+    def _first_dataset_spec(self, why):
+        first = next(self._input._flat_iter(), None)
+        if first is None:
+            raise ValueError(f"interleave: the element_spec is not known: `map_func` could not be traced on "
+                             f"symbolic elements ({type(why).__name__}: {why}) and the input dataset is empty")
+        return self._dataset_for(first).element_spec
 
     @property
     def _spec(self):
         return self.element_spec
 
-    def _dataset_for(self, flat):
+    def _call_map_func(self, flat):
         element = structure.pack(self._input.element_spec, flat)
-        ds = self._map_func(*element) if isinstance(element, tuple) else self._map_func(element)
-        if not isinstance(ds, Dataset):
-            raise TypeError(f"interleave: `map_func` must return a td.data.Dataset, got {type(ds).__name__}")
-        return ds
+        return self._map_func(*element) if isinstance(element, tuple) else self._map_func(element)
+
+    def _dataset_for(self, flat):
+        return _checked_dataset(self._call_map_func(flat))
 
     def _stage_for(self, flat):
         """The C++ stage of an input element's dataset (called by the cycle, with the GIL)."""
@@ -68,3 +96,9 @@ class InterleaveDataset(Dataset):
         self.element_spec  # noqa: B018 - known before the cycle checks each dataset against it
         return _core.data_interleave(self._input._input_stage(), self._stage_for, self._cycle, self._block,
                                      self._threads, self._deterministic)
+
+
+def _checked_dataset(ds):
+    if not isinstance(ds, Dataset):
+        raise TypeError(f"interleave: `map_func` must return a td.data.Dataset, got {type(ds).__name__}")
+    return ds

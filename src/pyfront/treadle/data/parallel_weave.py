@@ -15,7 +15,7 @@ import weakref
 import numpy as np
 
 from treadle import _core
-from treadle.data import structure, weaving
+from treadle.data import structure, weaving, worker_pools
 from treadle.data.dataset_ops import UNKNOWN_CARDINALITY, Dataset
 from treadle.data.ray_weaving import RayExecutor
 from treadle.framework import dtypes
@@ -87,13 +87,15 @@ class _Workers:
             return set()
         processes = list(self.seen.values())
         self.seen = {}
+        if wait:  # bounded: a worker still busy after a grace period is terminated
+            worker_pools.stop_pool(pool)
+            return set()
         pool.shutdown(wait=False, cancel_futures=True)
         killed = set()
-        if not wait:
-            for process in processes:
-                if process.is_alive():
-                    process.kill()
-                    killed.add(process.pid)
+        for process in processes:
+            if process.is_alive():
+                process.kill()
+                killed.add(process.pid)
         pool.shutdown(wait=True)
         return killed
 
@@ -196,9 +198,9 @@ class WovenDataset(Dataset):
                 self._workers.pool = RayExecutor(self._weaving_loom, self._weave_fn, self._ray_address,
                                                  self._processes)
             else:
-                self._workers.pool = concurrent.futures.ProcessPoolExecutor(
+                self._workers.pool = worker_pools.track(concurrent.futures.ProcessPoolExecutor(
                     self._processes, mp_context=multiprocessing.get_context(self._start_method),
-                    initializer=weaving.init_worker, initargs=(self._weaving_loom, self._weave_fn))
+                    initializer=weaving.init_worker, initargs=(self._weaving_loom, self._weave_fn)))
         return self._workers.pool
 
     def _cpp_stage(self):
@@ -304,5 +306,7 @@ class WovenDataset(Dataset):
                 yield [schedule] + [convert_to_tensor(v, dtype=s.dtype) for v, s in zip(leaves, specs)]
 
     def close(self):
-        """Stops the worker processes (also done when the dataset is collected)."""
+        """Stops the worker processes (also done when the dataset is collected):
+        a worker still busy after a grace period (a hung weave_fn) is
+        terminated, so close() returns."""
         self._workers.stop(wait=True)
