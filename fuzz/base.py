@@ -55,10 +55,29 @@ def split_records(data):
     return out if i == len(data) else None
 
 
+def _masked_crc(b):
+    c = _core.crc32c(b)
+    return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+
+
+def split_checked_records(data):
+    """The records of TFRecord bytes whose framing and both checksums (of
+    each length and each record) are right; None otherwise."""
+    records = split_records(data)
+    if records is None:
+        return None
+    i = 0
+    for r in records:
+        head = data[i:i + 8]
+        if struct.unpack("<I", data[i + 8:i + 12])[0] != _masked_crc(head) or \
+                struct.unpack("<I", data[i + 12 + len(r):i + 16 + len(r)])[0] != _masked_crc(r):
+            return None
+        i += 16 + len(r)
+    return records
+
+
 def frame_records(records, rng=None):
-    def masked(b):
-        c = _core.crc32c(b)
-        return (((c >> 15) | (c << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    masked = _masked_crc
     out = bytearray()
     for r in records:
         head = struct.pack("<Q", len(r))

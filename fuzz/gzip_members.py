@@ -21,7 +21,7 @@ import zlib
 
 import treadle as td
 
-from fuzz.base import Kind, Wrong, frame_records, split_records
+from fuzz.base import Kind, Wrong, frame_records, split_checked_records, split_records
 from fuzz.mutate import Mutator
 
 _COMPRESSIONS = ("GZIP", "ZLIB")
@@ -153,7 +153,7 @@ class GzipMembersKind(Kind):
         path = _write_temp(body)
         try:
             expected = inflate_all(body, compression)
-            records = split_records(expected) if expected is not None else None
+            records = split_checked_records(expected) if expected is not None else None
             try:
                 got = [bytes(r.numpy()) for r in td.data.TFRecordDataset(path, compression_type=compression)]
             except td.errors.DataLossError:
