@@ -69,7 +69,7 @@ class Recorder:
         self.current = None       # the index of the example running now (None: no example runs)
         self.finished = False
         self.round = Round()
-        self.store = {}           # type shape -> tensor of the rows computed so far
+        self.store = {}           # type shape -> StoreColumn of the rows computed so far (store.py)
         self.wait = None          # set by the scheduler: wait(value) suspends the running example
         self.stats = []           # per round: {"nodes", "loom_depth", and with count_launches launch_counts'}
         self.count_launches = False
@@ -122,7 +122,7 @@ class Recorder:
     def numpy_of(self, value):
         src = value.src
         if src[0] == STORED:
-            return np.asarray(self.store[src[1]])[src[2]]
+            return self.store[src[1]].numpy_row(src[2])
         if src[0] == VAR_ROW:
             return self._variable_value(src[2])[src[3]]
         if src[0] == VARIABLE:
@@ -141,7 +141,7 @@ class Recorder:
         """The value as an eager tensor (outside recording; a tape sees the ops)."""
         src = value.src
         if src[0] == STORED:
-            return self.store[src[1]][src[2]]
+            return self.store[src[1]].eager_row(src[2])
         if src[0] == VAR_ROW:
             return src[2].read_value()[src[3]]
         if src[0] == VARIABLE:

@@ -15,17 +15,19 @@ from treadle.framework.variables import Variable
 from treadle.loom.autobatch._record import live_values
 from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
+from treadle.loom.autobatch.store import StoreColumn
 from treadle.loom.autobatch.values import CONSTANT, STORED, row_code
 from treadle.loom.library import add_to_graph
 from treadle.ops import array_ops
 
 STORE, CONSTANTS, VARIABLE_ROWS, WHOLE_VARIABLE = "store", "constants", "variable rows", "variable"
+MAX_INPUTS = 1 << 16  # (op, input) pairs are coded op * MAX_INPUTS + input
 
 
 class PlannedRound:
     """A round woven but not run: the loom, the weaver, the live values
     (outputs, in order) and, per type shape, the pieces of its batch input:
-    (STORE,), (CONSTANTS, rows), (VARIABLE_ROWS, variable, rows) or
+    (STORE, rows), (CONSTANTS, rows), (VARIABLE_ROWS, variable, rows) or
     (WHOLE_VARIABLE, variable) (the variable alone, read whole)."""
 
     def __init__(self, loom, weaver, live, layout, output_rows):
@@ -53,7 +55,8 @@ def plan_round(recorder):
         outputs = new_index[outputs]
         loom = registry.loom()  # with the pass-through ops
     arg_input, arg_source, arg_value, arg_output, arg_group = columns
-    layout, arg_value = _layout(recorder, r, arg_value, arg_group)
+    reads = _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group)
+    layout, arg_value = _layout(r, reads, arg_value, arg_group)
     weaver = loom.make_weaver()
     weaver.weave(registry.op_names(), node_op, arg_splits, arg_input, arg_source, arg_value, arg_output,
                  outputs, output_index)
@@ -105,7 +108,7 @@ def batch_input(pieces, ts, store=None, parts=None):
     for piece in pieces:
         kind = piece[0]
         if kind == STORE:
-            tensors.append(store[ts])
+            tensors.append(store[ts].gather_sorted(piece[1]))
         elif kind == CONSTANTS:
             tensors.append(next(parts) if parts is not None else stacked_constants(piece[1], ts))
         elif kind == VARIABLE_ROWS:
@@ -139,26 +142,48 @@ def _columns(args):
     return list(np.array(args, np.int64).T)
 
 
-def _layout(recorder, r, arg_value, arg_group):
+def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group):
+    """{type shape: the store rows the round reads (sorted, distinct)}; the
+    arguments reading the store are renumbered in place to their place in
+    that list (the first rows of the type shape's batch input)."""
+    reads = {}
+    at = np.flatnonzero((arg_source == 1) & (arg_group == -1))
+    if not at.size:
+        return reads
+    nodes = np.searchsorted(arg_splits, at, side="right") - 1
+    op_input = np.asarray(node_op, np.int64)[nodes] * MAX_INPUTS + arg_input[at]
+    kinds, which = np.unique(op_input, return_inverse=True)
+    by_ts = {}
+    for k, code in enumerate(kinds.tolist()):
+        ts = registry.ops[code // MAX_INPUTS].in_type_shapes[code % MAX_INPUTS]
+        by_ts.setdefault(ts, []).append(k)
+    for ts, ks in by_ts.items():
+        mine = at[np.isin(which, ks)] if len(by_ts) > 1 else at
+        reads[ts], arg_value[mine] = np.unique(arg_value[mine], return_inverse=True)
+    return reads
+
+
+def _layout(r, reads, arg_value, arg_group):
     """({type shape: pieces of its batch input}, the arguments' final rows):
-    per type shape, the store's rows, then the constants' rows, then each
-    variable's rows (a variable alone is its own batch input, read whole)."""
-    layout = {ts: [(STORE,)] for ts in recorder.store}
+    per type shape, the store's rows the round reads, then the constants'
+    rows, then each variable's rows (a variable alone is its own batch
+    input, read whole)."""
+    layout = {ts: [(STORE, rows)] for ts, rows in reads.items()}
     if not r.groups:
         return layout, arg_value
     by_ts = {}
     for g, (ts, kind, var, rows) in enumerate(r.groups):
         by_ts.setdefault(ts, []).append((g, kind, var, rows))
     for ts, groups in by_ts.items():
-        stored = recorder.store.get(ts)
+        stored = reads.get(ts)
         if stored is None and len(groups) == 1 and groups[0][1] != CONSTANT:
             g, _, var, rows = groups[0]
             mask = arg_group == g
             arg_value[mask] = np.asarray(rows, np.int64)[arg_value[mask]]
             layout[ts] = [(WHOLE_VARIABLE, var)]
             continue
-        pieces = [] if stored is None else [(STORE,)]
-        offset = 0 if stored is None else int(stored.shape[0])
+        pieces = [] if stored is None else [(STORE, stored)]
+        offset = 0 if stored is None else len(stored)
         for g, kind, var, rows in groups:
             arg_value[arg_group == g] += offset
             pieces.append((CONSTANTS, rows) if kind == CONSTANT else (VARIABLE_ROWS, var, rows))
@@ -176,13 +201,14 @@ def stacked_constants(rows, ts):
 
 
 def _store(recorder, planned, results):
-    """The live values become rows of the store (appended per type shape)."""
+    """The live values become rows of the store (a chunk per type shape)."""
     base = {}
     for ts in {ts for ts, _ in planned.output_rows}:
-        out = results[planned.loom._type_shape_index(ts)]
-        old = recorder.store.get(ts)
-        base[ts] = 0 if old is None else int(old.shape[0])
-        recorder.store[ts] = out if old is None else array_ops.concat([old, out], 0)
+        column = recorder.store.get(ts)
+        if column is None:
+            column = recorder.store[ts] = StoreColumn()
+        base[ts] = column.size
+        column.append(results[planned.loom._type_shape_index(ts)])
     for v, (ts, k) in zip(planned.live, planned.output_rows):
         row = base[ts] + k
         v.src = (STORED, ts, row, row_code(row))
