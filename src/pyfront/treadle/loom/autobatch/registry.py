@@ -38,8 +38,8 @@ def _packer(structure):
     """fn(flat output values) -> the cell's structured outputs."""
     if structure is None:
         return list
-    if isinstance(structure, tuple) and type(structure) is tuple and all(hasattr(t, "dtype") for t in structure):
-        return tuple
+    if type(structure) in (tuple, list) and all(hasattr(t, "dtype") for t in structure):
+        return type(structure)  # a flat tuple or list of tensors (td.split's)
     if hasattr(structure, "dtype") and not isinstance(structure, (list, tuple, dict)):
         return lambda flat: flat[0]
 
@@ -140,7 +140,13 @@ class Registry:
             batch = {ts: _empty_batch(ts) for ts in inputs}
             self._loom = Loom(named_ops=ops, batch_inputs=batch)
             self._loom_size = len(self.ops)
+            self._loom_op_indices = np.array([self._loom._op_index(name) for name in ops], np.int32)
         return self._loom
+
+    def loom_op_indices(self):
+        """Per op of the registry, its index in the loom (for a bulk weave)."""
+        self.loom()
+        return self._loom_op_indices
 
 
 def _is_slot(leaf):

@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from treadle import _core
 from treadle.framework import context, op_execution
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
@@ -16,7 +17,7 @@ from treadle.loom.autobatch._record import live_values
 from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
 from treadle.loom.autobatch.store import StoreColumn
-from treadle.loom.autobatch.values import CONSTANT, STORED, row_code
+from treadle.loom.autobatch.values import CONSTANT, MAX_OUTPUTS, STORED
 from treadle.loom.library import add_to_graph
 from treadle.ops import array_ops
 
@@ -30,9 +31,20 @@ class PlannedRound:
     (STORE, rows), (CONSTANTS, rows), (VARIABLE_ROWS, variable, rows) or
     (WHOLE_VARIABLE, variable) (the variable alone, read whole)."""
 
-    def __init__(self, loom, weaver, live, layout, output_rows):
+    def __init__(self, loom, weaver, live, layout, by_type_shape):
         self.loom, self.weaver, self.live, self.layout = loom, weaver, live, layout
-        self.output_rows = output_rows  # per live value: (type shape, its row in the loom's outputs of it)
+        # [(type shape, the positions in `live` of its values, in order)]: the
+        # loom's outputs of that type shape, in the same order.
+        self.by_type_shape = by_type_shape
+
+    @property
+    def output_rows(self):
+        """Per live value: (type shape, its row in the loom's outputs of it)."""
+        rows = [None] * len(self.live)
+        for ts, positions in self.by_type_shape:
+            for k, i in enumerate(positions.tolist()):
+                rows[i] = (ts, k)
+        return rows
 
 
 def plan_round(recorder):
@@ -44,6 +56,7 @@ def plan_round(recorder):
     outputs = np.fromiter((v.src[1] for v in live), np.int64, len(live))
     output_index = np.fromiter((v.src[2] for v in live), np.int32, len(live))
     node_op, arg_splits = np.asarray(r.node_op, np.int64), np.asarray(r.arg_splits, np.int64)
+    by_type_shape = _by_type_shape(registry, node_op[outputs], output_index)
     columns = decode_arguments(r.args, arg_splits)
     if recorder.count_launches:
         launches = launch_counts(node_op, arg_splits, columns[1], columns[2])
@@ -57,19 +70,32 @@ def plan_round(recorder):
     arg_input, arg_source, arg_value, arg_output, arg_group = columns
     reads = _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group)
     layout, arg_value = _layout(r, reads, arg_value, arg_group)
-    weaver = loom.make_weaver()
-    weaver.weave(registry.op_names(), node_op, arg_splits, arg_input, arg_source, arg_value, arg_output,
-                 outputs, output_index)
+    # The core's weaver, without Weaver's per-op callers and its checks that
+    # user arrays hold integers of the right width: these arrays are made
+    # here, of those dtypes (the core still checks every entry).
+    weaver = _core.LoomWeaver(loom._spec)
+    weaver._weave_graph(registry.loom_op_indices()[node_op], arg_splits, arg_input.astype(np.int32),
+                        arg_source.astype(np.int32), arg_value, arg_output.astype(np.int32), outputs,
+                        output_index)
     recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
     if recorder.count_launches:
         recorder.stats[-1].update(launches)
-    counts, output_rows = {}, []
-    for v in live:
-        ts = registry.ops[r.node_op[v.src[1]]].out_type_shapes[v.src[2]]
-        k = counts.get(ts, 0)
-        counts[ts] = k + 1
-        output_rows.append((ts, k))
-    return PlannedRound(loom, weaver, live, layout, output_rows)
+    return PlannedRound(loom, weaver, live, layout, by_type_shape)
+
+
+def _by_type_shape(registry, ops, output_index):
+    """[(type shape, positions)] of values that are output `output_index[i]`
+    of a node of op `ops[i]`: each type shape's positions, in order."""
+    if not len(ops):
+        return []
+    kinds, which = np.unique(ops * MAX_OUTPUTS + output_index, return_inverse=True)
+    if len(kinds) == 1:
+        code = int(kinds[0])
+        return [(registry.ops[code // MAX_OUTPUTS].out_type_shapes[code % MAX_OUTPUTS], np.arange(len(ops)))]
+    by_ts = {}
+    for k, code in enumerate(kinds.tolist()):
+        by_ts.setdefault(registry.ops[code // MAX_OUTPUTS].out_type_shapes[code % MAX_OUTPUTS], []).append(k)
+    return [(ts, np.flatnonzero(np.isin(which, ks))) for ts, ks in by_ts.items()]
 
 
 def run_round(recorder):
@@ -202,13 +228,13 @@ def stacked_constants(rows, ts):
 
 def _store(recorder, planned, results):
     """The live values become rows of the store (a chunk per type shape)."""
-    base = {}
-    for ts in {ts for ts, _ in planned.output_rows}:
+    live = planned.live
+    for ts, positions in planned.by_type_shape:
         column = recorder.store.get(ts)
         if column is None:
             column = recorder.store[ts] = StoreColumn()
-        base[ts] = column.size
+        row = column.size
         column.append(results[planned.loom._type_shape_index(ts)])
-    for v, (ts, k) in zip(planned.live, planned.output_rows):
-        row = base[ts] + k
-        v.src = (STORED, ts, row, row_code(row))
+        for i in positions.tolist():
+            live[i].src = (STORED, ts, row, -1 - (row << 16))  # row_code(row), inline: once per value
+            row += 1
