@@ -71,6 +71,7 @@ class Registry:
         self._signatures = {}  # (dtype, shape) -> a small int naming it in keys (cheap to hash)
         self._loom = None
         self._loom_size = 0
+        self._output_table = None
 
     def signature(self, dtype, shape):
         key = (dtype, shape)
@@ -142,6 +143,22 @@ class Registry:
             self._loom_size = len(self.ops)
             self._loom_op_indices = np.array([self._loom._op_index(name) for name in ops], np.int32)
         return self._loom
+
+    def output_type_shape_table(self):
+        """(table, type shapes): table[op, k] numbers the type shape of output
+        k of op `op` (of the registry) in the list `type_shapes`."""
+        if self._output_table is None or len(self._output_table[0]) != len(self.ops):
+            type_shapes, number = [], {}
+            width = max(len(info.out_type_shapes) for info in self.ops)
+            table = np.zeros((len(self.ops), width), np.int64)
+            for i, info in enumerate(self.ops):
+                for k, ts in enumerate(info.out_type_shapes):
+                    if ts not in number:
+                        number[ts] = len(type_shapes)
+                        type_shapes.append(ts)
+                    table[i, k] = number[ts]
+            self._output_table = (table, type_shapes)
+        return self._output_table
 
     def loom_op_indices(self):
         """Per op of the registry, its index in the loom (for a bulk weave)."""

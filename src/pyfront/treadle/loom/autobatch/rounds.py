@@ -88,14 +88,12 @@ def _by_type_shape(registry, ops, output_index):
     of a node of op `ops[i]`: each type shape's positions, in order."""
     if not len(ops):
         return []
-    kinds, which = np.unique(ops * MAX_OUTPUTS + output_index, return_inverse=True)
-    if len(kinds) == 1:
-        code = int(kinds[0])
-        return [(registry.ops[code // MAX_OUTPUTS].out_type_shapes[code % MAX_OUTPUTS], np.arange(len(ops)))]
-    by_ts = {}
-    for k, code in enumerate(kinds.tolist()):
-        by_ts.setdefault(registry.ops[code // MAX_OUTPUTS].out_type_shapes[code % MAX_OUTPUTS], []).append(k)
-    return [(ts, np.flatnonzero(np.isin(which, ks))) for ts, ks in by_ts.items()]
+    table, type_shapes = registry.output_type_shape_table()
+    ids = table[ops, output_index]
+    present = np.flatnonzero(np.bincount(ids))
+    if len(present) == 1:
+        return [(type_shapes[present[0]], np.arange(len(ops)))]
+    return [(type_shapes[t], np.flatnonzero(ids == t)) for t in present.tolist()]
 
 
 def run_round(recorder):
