@@ -4,8 +4,10 @@ gathered in any order, with repeats, across chunks, and gradients flow back
 to the chunks' tensors through the gathers and merges."""
 
 import numpy as np
+import pytest
 
 import treadle as td
+from autobatch_models import TreeDecoder, finite_difference_gradient
 from treadle.loom.autobatch.store import StoreColumn
 
 RNG = np.random.default_rng(5)
@@ -68,3 +70,27 @@ def test_gradients_reach_every_chunk_through_merges_and_gathers():
     for g, (start, stop) in zip(grads, [(0, 2), (2, 4), (4, 5)]):
         g = td.convert_to_tensor(g).numpy()
         np.testing.assert_allclose(g, expected[start:stop], rtol=1e-12)
+
+
+@pytest.mark.parametrize("schedule", ["depth", "agenda"])
+def test_a_decoder_of_many_rounds_reads_stored_rows_in_both_orders(schedule):
+    # Deep trees: many rounds, so later rounds read rows of several merged
+    # chunks of the store (under the agenda order, through pass-throughs too).
+    model = TreeDecoder(max_depth=6)
+    zs = list(np.random.default_rng(21).normal(0, 1.5, (8, model.H)))
+    batched = td.loom.autobatch(model.per_example, schedule=schedule)
+    weights = np.random.default_rng(22).uniform(-1, 1, (len(zs), model.H))
+    with td.GradientTape() as tape:
+        total, count = batched(zs)
+        loss = td.reduce_sum(total * weights)
+    expected = [model.numpy(z) for z in zs]
+    np.testing.assert_allclose(total.numpy(), np.stack([e[0] for e in expected]), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(count.numpy(), [e[1] for e in expected])
+    assert len(batched.last_stats) >= 6
+    variables = [model.vars[k] for k in ("W_l", "W_r")]
+
+    def numpy_loss():
+        return float(np.sum(np.stack([model.numpy(z)[0] for z in zs]) * weights))
+    for var, g in zip(variables, tape.gradient(loss, variables)):
+        g = td.convert_to_tensor(g).numpy()
+        np.testing.assert_allclose(g, finite_difference_gradient(numpy_loss, var), rtol=1e-5, atol=1e-7)
