@@ -71,7 +71,7 @@ class Registry:
         self._signatures = {}  # (dtype, shape) -> a small int naming it in keys (cheap to hash)
         self._loom = None
         self._loom_size = 0
-        self._output_table = None
+        self._tables = None
 
     def signature(self, dtype, shape):
         key = (dtype, shape)
@@ -144,21 +144,25 @@ class Registry:
             self._loom_op_indices = np.array([self._loom._op_index(name) for name in ops], np.int32)
         return self._loom
 
-    def output_type_shape_table(self):
-        """(table, type shapes): table[op, k] numbers the type shape of output
-        k of op `op` (of the registry) in the list `type_shapes`."""
-        if self._output_table is None or len(self._output_table[0]) != len(self.ops):
+    def type_shape_tables(self):
+        """(inputs, outputs, type shapes): inputs[op, j] (outputs[op, k])
+        numbers the type shape of input j (output k) of op `op` of the
+        registry in the list `type shapes`."""
+        if self._tables is None or len(self._tables[0]) != len(self.ops):
             type_shapes, number = [], {}
-            width = max(len(info.out_type_shapes) for info in self.ops)
-            table = np.zeros((len(self.ops), width), np.int64)
-            for i, info in enumerate(self.ops):
-                for k, ts in enumerate(info.out_type_shapes):
-                    if ts not in number:
-                        number[ts] = len(type_shapes)
-                        type_shapes.append(ts)
-                    table[i, k] = number[ts]
-            self._output_table = (table, type_shapes)
-        return self._output_table
+
+            def table(lists):
+                out = np.zeros((len(lists), max(1, max(map(len, lists)))), np.int64)
+                for i, shapes in enumerate(lists):
+                    for k, ts in enumerate(shapes):
+                        if ts not in number:
+                            number[ts] = len(type_shapes)
+                            type_shapes.append(ts)
+                        out[i, k] = number[ts]
+                return out
+            self._tables = (table([info.in_type_shapes for info in self.ops]),
+                            table([info.out_type_shapes for info in self.ops]), type_shapes)
+        return self._tables
 
     def loom_op_indices(self):
         """Per op of the registry, its index in the loom (for a bulk weave)."""

@@ -17,12 +17,11 @@ from treadle.loom.autobatch._record import live_values
 from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
 from treadle.loom.autobatch.store import StoreColumn
-from treadle.loom.autobatch.values import CONSTANT, MAX_OUTPUTS, STORED
+from treadle.loom.autobatch.values import CONSTANT, STORED
 from treadle.loom.library import add_to_graph
 from treadle.ops import array_ops
 
 STORE, CONSTANTS, VARIABLE_ROWS, WHOLE_VARIABLE = "store", "constants", "variable rows", "variable"
-MAX_INPUTS = 1 << 16  # (op, input) pairs are coded op * MAX_INPUTS + input
 
 
 class PlannedRound:
@@ -88,7 +87,7 @@ def _by_type_shape(registry, ops, output_index):
     of a node of op `ops[i]`: each type shape's positions, in order."""
     if not len(ops):
         return []
-    table, type_shapes = registry.output_type_shape_table()
+    _, table, type_shapes = registry.type_shape_tables()
     ids = table[ops, output_index]
     present = np.flatnonzero(np.bincount(ids))
     if len(present) == 1:
@@ -175,15 +174,12 @@ def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value
     if not at.size:
         return reads
     nodes = np.searchsorted(arg_splits, at, side="right") - 1
-    op_input = np.asarray(node_op, np.int64)[nodes] * MAX_INPUTS + arg_input[at]
-    kinds, which = np.unique(op_input, return_inverse=True)
-    by_ts = {}
-    for k, code in enumerate(kinds.tolist()):
-        ts = registry.ops[code // MAX_INPUTS].in_type_shapes[code % MAX_INPUTS]
-        by_ts.setdefault(ts, []).append(k)
-    for ts, ks in by_ts.items():
-        mine = at[np.isin(which, ks)] if len(by_ts) > 1 else at
-        reads[ts], arg_value[mine] = np.unique(arg_value[mine], return_inverse=True)
+    table, _, type_shapes = registry.type_shape_tables()
+    ids = table[np.asarray(node_op, np.int64)[nodes], arg_input[at]]
+    present = np.flatnonzero(np.bincount(ids)).tolist()
+    for t in present:
+        mine = at if len(present) == 1 else at[ids == t]
+        reads[type_shapes[t]], arg_value[mine] = np.unique(arg_value[mine], return_inverse=True)
     return reads
 
 

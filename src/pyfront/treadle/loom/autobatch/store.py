@@ -18,11 +18,12 @@ from treadle.ops import array_ops
 class StoreColumn:
     """The stored rows of one type shape."""
 
-    __slots__ = ("chunks", "starts", "size", "_arrays")
+    __slots__ = ("chunks", "starts", "counts", "size", "_arrays")
 
     def __init__(self):
         self.chunks = []   # tensors, in order
         self.starts = []   # the row number of each chunk's first row
+        self.counts = []   # each chunk's number of rows
         self.size = 0
         self._arrays = {}  # chunk index -> its NumPy value (read by examples)
 
@@ -31,19 +32,20 @@ class StoreColumn:
         last two chunks merge while the older is no larger, as the digits
         of a binary counter carry: about log2(rounds) chunks remain (few
         gathers per round), and each row is copied about log2(rounds) times."""
+        n = tensor._shape_tuple()[0]
         self.starts.append(self.size)
         self.chunks.append(tensor)
-        self.size += int(tensor.shape[0])
-        while len(self.chunks) > 1 and self._rows(-2) <= self._rows(-1):
+        self.counts.append(n)
+        self.size += n
+        counts = self.counts
+        while len(counts) > 1 and counts[-2] <= counts[-1]:
             last = self.chunks.pop()
             self.starts.pop()
+            merged = counts.pop()
+            counts[-1] += merged
             self.chunks[-1] = array_ops.concat([self.chunks[-1], last], 0)
             self._arrays.pop(len(self.chunks) - 1, None)
             self._arrays.pop(len(self.chunks), None)
-
-    def _rows(self, i):
-        end = self.size if i == -1 or i == len(self.chunks) - 1 else self.starts[i + 1]
-        return end - self.starts[i]
 
     def _locate(self, row):
         i = bisect_right(self.starts, row) - 1
@@ -64,19 +66,20 @@ class StoreColumn:
 
     def gather_sorted(self, rows):
         """One tensor of the rows `rows` (sorted, distinct: np.unique's), in that order."""
-        starts = np.asarray(self.starts, np.int64)
+        starts = self.starts
+        if len(starts) == 1 or rows[0] >= starts[-1]:  # all in the last chunk (often: the last round's rows)
+            return self._part(len(starts) - 1, rows)
         which = np.searchsorted(starts, rows, side="right") - 1
-        bounds = np.flatnonzero(np.diff(which)) + 1
-        pieces = []
-        for part in np.split(rows, bounds) if len(rows) else []:
-            i = int(which[np.searchsorted(rows, part[0])])
-            chunk, local = self.chunks[i], part - starts[i]
-            n = int(chunk.shape[0])
-            if len(local) == n:  # distinct and sorted: the whole chunk, in order
-                pieces.append(chunk)
-            else:
-                pieces.append(array_ops.gather(chunk, convert_to_tensor(local)))
+        bounds = np.flatnonzero(which[1:] != which[:-1]) + 1
+        cuts = [0, *bounds.tolist(), len(rows)]
+        pieces = [self._part(int(which[a]), rows[a:b]) for a, b in zip(cuts, cuts[1:])]
         return pieces[0] if len(pieces) == 1 else array_ops.concat(pieces, 0)
+
+    def _part(self, i, rows):
+        """Rows `rows` (sorted, distinct, all in chunk i) of chunk i."""
+        if len(rows) == self.counts[i]:  # the whole chunk, in order
+            return self.chunks[i]
+        return array_ops.gather(self.chunks[i], convert_to_tensor(rows - self.starts[i]))
 
     def gather(self, rows):
         """One tensor of the rows `rows` (an int64 array, any order, repeats allowed)."""
