@@ -4,7 +4,7 @@ a child-sum TreeLSTM's cell takes its children's states: `cell(x, [c...],
 more than the rest of the call; this key names the same op from the
 arguments' signature numbers alone, and the flat arguments come with it."""
 
-from treadle.loom.autobatch.values import Value
+from treadle.loom.autobatch._record import Value  # the class of the values the recording makes
 
 
 def list_call_key(function, args):
