@@ -8,8 +8,10 @@ batches the tensor work of all of them:
   LoomOp per function and per-example input signature, traced once); a plain
   op on them is a node too (one LoomOp per op, attributes and signature);
   `td.gather(variable, id)` with a known id is a row of the variable (all of
-  them one gather); constants are rows of a batch input. Each batched op runs
-  its per-example computation through `td.vectorized_map`.
+  them one gather); constants are rows of a batch input. A cell called with
+  Python lists of values (a child-sum TreeLSTM's children) is recorded from
+  a key of their signature numbers (one op per list length). Each batched
+  op runs its per-example computation through `td.vectorized_map`.
 - Scheduling. Nodes are woven in one bulk call per round and run by the
   Loom in depth order: each op once per depth on all its calls there; a
   value used twice is computed once. `autobatch(fn, schedule="agenda")`
@@ -19,7 +21,10 @@ batches the tensor work of all of them:
   (`float(p)`, `bool(p > 0.5)`, `p.numpy()`, an `if` or `while` on it)
   suspends that example; once every unfinished example waits or is done,
   the recorded work runs as one round and they resume. Values a later round
-  reads come from the store of earlier rounds' results (batch inputs).
+  reads come from the store of earlier rounds' results: each round's rows
+  stay a tensor of their own (merged as a binary counter carries, so the
+  store is never copied whole per round), and a round's batch input holds
+  only the stored rows it reads (store.py).
 - Gradients. Every round is an eager LoomRun whose inputs are the variables'
   values and the store, so a td.GradientTape around the call gives gradients
   to every variable `fn` reads, through every round; rows of a variable get

@@ -3,7 +3,7 @@ across examples, with every leaf stacked along a new axis 0."""
 
 import numpy as np
 
-from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework.tensor import Tensor
 from treadle.loom.autobatch.values import STORED, Value
 from treadle.ops import array_ops
 from treadle.util import nest
@@ -57,11 +57,8 @@ def _stack(recorder, column):
     if all(type(t) is Value and t.src[0] == STORED for t in column):
         ts = column[0].src[1]
         if all(t.src[1] is ts or t.src[1] == ts for t in column):
-            store = recorder.store[ts]
             rows = np.fromiter((t.src[2] for t in column), np.int64, len(column))
-            if rows[0] == 0 and len(rows) == int(store.shape[0]) and np.all(np.diff(rows) == 1):
-                return store
-            return array_ops.gather(store, convert_to_tensor(rows))
+            return recorder.store[ts].gather(rows)
     values = [recorder.eager_of(t) if type(t) is Value else t for t in column]
     return array_ops.stack(values, 0)
 

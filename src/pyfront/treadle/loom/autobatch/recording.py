@@ -16,6 +16,7 @@ from treadle.framework.tensor import EagerTensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.loom.autobatch._record import add_call_node, create_op
 from treadle.loom.autobatch.batched_ops import Slot
+from treadle.loom.autobatch.list_calls import list_call_key
 from treadle.loom.autobatch.registry import type_shape
 from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, Value
 from treadle.util import nest
@@ -68,7 +69,7 @@ class Recorder:
         self.current = None       # the index of the example running now (None: no example runs)
         self.finished = False
         self.round = Round()
-        self.store = {}           # type shape -> tensor of the rows computed so far
+        self.store = {}           # type shape -> StoreColumn of the rows computed so far (store.py)
         self.wait = None          # set by the scheduler: wait(value) suspends the running example
         self.stats = []           # per round: {"nodes", "loom_depth", and with count_launches launch_counts'}
         self.count_launches = False
@@ -121,7 +122,7 @@ class Recorder:
     def numpy_of(self, value):
         src = value.src
         if src[0] == STORED:
-            return np.asarray(self.store[src[1]])[src[2]]
+            return self.store[src[1]].numpy_row(src[2])
         if src[0] == VAR_ROW:
             return self._variable_value(src[2])[src[3]]
         if src[0] == VARIABLE:
@@ -140,7 +141,7 @@ class Recorder:
         """The value as an eager tensor (outside recording; a tape sees the ops)."""
         src = value.src
         if src[0] == STORED:
-            return self.store[src[1]][src[2]]
+            return self.store[src[1]].eager_row(src[2])
         if src[0] == VAR_ROW:
             return src[2].read_value()[src[3]]
         if src[0] == VARIABLE:
@@ -221,6 +222,12 @@ class Recorder:
         caches in registry.fast_calls: positional per-example values)."""
         if self.current is None or get_ident() != self.thread or context.graph_being_built() is not None:
             return NotImplemented  # not an example's call: between examples, while tracing, another thread
+        if not kwargs:  # cell(x, [values], ...) seen before: no structure walk (list_calls.py)
+            listed = list_call_key(function, args)
+            if listed is not None:
+                info = self.registry.list_calls.get(listed[0])
+                if info is not None:
+                    return info.pack(add_call_node(self, info, listed[1]))
         info = self._call_info(function, args, kwargs)
         if info is NotImplemented:
             return info
@@ -232,6 +239,10 @@ class Recorder:
             if key is not None and None not in key:
                 self.registry.fast_calls[key] = info
                 return info.pack(add_call_node(self, info, args))
+            listed = list_call_key(function, args)
+            if listed is not None:
+                self.registry.list_calls[listed[0]] = info
+                return info.pack(add_call_node(self, info, listed[1]))
         return info.pack(self._add_node(info, [x for x in nest.flatten((args, kwargs)) if _per_example(x)]))
 
     def _call_info(self, function, args, kwargs):

@@ -38,8 +38,8 @@ def _packer(structure):
     """fn(flat output values) -> the cell's structured outputs."""
     if structure is None:
         return list
-    if isinstance(structure, tuple) and type(structure) is tuple and all(hasattr(t, "dtype") for t in structure):
-        return tuple
+    if type(structure) in (tuple, list) and all(hasattr(t, "dtype") for t in structure):
+        return type(structure)  # a flat tuple or list of tensors (td.split's)
     if hasattr(structure, "dtype") and not isinstance(structure, (list, tuple, dict)):
         return lambda flat: flat[0]
 
@@ -67,9 +67,11 @@ class Registry:
         self.ops = []          # OpInfo, by index
         self.by_key = {}       # signature key -> OpInfo
         self.fast_calls = {}   # (td.function, its arguments' signature numbers) -> OpInfo (the recording fast path)
+        self.list_calls = {}   # list_calls.list_call_key's keys -> OpInfo (cells called with lists of values)
         self._signatures = {}  # (dtype, shape) -> a small int naming it in keys (cheap to hash)
         self._loom = None
         self._loom_size = 0
+        self._tables = None
 
     def signature(self, dtype, shape):
         key = (dtype, shape)
@@ -139,7 +141,33 @@ class Registry:
             batch = {ts: _empty_batch(ts) for ts in inputs}
             self._loom = Loom(named_ops=ops, batch_inputs=batch)
             self._loom_size = len(self.ops)
+            self._loom_op_indices = np.array([self._loom._op_index(name) for name in ops], np.int32)
         return self._loom
+
+    def type_shape_tables(self):
+        """(inputs, outputs, type shapes): inputs[op, j] (outputs[op, k])
+        numbers the type shape of input j (output k) of op `op` of the
+        registry in the list `type shapes`."""
+        if self._tables is None or len(self._tables[0]) != len(self.ops):
+            type_shapes, number = [], {}
+
+            def table(lists):
+                out = np.zeros((len(lists), max(1, max(map(len, lists)))), np.int64)
+                for i, shapes in enumerate(lists):
+                    for k, ts in enumerate(shapes):
+                        if ts not in number:
+                            number[ts] = len(type_shapes)
+                            type_shapes.append(ts)
+                        out[i, k] = number[ts]
+                return out
+            self._tables = (table([info.in_type_shapes for info in self.ops]),
+                            table([info.out_type_shapes for info in self.ops]), type_shapes)
+        return self._tables
+
+    def loom_op_indices(self):
+        """Per op of the registry, its index in the loom (for a bulk weave)."""
+        self.loom()
+        return self._loom_op_indices
 
 
 def _is_slot(leaf):

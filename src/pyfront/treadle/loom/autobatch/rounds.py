@@ -8,6 +8,7 @@ import time
 
 import numpy as np
 
+from treadle import _core
 from treadle.framework import context, op_execution
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
@@ -15,7 +16,8 @@ from treadle.framework.variables import Variable
 from treadle.loom.autobatch._record import live_values
 from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
-from treadle.loom.autobatch.values import CONSTANT, STORED, row_code
+from treadle.loom.autobatch.store import StoreColumn
+from treadle.loom.autobatch.values import CONSTANT, STORED
 from treadle.loom.library import add_to_graph
 from treadle.ops import array_ops
 
@@ -25,12 +27,23 @@ STORE, CONSTANTS, VARIABLE_ROWS, WHOLE_VARIABLE = "store", "constants", "variabl
 class PlannedRound:
     """A round woven but not run: the loom, the weaver, the live values
     (outputs, in order) and, per type shape, the pieces of its batch input:
-    (STORE,), (CONSTANTS, rows), (VARIABLE_ROWS, variable, rows) or
+    (STORE, rows), (CONSTANTS, rows), (VARIABLE_ROWS, variable, rows) or
     (WHOLE_VARIABLE, variable) (the variable alone, read whole)."""
 
-    def __init__(self, loom, weaver, live, layout, output_rows):
+    def __init__(self, loom, weaver, live, layout, by_type_shape):
         self.loom, self.weaver, self.live, self.layout = loom, weaver, live, layout
-        self.output_rows = output_rows  # per live value: (type shape, its row in the loom's outputs of it)
+        # [(type shape, the positions in `live` of its values, in order)]: the
+        # loom's outputs of that type shape, in the same order.
+        self.by_type_shape = by_type_shape
+
+    @property
+    def output_rows(self):
+        """Per live value: (type shape, its row in the loom's outputs of it)."""
+        rows = [None] * len(self.live)
+        for ts, positions in self.by_type_shape:
+            for k, i in enumerate(positions.tolist()):
+                rows[i] = (ts, k)
+        return rows
 
 
 def plan_round(recorder):
@@ -42,6 +55,7 @@ def plan_round(recorder):
     outputs = np.fromiter((v.src[1] for v in live), np.int64, len(live))
     output_index = np.fromiter((v.src[2] for v in live), np.int32, len(live))
     node_op, arg_splits = np.asarray(r.node_op, np.int64), np.asarray(r.arg_splits, np.int64)
+    by_type_shape = _by_type_shape(registry, node_op[outputs], output_index)
     columns = decode_arguments(r.args, arg_splits)
     if recorder.count_launches:
         launches = launch_counts(node_op, arg_splits, columns[1], columns[2])
@@ -53,20 +67,32 @@ def plan_round(recorder):
         outputs = new_index[outputs]
         loom = registry.loom()  # with the pass-through ops
     arg_input, arg_source, arg_value, arg_output, arg_group = columns
-    layout, arg_value = _layout(recorder, r, arg_value, arg_group)
-    weaver = loom.make_weaver()
-    weaver.weave(registry.op_names(), node_op, arg_splits, arg_input, arg_source, arg_value, arg_output,
-                 outputs, output_index)
+    reads = _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group)
+    layout, arg_value = _layout(r, reads, arg_value, arg_group)
+    # The core's weaver, without Weaver's per-op callers and its checks that
+    # user arrays hold integers of the right width: these arrays are made
+    # here, of those dtypes (the core still checks every entry).
+    weaver = _core.LoomWeaver(loom._spec)
+    weaver._weave_graph(registry.loom_op_indices()[node_op], arg_splits, arg_input.astype(np.int32),
+                        arg_source.astype(np.int32), arg_value, arg_output.astype(np.int32), outputs,
+                        output_index)
     recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
     if recorder.count_launches:
         recorder.stats[-1].update(launches)
-    counts, output_rows = {}, []
-    for v in live:
-        ts = registry.ops[r.node_op[v.src[1]]].out_type_shapes[v.src[2]]
-        k = counts.get(ts, 0)
-        counts[ts] = k + 1
-        output_rows.append((ts, k))
-    return PlannedRound(loom, weaver, live, layout, output_rows)
+    return PlannedRound(loom, weaver, live, layout, by_type_shape)
+
+
+def _by_type_shape(registry, ops, output_index):
+    """[(type shape, positions)] of values that are output `output_index[i]`
+    of a node of op `ops[i]`: each type shape's positions, in order."""
+    if not len(ops):
+        return []
+    _, table, type_shapes = registry.type_shape_tables()
+    ids = table[ops, output_index]
+    present = np.flatnonzero(np.bincount(ids))
+    if len(present) == 1:
+        return [(type_shapes[present[0]], np.arange(len(ops)))]
+    return [(type_shapes[t], np.flatnonzero(ids == t)) for t in present.tolist()]
 
 
 def run_round(recorder):
@@ -105,7 +131,7 @@ def batch_input(pieces, ts, store=None, parts=None):
     for piece in pieces:
         kind = piece[0]
         if kind == STORE:
-            tensors.append(store[ts])
+            tensors.append(store[ts].gather_sorted(piece[1]))
         elif kind == CONSTANTS:
             tensors.append(next(parts) if parts is not None else stacked_constants(piece[1], ts))
         elif kind == VARIABLE_ROWS:
@@ -139,26 +165,45 @@ def _columns(args):
     return list(np.array(args, np.int64).T)
 
 
-def _layout(recorder, r, arg_value, arg_group):
+def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group):
+    """{type shape: the store rows the round reads (sorted, distinct)}; the
+    arguments reading the store are renumbered in place to their place in
+    that list (the first rows of the type shape's batch input)."""
+    reads = {}
+    at = np.flatnonzero((arg_source == 1) & (arg_group == -1))
+    if not at.size:
+        return reads
+    nodes = np.searchsorted(arg_splits, at, side="right") - 1
+    table, _, type_shapes = registry.type_shape_tables()
+    ids = table[np.asarray(node_op, np.int64)[nodes], arg_input[at]]
+    present = np.flatnonzero(np.bincount(ids)).tolist()
+    for t in present:
+        mine = at if len(present) == 1 else at[ids == t]
+        reads[type_shapes[t]], arg_value[mine] = np.unique(arg_value[mine], return_inverse=True)
+    return reads
+
+
+def _layout(r, reads, arg_value, arg_group):
     """({type shape: pieces of its batch input}, the arguments' final rows):
-    per type shape, the store's rows, then the constants' rows, then each
-    variable's rows (a variable alone is its own batch input, read whole)."""
-    layout = {ts: [(STORE,)] for ts in recorder.store}
+    per type shape, the store's rows the round reads, then the constants'
+    rows, then each variable's rows (a variable alone is its own batch
+    input, read whole)."""
+    layout = {ts: [(STORE, rows)] for ts, rows in reads.items()}
     if not r.groups:
         return layout, arg_value
     by_ts = {}
     for g, (ts, kind, var, rows) in enumerate(r.groups):
         by_ts.setdefault(ts, []).append((g, kind, var, rows))
     for ts, groups in by_ts.items():
-        stored = recorder.store.get(ts)
+        stored = reads.get(ts)
         if stored is None and len(groups) == 1 and groups[0][1] != CONSTANT:
             g, _, var, rows = groups[0]
             mask = arg_group == g
             arg_value[mask] = np.asarray(rows, np.int64)[arg_value[mask]]
             layout[ts] = [(WHOLE_VARIABLE, var)]
             continue
-        pieces = [] if stored is None else [(STORE,)]
-        offset = 0 if stored is None else int(stored.shape[0])
+        pieces = [] if stored is None else [(STORE, stored)]
+        offset = 0 if stored is None else len(stored)
         for g, kind, var, rows in groups:
             arg_value[arg_group == g] += offset
             pieces.append((CONSTANTS, rows) if kind == CONSTANT else (VARIABLE_ROWS, var, rows))
@@ -176,13 +221,14 @@ def stacked_constants(rows, ts):
 
 
 def _store(recorder, planned, results):
-    """The live values become rows of the store (appended per type shape)."""
-    base = {}
-    for ts in {ts for ts, _ in planned.output_rows}:
-        out = results[planned.loom._type_shape_index(ts)]
-        old = recorder.store.get(ts)
-        base[ts] = 0 if old is None else int(old.shape[0])
-        recorder.store[ts] = out if old is None else array_ops.concat([old, out], 0)
-    for v, (ts, k) in zip(planned.live, planned.output_rows):
-        row = base[ts] + k
-        v.src = (STORED, ts, row, row_code(row))
+    """The live values become rows of the store (a chunk per type shape)."""
+    live = planned.live
+    for ts, positions in planned.by_type_shape:
+        column = recorder.store.get(ts)
+        if column is None:
+            column = recorder.store[ts] = StoreColumn()
+        row = column.size
+        column.append(results[planned.loom._type_shape_index(ts)])
+        for i in positions.tolist():
+            live[i].src = (STORED, ts, row, -1 - (row << 16))  # row_code(row), inline: once per value
+            row += 1

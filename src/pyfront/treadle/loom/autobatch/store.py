@@ -1,0 +1,90 @@
+"""The store of an autobatched call: per type shape, the rows its rounds
+computed that were still in use, numbered from 0 in the order they came.
+
+Each round's rows are a tensor of their own (a chunk), merged with the
+previous chunks as a binary counter carries: a store kept as one tensor is
+copied whole at each round, which costs a call with a round per decision
+more than its matrix products. A round's batch input holds only the rows it reads, gathered
+from their chunks (a chunk read whole and in order is used as it is)."""
+
+from bisect import bisect_right
+
+import numpy as np
+
+from treadle.framework.tensor import convert_to_tensor
+from treadle.ops import array_ops
+
+
+class StoreColumn:
+    """The stored rows of one type shape."""
+
+    __slots__ = ("chunks", "starts", "counts", "size", "_arrays")
+
+    def __init__(self):
+        self.chunks = []   # tensors, in order
+        self.starts = []   # the row number of each chunk's first row
+        self.counts = []   # each chunk's number of rows
+        self.size = 0
+        self._arrays = {}  # chunk index -> its NumPy value (read by examples)
+
+    def append(self, tensor):
+        """Adds a round's rows (its output tensor of this type shape). The
+        last two chunks merge while the older is no larger, as the digits
+        of a binary counter carry: about log2(rounds) chunks remain (few
+        gathers per round), and each row is copied about log2(rounds) times."""
+        n = tensor._shape_tuple()[0]
+        self.starts.append(self.size)
+        self.chunks.append(tensor)
+        self.counts.append(n)
+        self.size += n
+        counts = self.counts
+        while len(counts) > 1 and counts[-2] <= counts[-1]:
+            last = self.chunks.pop()
+            self.starts.pop()
+            merged = counts.pop()
+            counts[-1] += merged
+            self.chunks[-1] = array_ops.concat([self.chunks[-1], last], 0)
+            self._arrays.pop(len(self.chunks) - 1, None)
+            self._arrays.pop(len(self.chunks), None)
+
+    def _locate(self, row):
+        i = bisect_right(self.starts, row) - 1
+        return i, row - self.starts[i]
+
+    def numpy_row(self, row):
+        """Row `row`'s value as NumPy (an example reads it)."""
+        i, local = self._locate(row)
+        array = self._arrays.get(i)
+        if array is None:
+            array = self._arrays[i] = np.asarray(self.chunks[i])
+        return array[local]
+
+    def eager_row(self, row):
+        """Row `row` as an eager tensor (a tape sees the op)."""
+        i, local = self._locate(row)
+        return self.chunks[i][local]
+
+    def gather_sorted(self, rows):
+        """One tensor of the rows `rows` (sorted, distinct: np.unique's), in that order."""
+        starts = self.starts
+        if len(starts) == 1 or rows[0] >= starts[-1]:  # all in the last chunk (often: the last round's rows)
+            return self._part(len(starts) - 1, rows)
+        which = np.searchsorted(starts, rows, side="right") - 1
+        bounds = np.flatnonzero(which[1:] != which[:-1]) + 1
+        cuts = [0, *bounds.tolist(), len(rows)]
+        pieces = [self._part(int(which[a]), rows[a:b]) for a, b in zip(cuts, cuts[1:])]
+        return pieces[0] if len(pieces) == 1 else array_ops.concat(pieces, 0)
+
+    def _part(self, i, rows):
+        """Rows `rows` (sorted, distinct, all in chunk i) of chunk i."""
+        if len(rows) == self.counts[i]:  # the whole chunk, in order
+            return self.chunks[i]
+        return array_ops.gather(self.chunks[i], convert_to_tensor(rows - self.starts[i]))
+
+    def gather(self, rows):
+        """One tensor of the rows `rows` (an int64 array, any order, repeats allowed)."""
+        unique, inverse = np.unique(rows, return_inverse=True)
+        gathered = self.gather_sorted(unique)
+        if len(unique) == len(rows) and np.array_equal(unique, rows):
+            return gathered
+        return array_ops.gather(gathered, convert_to_tensor(inverse.astype(np.int64)))
