@@ -10,6 +10,7 @@ from treadle.framework import dtypes
 from treadle.framework.tensor import EagerTensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.tensor_spec import TensorSpec
+from treadle.framework.type_spec import TypeSpec
 from treadle.function.trace_type import TraceType
 
 
@@ -120,10 +121,11 @@ class SparseTensor:
         return SparseTensorSpec(self._shape, self.dtype)
 
 
-class SparseTensorSpec(TraceType):
+class SparseTensorSpec(TypeSpec, TraceType):
     """td.SparseTensorSpec(shape, dtype): the TraceType (and spec) of a
     td.SparseTensor argument: its dense shape (None where it varies) and
-    dtype. The number of stored entries is never part of it."""
+    dtype. The number of stored entries is never part of it. As a TypeSpec it
+    may stand in an input_signature."""
 
     __slots__ = ("shape", "dtype")
 
@@ -165,6 +167,8 @@ class SparseTensorSpec(TraceType):
         return [value.indices, value.values, value.dense_shape]
 
     def cast(self, value, casting_context=None):
+        if isinstance(value, SparseTensorSpec) and value.is_subtype_of(self):  # get_concrete_function(spec)
+            return value
         if not isinstance(value, SparseTensor) or not value.__tf_tracing_type__(None).is_subtype_of(self):
             raise ValueError(f"Can not cast {value!r} to {self!r}")
         return value

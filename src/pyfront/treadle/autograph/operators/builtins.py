@@ -9,7 +9,7 @@ import builtins
 import sys
 
 from treadle.autograph import features
-from treadle.autograph.operators import tensors
+from treadle.autograph.operators import dataset_loops, tensors
 from treadle.autograph.operators.iteration import TensorEnumerate
 from treadle.framework import dtypes
 from treadle.framework.tensor import Tensor
@@ -27,6 +27,8 @@ def range_(*args):
 def enumerate_(iterable, start=0):
     if tensors.is_symbolic(iterable):
         return TensorEnumerate(iterable, start)
+    if dataset_loops.is_staged_iterable(iterable):  # a dataset or its iterator: one staged loop, as TensorFlow's
+        return dataset_loops.StagedEnumerate(iterable, start)
     return enumerate(iterable, start)
 
 
