@@ -27,9 +27,45 @@ def range_(*args):
 def enumerate_(iterable, start=0):
     if tensors.is_symbolic(iterable):
         return TensorEnumerate(iterable, start)
-    if dataset_loops.is_staged_iterable(iterable):  # a dataset or its iterator: one staged loop, as TensorFlow's
+    if _is_dataset(iterable):  # as TensorFlow's
+        return iterable.enumerate(start)
+    if dataset_loops.is_staged_iterable(iterable):  # an iterator or a dataset argument: one staged loop
         return dataset_loops.StagedEnumerate(iterable, start)
     return enumerate(iterable, start)
+
+
+def zip_(*iterables, strict=False):
+    """As TensorFlow's: zip of datasets (or their iterators) is one staged loop
+    over all of them in step; anything else is Python's zip."""
+    if iterables and not strict and all(dataset_loops.is_staged_iterable(i) for i in iterables):
+        if any(type(i) is dataset_loops.StagedEnumerate for i in iterables):
+            raise NotImplementedError(
+                "zip over enumerate() of a dataset iterator or of a dataset passed to the td.function is not "
+                "supported while tracing; enumerate the zip instead: `for i, (x, y) in enumerate(zip(a, b))`")
+        return dataset_loops.StagedZip(iterables)
+    return zip(*iterables, strict=strict) if strict else zip(*iterables)
+
+
+def map_(fn, *iterables):
+    """As TensorFlow's: map over one dataset is `dataset.map(fn)`."""
+    if len(iterables) == 1 and _is_dataset(iterables[0]):
+        return iterables[0].map(fn)
+    return map(fn, *iterables)
+
+
+def filter_(fn, iterable):
+    """As TensorFlow's: filter of a dataset is `dataset.filter(fn)`."""
+    if _is_dataset(iterable):
+        return iterable.filter(fn)
+    return filter(fn, iterable)
+
+
+def _is_dataset(value):
+    """A dataset the traced code can transform (not an iterator, nor a dataset
+    passed as an argument, whose transformations are not available inside)."""
+    kind = type(value)
+    return dataset_loops.is_staged_iterable(value) and not hasattr(kind, "__next__") and hasattr(kind, "map") \
+        and hasattr(kind, "enumerate")
 
 
 def len_(value):
@@ -76,6 +112,9 @@ def print_(*objects, sep=" ", end="\n", file=None, flush=False):
 OVERRIDES = {
     builtins.range: range_,
     builtins.enumerate: enumerate_,
+    builtins.zip: zip_,
+    builtins.map: map_,
+    builtins.filter: filter_,
     builtins.len: len_,
     builtins.int: int_,
     builtins.float: float_,

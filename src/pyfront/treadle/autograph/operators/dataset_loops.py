@@ -10,7 +10,8 @@ td.data for it.
 
 `enumerate(dataset)` (or of an iterator) is one such loop with a counter
 carried beside the element, as TensorFlow's `dataset.enumerate()`: an int64
-index from `start`."""
+index from `start`. `zip` of datasets (or iterators) is one loop pulling
+from each, ending with the shortest, as TensorFlow's `Dataset.zip`."""
 
 from treadle.autograph.operators import logical
 from treadle.autograph.operators.graph_loops import staged_loop
@@ -35,6 +36,54 @@ class StagedEnumerate:
 
     def _ag_staged_iteration(self):
         return self.iterable._ag_staged_iteration()
+
+
+class StagedZip:
+    """`zip(*iterables)` of datasets or iterators while tracing."""
+
+    __slots__ = ("iterables",)
+
+    def __init__(self, iterables):
+        self.iterables = tuple(iterables)
+
+    def _ag_staged_iteration(self):
+        return _ZippedIteration([i._ag_staged_iteration() for i in self.iterables])
+
+
+class _ZippedIteration:
+    """Several staged iterations pulled in step: it has a value while all do;
+    an element is the tuple of theirs."""
+
+    def __init__(self, iterations):
+        self._iterations = iterations
+        self._widths = []
+
+    @property
+    def relaxes_shapes(self):
+        return all(getattr(i, "relaxes_shapes", True) for i in self._iterations)
+
+    def start(self):
+        return [i.start() for i in self._iterations]
+
+    def get_next(self, handles):
+        has_value, flat, self._widths = None, [], []
+        for iteration, handle in zip(self._iterations, handles):
+            more, part = iteration.get_next(handle)
+            has_value = more if has_value is None else math_ops.OPERATOR_FUNCTIONS["and"](has_value, more)
+            flat.extend(part)
+            self._widths.append(len(part))
+        return has_value, flat
+
+    def pack(self, flat):
+        parts, at = [], 0
+        for iteration, width in zip(self._iterations, self._widths):
+            parts.append(iteration.pack(flat[at:at + width]))
+            at += width
+        return tuple(parts)
+
+    def finish(self, handles, after):
+        for iteration, handle in zip(self._iterations, handles):
+            iteration.finish(handle, after)
 
 
 def for_stmt(iter_, extra_test, body, get_state, set_state, symbol_names, opts):
