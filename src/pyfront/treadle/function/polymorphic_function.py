@@ -397,9 +397,9 @@ class Function:
             value = bound.arguments[p.name]
             try:
                 p.type.cast(value)
-            except (TypeError, ValueError):
-                raise TypeError(f"Argument `{p.name}` of get_concrete_function of td.function `{self._name}` was "
-                                f"expected to be of type {_describe(p.type)} but is {value!r}.") from None
+            except (TypeError, ValueError) as e:  # TensorFlow's text, as for a call
+                raise TypeError(f"Binding inputs to td.function `{self._name}` failed due to `{e}`. Received args: "
+                                f"{args} and kwargs: {kwargs} for signature: {self._signature_string()}.") from None
 
     def pretty_printed_concrete_signatures(self, verbose=True):
         return "\n\n".join(c.pretty_printed_signature(verbose) for c in self._concrete_functions)

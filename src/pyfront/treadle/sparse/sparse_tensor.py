@@ -159,18 +159,33 @@ class SparseTensorSpec(TypeSpec, TraceType):
         sp.set_shape(self.shape)
         return sp
 
+    def _component_specs(self):
+        rank = self.shape.rank
+        return [TensorSpec([None, rank], dtypes.int64), TensorSpec([None], self.dtype), TensorSpec([rank], dtypes.int64)]
+
     def to_tensors(self, value):
         if isinstance(value, SparseTensorSpec):  # get_concrete_function(spec): the components' specs
-            rank = value.shape.rank
-            return [TensorSpec([None, rank], dtypes.int64), TensorSpec([None], value.dtype),
-                    TensorSpec([rank], dtypes.int64)]
+            return value._component_specs()
         return [value.indices, value.values, value.dense_shape]
 
     def cast(self, value, casting_context=None):
-        if isinstance(value, SparseTensorSpec) and value.is_subtype_of(self):  # get_concrete_function(spec)
+        """`value` for a parameter of this spec (an input_signature's). As
+        TensorFlow, component by component: a values dtype or a rank that
+        differs names the component that does not fit. Unlike TensorFlow, a
+        known dense shape that contradicts the spec's is refused too (the
+        traced function relies on it)."""
+        if isinstance(value, SparseTensorSpec):  # get_concrete_function(spec)
+            if not value.is_subtype_of(self):
+                raise TypeError(f"Can not cast {value!r} to {self!r}")
             return value
-        if not isinstance(value, SparseTensor) or not value.__tf_tracing_type__(None).is_subtype_of(self):
-            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        if not isinstance(value, SparseTensor):
+            raise TypeError(f"Can not cast {value!r} to {self!r}")
+        for component, spec in zip(self.to_tensors(value), self._component_specs()):
+            given = TensorSpec(component.shape, component.dtype)
+            if not given.is_subtype_of(spec):
+                raise TypeError(f"Can not cast {given!r} to {spec!r}")
+        if not value.shape.is_subtype_of(self.shape):
+            raise TypeError(f"Can not cast {value.__tf_tracing_type__(None)!r} to {self!r}")
         return value
 
     def __eq__(self, other):
@@ -180,5 +195,5 @@ class SparseTensorSpec(TypeSpec, TraceType):
         return hash((SparseTensorSpec, self.dtype, self.shape))
 
     def __repr__(self):
-        return f"SparseTensorSpec(shape={self.shape}, dtype={self.dtype!r})"
+        return f"SparseTensorSpec({self.shape!r}, {self.dtype!r})"
 
