@@ -67,7 +67,7 @@ def _check_uniform(item, shape):
 def constant(pylist, dtype=None, ragged_rank=None, inner_shape=None, name=None, row_splits_dtype=dtypes.int64):
     """As tf.ragged.constant."""
     if ragged_rank is not None and ragged_rank < 0:
-        raise ValueError(f"td.ragged.constant: argument `ragged_rank` must be non-negative, got {ragged_rank}")
+        raise ValueError(f"td.ragged.constant: invalid ragged_rank={ragged_rank}: must be nonnegative")
     if isinstance(pylist, RaggedTensor) or not _is_list(pylist):
         return dense_constant(pylist, dtype=dtype)
     inner = None if inner_shape is None else tuple(int(d) for d in inner_shape)
@@ -82,8 +82,8 @@ def constant(pylist, dtype=None, ragged_rank=None, inner_shape=None, name=None, 
     if inner is not None and ragged_rank is not None:
         expected = ragged_rank + len(inner) + 1
         if (scalar_depth is not None and expected != scalar_depth) or (scalar_depth is None and expected < max_depth):
-            raise ValueError(f"td.ragged.constant: invalid pylist={pylist!r}: pylist depth {scalar_depth or max_depth} "
-                             f"does not match ragged_rank={ragged_rank} plus inner_shape={list(inner)}")
+            raise ValueError(f"td.ragged.constant: invalid pylist={pylist!r}: incompatible with "
+                             f"ragged_rank={ragged_rank} and dim(inner_shape)={len(inner)}")
     if ragged_rank == 0 or (ragged_rank is None and (max_depth < 2 or (inner is not None and
                                                                          max_depth - len(inner) < 2))):
         return _dense(pylist, dtype, inner)
