@@ -167,3 +167,24 @@ def python_builtins_on_lists():
 
 def test_on_python_values_they_are_pythons_builtins():
     assert td.function(python_builtins_on_lists)() == python_builtins_on_lists()
+
+
+def map_an_argument(ds):
+    total = td.constant(0)
+    for x in map(lambda v: v * 2, ds):
+        total += x
+    return total
+
+
+def filter_an_iterator(ds):
+    total = td.constant(0)
+    for x in filter(lambda v: v > 10, iter(ds)):
+        total += x
+    return total
+
+
+def test_map_and_filter_of_what_the_function_cannot_transform_say_so():
+    with pytest.raises(NotImplementedError, match=r"map\(\) over a dataset iterator, or over a dataset passed"):
+        td.function(map_an_argument)(_dataset())
+    with pytest.raises(NotImplementedError, match=r"filter\(\) over a dataset iterator"):
+        td.function(filter_an_iterator)(_dataset())

@@ -50,6 +50,7 @@ def map_(fn, *iterables):
     """As TensorFlow's: map over one dataset is `dataset.map(fn)`."""
     if len(iterables) == 1 and _is_dataset(iterables[0]):
         return iterables[0].map(fn)
+    _refuse_untransformable("map", iterables)
     return map(fn, *iterables)
 
 
@@ -57,7 +58,18 @@ def filter_(fn, iterable):
     """As TensorFlow's: filter of a dataset is `dataset.filter(fn)`."""
     if _is_dataset(iterable):
         return iterable.filter(fn)
+    _refuse_untransformable("filter", (iterable,))
     return filter(fn, iterable)
+
+
+def _refuse_untransformable(name, iterables):
+    """A Python map/filter over a dataset iterator (or a dataset argument,
+    which the function cannot transform) would pull elements while tracing
+    without end: said plainly instead."""
+    if any(dataset_loops.is_staged_iterable(i) for i in iterables):
+        raise NotImplementedError(
+            f"{name}() over a dataset iterator, or over a dataset passed to the td.function, is not supported "
+            f"while tracing: apply the function in the loop body, or {name} the dataset before passing it")
 
 
 def _is_dataset(value):
