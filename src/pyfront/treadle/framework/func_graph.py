@@ -28,7 +28,7 @@ _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 _OWN_FILES = set()  # file names of treadle's modules met so far (a set test is cheaper than startswith)
 _getframe = sys._getframe
-_USER_DEPTH = {}  # op type -> how deep below _add_node its user frame was last time
+_USER_DEPTH = {}  # op type -> (depth below _add_node of its user frame, treadle code that frame called) last time
 
 
 def _is_own(frame):
@@ -52,22 +52,25 @@ def _user_frame(frame):
 def _user_frame_of_op(op_type):
     """_user_frame of _add_node's caller, for an op of `op_type`. Each frame
     object a walk touches is made on demand (Python 3.11 makes them lazily),
-    which is most of a walk's cost; an op type is mostly made along the same
-    path, so its last depth is tried first, touching two frames, not all."""
-    depth = _USER_DEPTH.get(op_type)
-    if depth is not None:
+    which is most of a walk's cost. An op type is mostly made along the same
+    path, so the path it took last time is tried first, touching two frames:
+    the user's at the same depth, called into the same treadle function."""
+    last = _USER_DEPTH.get(op_type)
+    if last is not None:
+        depth, entry = last
         try:
             frame = _getframe(depth)
             filename = frame.f_code.co_filename
-            if (filename not in _OWN_FILES and _getframe(depth - 1).f_code.co_filename in _OWN_FILES
+            if (filename not in _OWN_FILES and _getframe(depth - 1).f_code is entry
                     and not filename.startswith(_PACKAGE_DIR)):
                 return frame
         except ValueError:  # the stack is shallower this time
             pass
-    frame, depth = _getframe(2), 2
+    frame, depth, inner = _getframe(2), 2, None
     while frame is not None and _is_own(frame):
-        frame, depth = frame.f_back, depth + 1
-    _USER_DEPTH[op_type] = depth
+        frame, depth, inner = frame.f_back, depth + 1, frame
+    if inner is not None:
+        _USER_DEPTH[op_type] = (depth, inner.f_code)
     return frame
 
 

@@ -161,7 +161,8 @@ class SparseTensorSpec(TypeSpec, TraceType):
 
     def _component_specs(self):
         rank = self.shape.rank
-        return [TensorSpec([None, rank], dtypes.int64), TensorSpec([None], self.dtype), TensorSpec([rank], dtypes.int64)]
+        return [TensorSpec([None, rank], dtypes.int64), TensorSpec([None], self.dtype),
+                TensorSpec([rank], dtypes.int64)]
 
     def to_tensors(self, value):
         if isinstance(value, SparseTensorSpec):  # get_concrete_function(spec): the components' specs
