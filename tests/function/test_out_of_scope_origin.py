@@ -82,3 +82,20 @@ def test_the_origin_of_ops_is_the_users_line_not_treadles():
     line = _line_of("one line, several ops", test_the_origin_of_ops_is_the_users_line_not_treadles)
     made_here = [op for op in graph.operations if op.type in ("Relu", "Sum")]
     assert made_here and all(op.origin == (__file__, line, "f") for op in made_here)
+
+
+def _scale_all(values):
+    return td.nest.map_structure(lambda v: v * 2.0, values)  # the callback's line
+
+
+def test_ops_made_in_a_callback_name_the_callbacks_line():
+    @td.function
+    def f(x):
+        y = x * 3.0  # made here directly
+        return y, _scale_all([x, y])
+
+    graph = f.get_concrete_function(td.TensorSpec([], td.float32)).graph
+    lines = sorted(op.origin[1] for op in graph.operations if op.type == "Mul")
+    direct = _line_of("made here directly", test_ops_made_in_a_callback_name_the_callbacks_line)
+    callback = _line_of("the callback's line", _scale_all)
+    assert lines == sorted([direct, callback, callback])
