@@ -72,8 +72,18 @@ def test_rows_slices_and_iteration_eagerly():
     assert [row.to_list() for row in rt] == ROWS
     with pytest.raises(IndexError, match="row 3 is out of range for 3 rows"):
         rt[3]
-    with pytest.raises(ValueError, match="step of 1"):
-        rt[::2]
+    assert rt[::2].to_list() == ROWS[::2] and rt[::-1].to_list() == ROWS[::-1]
+    assert rt[2:0:-2].to_list() == ROWS[2:0:-2] and rt[5:7:2].to_list() == []
+    assert td.ragged.constant([[1, 2], [], [3]])[::-1].to_list() == [[3], [], [1, 2]]
+
+
+def test_a_stepped_slice_needs_the_number_of_rows():
+    @td.function
+    def every_other(r):
+        return r[::2]
+
+    with pytest.raises(ValueError, match="step other than 1 only when the number of rows is known"):
+        every_other(td.ragged.constant(ROWS))
 
 
 def test_dense_and_numpy_forms():

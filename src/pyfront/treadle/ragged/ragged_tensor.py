@@ -309,9 +309,14 @@ class RaggedTensor:
         return _rows_of(self._values, start, limit)
 
     def _row_slice(self, key):
-        if key.step is not None and not (isinstance(key.step, (int, np.integer)) and key.step == 1):
-            raise ValueError(f"td.RaggedTensor: rows are sliced with a step of 1, got step {key.step!r}")
         n = self._row_splits.shape[0]
+        if key.step is not None and not (isinstance(key.step, (int, np.integer)) and key.step == 1):
+            if n is None or not all(b is None or isinstance(b, (int, np.integer)) for b in (key.start, key.stop,
+                                                                                           key.step)):
+                raise ValueError(f"td.RaggedTensor: rows are sliced with a step other than 1 only when the number "
+                                 f"of rows is known and the bounds are ints, got {key!r}")
+            rows = list(range(n - 1))[key]  # Python's rules for the bounds and the step
+            return _gather_rows(self, convert_to_tensor(np.asarray(rows, np.int64), dtype=self._row_splits.dtype))
         if n is not None and not any(isinstance(b, Tensor) for b in (key.start, key.stop)):
             start, stop, _ = key.indices(n - 1)
             start, stop = _scalar(start, self._row_splits.dtype), _scalar(max(stop, start), self._row_splits.dtype)
@@ -441,6 +446,27 @@ def _rows_of(values, start, limit):
     if isinstance(values, RaggedTensor):
         return values._rows_between(start, limit)
     return values[start:limit]
+
+
+def _gather_rows(values, ids):
+    """The rows `ids` (a vector of row numbers, any order) of `values`: a
+    Tensor's slices, or a RaggedTensor's rows with their own nested rows."""
+    if not isinstance(values, RaggedTensor):
+        return _gather(values, ids)
+    splits = values.row_splits
+    starts = _gather(splits, ids)
+    lengths = _run1("Sub", [_gather(splits, _run1("AddV2", [ids, _scalar(1, ids.dtype)])), starts])
+    new_splits = _run1("ConcatV2", [convert_to_tensor([0], dtype=splits.dtype), math_ops_cumsum(lengths),
+                                    _scalar(0, dtypes.int32)])
+    # Value k of the result is value offset_k of its row: the row's start
+    # plus k less the row's first position in the result.
+    nrows = _run1("Size", [ids], {"out_type": splits.dtype})
+    rowids = _run1("Repeat", [_run1("Range", [_scalar(0, splits.dtype), nrows, _scalar(1, splits.dtype)]), lengths],
+                   {"axis": 0})
+    total = _gather(new_splits, nrows)
+    positions = _run1("Range", [_scalar(0, splits.dtype), total, _scalar(1, splits.dtype)])
+    inner = _run1("AddV2", [_gather(starts, rowids), _run1("Sub", [positions, _gather(new_splits, rowids)])])
+    return RaggedTensor(_gather_rows(values.values, inner), new_splits, internal=True)
 
 
 def _nvalues(values):
