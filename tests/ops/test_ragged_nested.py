@@ -105,12 +105,20 @@ def test_built_from_nested_row_splits_and_lengths():
         td.RaggedTensor.from_nested_row_splits(values, [[0, 2, 4], [0, 2, 3, 6]])
 
 
-def test_reductions_of_inner_axes_and_of_everything():
-    rt = td.ragged.constant(ROWS)
-    assert td.reduce_sum(rt).numpy() == 21
-    assert td.reduce_sum(rt, axis=2).to_list() == [[3, 3], [], [15]]
-    with pytest.raises(NotImplementedError, match="ragged_rank 2"):
-        td.reduce_sum(rt, axis=1)
+def test_reductions_of_every_axis_as_tensorflows():
+    rows = ROWS + [[[7], [], [8, 9]]]
+    rt = td.ragged.constant(rows)
+    assert td.reduce_sum(rt).numpy() == 45
+    assert td.reduce_sum(rt, axis=2).to_list() == [[3, 3], [], [15], [7, 0, 17]]
+    # Axis 1: each row's inner rows, position by position (TensorFlow 2.21's results).
+    assert td.reduce_sum(rt, axis=1).to_list() == [[4, 2], [], [4, 5, 6], [15, 9]]
+    assert td.reduce_sum(rt, axis=-2).to_list() == [[4, 2], [], [4, 5, 6], [15, 9]]
+    assert td.reduce_max(rt, axis=1).to_list() == [[3, 2], [], [4, 5, 6], [8, 9]]
+    floats = td.ragged.constant(rows, dtype=td.float32)
+    assert td.reduce_mean(floats, axis=1).to_list() == [[2.0, 2.0], [], [4.0, 5.0, 6.0], [7.5, 9.0]]
+    assert td.function(lambda r: td.reduce_sum(r, axis=1))(rt).to_list() == [[4, 2], [], [4, 5, 6], [15, 9]]
+    with pytest.raises(NotImplementedError, match="axis 1 is reduced for ragged_rank 2"):
+        td.reduce_sum(td.ragged.constant([[[[1]]]]), axis=1)
 
 
 def _nested_sum(r):

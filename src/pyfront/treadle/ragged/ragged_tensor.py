@@ -509,10 +509,8 @@ def _reduce(public_name, rt, axis, keepdims):
         axis += ndims
     if axis >= 2:
         return rt.with_values(fn(rt.values, axis - 1, keepdims))
-    if axis == 1 and rt.ragged_rank > 1:
-        raise NotImplementedError(f"td.{public_name} of a td.RaggedTensor with ragged_rank {rt.ragged_rank}: "
-                                  "reducing axis 1 (whose rows are ragged themselves) is not supported; reduce "
-                                  "the inner axes first, or axis=None")
+    if axis == 1 and rt.ragged_rank > 1 and not keepdims and public_name in _ROW_REDUCTIONS:
+        return _reduce_rows_of_rows(public_name, rt)
     if axis != 1 or keepdims:
         raise ValueError(f"td.{public_name} of a td.RaggedTensor reduces axis 1 (each row), None, or axes of the "
                          f"values; got axis={axis}{' with keepdims' if keepdims else ''}")
@@ -543,6 +541,37 @@ def _rows_mean(rt):
         raise ValueError("td.reduce_mean of a td.RaggedTensor needs the values' rank to be known")
     count = _run1("Reshape", [count, convert_to_tensor([-1] + [1] * (rank - 1), dtype=dtypes.int32)])
     return _run1("RealDiv", [total, count])
+
+
+def _reduce_rows_of_rows(public_name, rt):
+    """Axis 1 of a [rows, (inner rows), (values), ...] tensor, as TensorFlow:
+    the inner rows of each row reduced position by position (row i of the
+    result is as long as its longest inner row)."""
+    inner = rt.values
+    if isinstance(inner.values, RaggedTensor):
+        raise NotImplementedError(f"td.{public_name} of a td.RaggedTensor with ragged_rank {rt.ragged_rank}: axis 1 "
+                                  "is reduced for ragged_rank 2; reduce the inner axes first, or axis=None")
+    dt = rt.row_splits.dtype
+    row_of_inner = rt.value_rowids()
+    widths = _run1("UnsortedSegmentMax", [inner.row_lengths(), row_of_inner, rt.nrows()])
+    widths = _run1("Maximum", [widths, _scalar(0, dt)])  # an empty row's max is the lowest int
+    splits = _run1("ConcatV2", [convert_to_tensor([0], dtype=dt), math_ops_cumsum(widths), _scalar(0, dtypes.int32)])
+    inner_of_value = inner.value_rowids()
+    nvalues = _run1("Size", [inner_of_value], {"out_type": dt})
+    position = _run1("Sub", [_run1("Range", [_scalar(0, dt), nvalues, _scalar(1, dt)]),
+                             _gather(inner.row_splits, inner_of_value)])
+    segment = _run1("AddV2", [_gather(splits, _gather(row_of_inner, inner_of_value)), position])
+    total = _gather(splits, rt.nrows())
+    values = inner.values
+    if public_name == "reduce_max":
+        return RaggedTensor(_run1("UnsortedSegmentMax", [values, segment, total]), splits, internal=True)
+    summed = _run1("UnsortedSegmentSum", [values, segment, total])
+    if public_name == "reduce_sum":
+        return RaggedTensor(summed, splits, internal=True)
+    count = _run1("Cast", [_run1("UnsortedSegmentSum", [_run1("OnesLike", [segment]), segment, total])],
+                  {"DstT": summed.dtype})
+    shape = convert_to_tensor([-1] + [1] * (values.shape.rank - 1), dtype=dtypes.int32)
+    return RaggedTensor(_run1("RealDiv", [summed, _run1("Reshape", [count, shape])]), splits, internal=True)
 
 
 _ROW_REDUCTIONS = {"reduce_sum": _rows_sum, "reduce_max": _rows_max, "reduce_mean": _rows_mean}
