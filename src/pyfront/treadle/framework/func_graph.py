@@ -23,7 +23,7 @@ from treadle.framework.tensor_shape import TensorShape
 _OUT_OF_SCOPE = ("{t!r} is out of scope and cannot be used here. Use return values, explicit Python locals or "
                  "treadle collections to access it. A tensor created inside a td.function exists only while "
                  "that function is being traced.")
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 _OWN_FILES = set()  # file names of treadle's modules met so far (a set test is cheaper than startswith)
@@ -99,7 +99,8 @@ def _defined_and_used_here(t):
                     f"FuncGraph(name={graph.name}), which is out of scope.")
     frame = _user_frame(sys._getframe(1))
     if frame is not None:
-        message += "\n\nIt is used here:\n" + _site_text(frame.f_code.co_filename, frame.f_lineno, frame.f_code.co_name)
+        code = frame.f_code
+        message += "\n\nIt is used here:\n" + _site_text(code.co_filename, frame.f_lineno, code.co_name)
     return message
 
 
