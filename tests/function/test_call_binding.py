@@ -142,7 +142,9 @@ def test_get_concrete_function_accepts_the_signatures_own_spec():
     assert c is f.get_concrete_function()
     assert c is f.get_concrete_function(td.TensorSpec([3], td.float32))  # a subtype of the signature
     np.testing.assert_array_equal(c(td.constant([1.0, 2.0])).numpy(), [2.0, 3.0])
-    with pytest.raises(TypeError, match="was expected to be of type .* but is"):
+    with pytest.raises(TypeError, match=r"Binding inputs to td.function `f` failed due to `Can not cast "
+                                        r"TensorSpec\(shape=\(3,\), dtype=td.int32, name=None\) to TensorSpec\("
+                                        r"shape=\(None,\), dtype=td.float32, name=None\)"):
         f.get_concrete_function(td.TensorSpec([3], td.int32))
 
 

@@ -23,27 +23,93 @@ from treadle.framework.tensor_shape import TensorShape
 _OUT_OF_SCOPE = ("{t!r} is out of scope and cannot be used here. Use return values, explicit Python locals or "
                  "treadle collections to access it. A tensor created inside a td.function exists only while "
                  "that function is being traced.")
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+_OWN_FILES = set()  # file names of treadle's modules met so far (a set test is cheaper than startswith)
+_getframe = sys._getframe
+_USER_DEPTH = {}  # op type -> (depth below _add_node of its user frame, treadle code that frame called) last time
+
+
+def _is_own(frame):
+    filename = frame.f_code.co_filename
+    if filename in _OWN_FILES:
+        return True
+    if filename.startswith(_PACKAGE_DIR):
+        _OWN_FILES.add(filename)
+        return True
+    return False
+
+
+def _user_frame(frame):
+    """The innermost frame at or above `frame` outside treadle's own modules
+    (converted code keeps the user's file and line numbers), or None."""
+    while frame is not None and _is_own(frame):
+        frame = frame.f_back
+    return frame
+
+
+def _user_frame_of_op(op_type):
+    """_user_frame of _add_node's caller, for an op of `op_type`. Each frame
+    object a walk touches is made on demand (Python 3.11 makes them lazily),
+    which is most of a walk's cost. An op type is mostly made along the same
+    path, so the path it took last time is tried first, touching two frames:
+    the user's at the same depth, called into the same treadle function."""
+    last = _USER_DEPTH.get(op_type)
+    if last is not None:
+        depth, entry = last
+        try:
+            frame = _getframe(depth)
+            filename = frame.f_code.co_filename
+            if (filename not in _OWN_FILES and _getframe(depth - 1).f_code is entry
+                    and not filename.startswith(_PACKAGE_DIR)):
+                return frame
+        except ValueError:  # the stack is shallower this time
+            pass
+    frame, depth, inner = _getframe(2), 2, None
+    while frame is not None and _is_own(frame):
+        frame, depth, inner = frame.f_back, depth + 1, frame
+    if inner is not None:
+        _USER_DEPTH[op_type] = (depth, inner.f_code)
+    return frame
+
+
+def _site_text(filename, lineno, function):
+    line = linecache.getline(filename, lineno).strip()
+    text = f'  File "{filename}", line {lineno}, in {function}'
+    return text + (f"\n    {line}" if line else "")
 
 
 def _out_of_scope_message(t):
-    """The out-of-scope error for tensor `t`, naming the graph it belongs to
-    and the user's line that used it (the innermost frame outside treadle;
-    converted code keeps the user's file and line numbers)."""
+    """The out-of-scope error for tensor `t`, as TensorFlow's: where `t` was
+    defined (the user's line whose op made it), the graph it belongs to, and
+    the user's line that used it."""
     message = _OUT_OF_SCOPE.format(t=t)
+    return message + _defined_and_used_here(t)
+
+
+def _defined_and_used_here(t):
+    message = ""
+    origin = t.op.origin if isinstance(t, SymbolicTensor) else None
+    if origin is not None:
+        message += f"\n\n{t!r} was defined here:\n{_site_text(*origin)}"
     graph = getattr(t, "graph", None)
     if graph is not None:
         message += (f"\n\nThe tensor {t!r} cannot be accessed from here, because it was defined in "
                     f"FuncGraph(name={graph.name}), which is out of scope.")
-    frame = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame = frame.f_back
+    frame = _user_frame(sys._getframe(1))
     if frame is not None:
         code = frame.f_code
-        line = linecache.getline(code.co_filename, frame.f_lineno).strip()
-        message += f'\n\nIt is used here:\n  File "{code.co_filename}", line {frame.f_lineno}, in {code.co_name}'
-        message += f"\n    {line}" if line else ""
+        message += "\n\nIt is used here:\n" + _site_text(code.co_filename, frame.f_lineno, code.co_name)
     return message
+
+
+def escaped_tensor_message(t):
+    """The error for an op run eagerly on a tensor of a finished trace (as
+    TensorFlow's, with where that tensor was defined)."""
+    return ('An op outside of the function building code is being passed a "Graph" tensor. A tensor created '
+            "inside a td.function exists only while that function is being traced: return it instead of keeping "
+            f"it in a Python object.{_defined_and_used_here(t)}")
 
 
 class FuncGraph:
@@ -109,6 +175,11 @@ class FuncGraph:
         index, name, out_dtypes, out_shapes = self._builder.add_node(
             name, handle or op_handle(op_type), inputs, attrs, [c._node for c in control] if control else ())
         op = Operation(self, index, name, op_type, inputs, control)
+        # Where the user's code made it, for errors about its tensors later; the
+        # code object and instruction offset only (the line is found on demand).
+        frame = _user_frame_of_op(op_type)
+        if frame is not None:
+            op._origin = (frame.f_code, frame.f_lasti)
         if len(out_dtypes) == 1:  # most ops
             op.outputs = [SymbolicTensor(op, 0, out_dtypes[0], out_shapes[0])]
         else:
@@ -245,6 +316,8 @@ class FuncGraph:
     def add_function(self, fn):
         """Makes a library function (a ConcreteFunction or a control-flow body) available to this graph."""
         self.functions[fn.name] = fn
+
+    escaped_tensor_message = staticmethod(escaped_tensor_message)
 
     def __repr__(self):
         return f"<FuncGraph {self.name}: {len(self.operations)} ops>"

@@ -13,7 +13,7 @@ class Operation:
     builder (`_node`): its op type, inputs, attributes and outputs."""
 
     __slots__ = ("graph", "_node", "name", "type", "inputs", "_attrs", "outputs", "control_inputs", "value",
-                 "__weakref__")
+                 "_origin", "__weakref__")
 
     def __init__(self, graph, node, name, op_type, inputs, control_inputs):
         """`inputs` and `control_inputs` are lists the Operation takes over."""
@@ -26,6 +26,16 @@ class Operation:
         self.outputs = []
         self.control_inputs = control_inputs
         self.value = None  # the EagerTensor of a Const node
+        self._origin = None  # (code, instruction offset) of the user's line that made it; see `origin`
+
+    @property
+    def origin(self):
+        """(file, line, function name) of the user's code that made this op
+        (the innermost frame outside treadle when it was traced), or None."""
+        if self._origin is None:
+            return None
+        code, offset = self._origin
+        return code.co_filename, _line_at(code, offset), code.co_name
 
     @property
     def attrs(self):
@@ -44,6 +54,15 @@ class Operation:
 
     def __repr__(self):
         return f"<td.Operation '{self.name}' type={self.type}>"
+
+
+def _line_at(code, offset):
+    """The source line of instruction `offset` of `code` (what frame.f_lineno
+    was then; worked out only when an error asks for it)."""
+    for start, end, line in code.co_lines():
+        if start <= offset < end:
+            return line
+    return code.co_firstlineno
 
 
 class SymbolicTensor(Tensor):

@@ -42,6 +42,8 @@ def _symbolic_execute(op_name, inputs, attrs, name, offender):
     graph = getattr(offender, "graph", None)
     if graph is None:
         raise TypeError(f"{op_name}: expected tensors as inputs, got {offender!r}")
+    if getattr(graph, "finalized", False):  # a tensor that escaped a finished trace, used eagerly
+        raise TypeError(graph.escaped_tensor_message(offender))
     outputs = graph.create_op(op_name, inputs, attrs, name=name)
     if op_recorders:
         for record in op_recorders:

@@ -17,6 +17,7 @@ from treadle.framework import context, indexed_slices, variables
 from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
+from treadle.framework.type_spec import TypeSpec
 from treadle.function import argument_mutation, trace_type
 from treadle.function.concrete_function import finish_function, is_extension_value
 from treadle.function.function_type import FunctionCache, FunctionType, Parameter, is_specific
@@ -85,7 +86,7 @@ class Function:
 
     def _set_input_signature(self, specs):
         for s in nest.flatten(specs):
-            if not isinstance(s, TensorSpec):
+            if not isinstance(s, TypeSpec):  # a TensorSpec, or the spec of a composite (td.SparseTensorSpec)
                 raise TypeError(f"input_signature must be a possibly nested sequence of TensorSpec objects, got "
                                 f"{s!r}")
         self._input_signature = specs
@@ -396,9 +397,9 @@ class Function:
             value = bound.arguments[p.name]
             try:
                 p.type.cast(value)
-            except (TypeError, ValueError):
-                raise TypeError(f"Argument `{p.name}` of get_concrete_function of td.function `{self._name}` was "
-                                f"expected to be of type {_describe(p.type)} but is {value!r}.") from None
+            except (TypeError, ValueError) as e:  # TensorFlow's text, as for a call
+                raise TypeError(f"Binding inputs to td.function `{self._name}` failed due to `{e}`. Received args: "
+                                f"{args} and kwargs: {kwargs} for signature: {self._signature_string()}.") from None
 
     def pretty_printed_concrete_signatures(self, verbose=True):
         return "\n\n".join(c.pretty_printed_signature(verbose) for c in self._concrete_functions)

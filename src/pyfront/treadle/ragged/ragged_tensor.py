@@ -1,9 +1,11 @@
-"""td.RaggedTensor: rows of different lengths, as TensorFlow's RaggedTensor
-with one ragged dimension. A ragged tensor of shape [nrows, None, *inner] is
-`values` (all rows' entries, [nvalues, *inner]) and `row_splits` (row i is
-values[row_splits[i]:row_splits[i+1]]). Everything it does is ordinary ops on
-those two tensors, so it works eagerly and inside td.function, and gradients
-flow to `values`."""
+"""td.RaggedTensor: rows of different lengths, as TensorFlow's RaggedTensor.
+A ragged tensor of shape [nrows, None, *inner] is `values` (all rows'
+entries, [nvalues, *inner]) and `row_splits` (row i is
+values[row_splits[i]:row_splits[i+1]]). `values` is a Tensor, or itself a
+RaggedTensor for more than one ragged dimension (ragged_rank > 1): the
+innermost Tensor is `flat_values`, the splits on the way `nested_row_splits`.
+Everything it does is ordinary ops on those tensors, so it works eagerly and
+inside td.function, and gradients flow to the flat values."""
 
 import numpy as np
 
@@ -68,7 +70,10 @@ def _graph_check_splits(splits, values):
     _graph_check(_all("Equal", _slice(splits, 0, 1), _scalar(0, splits.dtype)), "row_splits must start with 0")
     _graph_check(_all("GreaterEqual", _slice(splits, 1, None), _slice(splits, 0, -1)),
                  "row_splits must not decrease")
-    nvalues = _run1("Shape", [values], {"out_type": splits.dtype})
+    if isinstance(values, RaggedTensor):
+        nvalues = _run1("Reshape", [values.nrows(out_type=splits.dtype), convert_to_tensor([1], dtypes.int32)])
+    else:
+        nvalues = _run1("Shape", [values], {"out_type": splits.dtype})
     _graph_check(_all("Equal", _slice(splits, -1, None), _slice(nvalues, 0, 1)),
                  "row_splits must end at the number of values")
 
@@ -113,6 +118,29 @@ class RaggedTensor:
         elif validate:
             _graph_check_splits(splits, values)
         return cls(values, splits, internal=True)
+
+    @classmethod
+    def from_nested_row_splits(cls, flat_values, nested_row_splits, name=None, validate=True):
+        """A RaggedTensor with one ragged dimension per entry of
+        `nested_row_splits` (outermost first) over `flat_values`."""
+        if isinstance(nested_row_splits, Tensor) or not nested_row_splits:
+            raise ValueError("td.RaggedTensor.from_nested_row_splits: nested_row_splits must be a non-empty list "
+                             "of row-splits vectors")
+        result = flat_values
+        for splits in reversed(list(nested_row_splits)):
+            result = cls.from_row_splits(result, splits, validate=validate)
+        return result
+
+    @classmethod
+    def from_nested_row_lengths(cls, flat_values, nested_row_lengths, name=None, validate=True):
+        """As from_nested_row_splits, from each ragged dimension's row lengths."""
+        if isinstance(nested_row_lengths, Tensor) or not nested_row_lengths:
+            raise ValueError("td.RaggedTensor.from_nested_row_lengths: nested_row_lengths must be a non-empty list "
+                             "of row-lengths vectors")
+        result = flat_values
+        for lengths in reversed(list(nested_row_lengths)):
+            result = cls.from_row_lengths(result, lengths, validate=validate)
+        return result
 
     @classmethod
     def from_row_lengths(cls, values, row_lengths, name=None, validate=True):
@@ -162,19 +190,20 @@ class RaggedTensor:
         return cls(values, splits, value_rowids=rowids, row_lengths=lengths, internal=True)
 
     # ------------------------------------------------------------ composite protocol
-    # Graph conds and loops carry a RaggedTensor as its values and row splits.
+    # Graph conds and loops carry a RaggedTensor as its flat values and its
+    # nested row splits.
     def _to_components(self):
-        return [self._values, self._row_splits]
+        return [self.flat_values, *self.nested_row_splits]
 
     def _from_components(self, parts):
-        return RaggedTensor(parts[0], parts[1], internal=True)
+        return _from_nested(parts[0], parts[1:])
 
     def _component_invariants(self, shape=None):
-        """A loop may change the number of rows and values; the values' inner
-        dimensions stay."""
-        inner = self._values.shape
+        """A loop may change the number of rows and values; the flat values'
+        inner dimensions stay."""
+        inner = self.flat_values.shape
         values = TensorShape(None) if inner.rank is None else TensorShape([None]).concatenate(inner[1:])
-        return [values, TensorShape([None])]
+        return [values] + [TensorShape([None])] * self.ragged_rank
 
     def __tf_tracing_type__(self, context):
         # As a td.function argument: one trace per spec (dtype, ragged rank,
@@ -188,7 +217,21 @@ class RaggedTensor:
 
     @property
     def flat_values(self):
-        return self._values
+        """The innermost values, a Tensor (values itself when ragged_rank is 1)."""
+        values = self._values
+        while isinstance(values, RaggedTensor):
+            values = values._values
+        return values
+
+    @property
+    def nested_row_splits(self):
+        """The row splits of each ragged dimension, outermost first."""
+        splits = [self._row_splits]
+        values = self._values
+        while isinstance(values, RaggedTensor):
+            splits.append(values._row_splits)
+            values = values._values
+        return tuple(splits)
 
     @property
     def row_splits(self):
@@ -200,7 +243,7 @@ class RaggedTensor:
 
     @property
     def ragged_rank(self):
-        return 1
+        return 1 + self._values.ragged_rank if isinstance(self._values, RaggedTensor) else 1
 
     @property
     def shape(self):
@@ -241,12 +284,14 @@ class RaggedTensor:
         return _slice(self._row_splits, 1, None)
 
     def __getitem__(self, key):
-        """rt[i]: row i as a Tensor (as TensorFlow's RaggedTensor with one
-        ragged dimension); i is an int (negative counts from the end) or an
-        integer scalar tensor."""
+        """rt[i]: row i (a Tensor; a RaggedTensor when ragged_rank > 1), as
+        TensorFlow's; i is an int (negative counts from the end) or an integer
+        scalar tensor. rt[a:b]: rows a to b, a RaggedTensor."""
+        if isinstance(key, slice):
+            return self._row_slice(key)
         if isinstance(key, (bool, np.bool_)) or not isinstance(key, (int, np.integer, Tensor)):
-            raise TypeError(f"td.RaggedTensor indices must be an int or an integer scalar tensor (a row), got "
-                            f"{key!r}")
+            raise TypeError(f"td.RaggedTensor indices must be an int, a slice or an integer scalar tensor (a row), "
+                            f"got {key!r}")
         splits = self._row_splits
         if isinstance(key, Tensor):
             i = _run1("Cast", [key], {"DstT": splits.dtype})
@@ -259,9 +304,47 @@ class RaggedTensor:
                 i = _run1("AddV2", [self.nrows(), _scalar(i, splits.dtype)]) if n is None else i + n - 1
             if not isinstance(i, Tensor):
                 i = _scalar(i, splits.dtype)
-        start = _run1("GatherV2", [splits, i, _scalar(0, dtypes.int32)])
-        limit = _run1("GatherV2", [splits, _run1("AddV2", [i, _scalar(1, splits.dtype)]), _scalar(0, dtypes.int32)])
-        return self._values[start:limit]
+        start = _gather(splits, i)
+        limit = _gather(splits, _run1("AddV2", [i, _scalar(1, splits.dtype)]))
+        return _rows_of(self._values, start, limit)
+
+    def _row_slice(self, key):
+        n = self._row_splits.shape[0]
+        if key.step is not None and not (isinstance(key.step, (int, np.integer)) and key.step == 1):
+            if n is None or not all(b is None or isinstance(b, (int, np.integer)) for b in (key.start, key.stop,
+                                                                                           key.step)):
+                raise ValueError(f"td.RaggedTensor: rows are sliced with a step other than 1 only when the number "
+                                 f"of rows is known and the bounds are ints, got {key!r}")
+            rows = list(range(n - 1))[key]  # Python's rules for the bounds and the step
+            return _gather_rows(self, convert_to_tensor(np.asarray(rows, np.int64), dtype=self._row_splits.dtype))
+        if n is not None and not any(isinstance(b, Tensor) for b in (key.start, key.stop)):
+            start, stop, _ = key.indices(n - 1)
+            start, stop = _scalar(start, self._row_splits.dtype), _scalar(max(stop, start), self._row_splits.dtype)
+        else:
+            start = self._slice_bound(key.start, 0)
+            stop = _run1("Maximum", [self._slice_bound(key.stop, None), start])
+        return self._rows_between(start, stop)
+
+    def _slice_bound(self, bound, default):
+        """A slice bound as a row number in [0, nrows] (Python's rules for
+        negative and out-of-range bounds), a scalar tensor."""
+        dt = self._row_splits.dtype
+        n = self.nrows()
+        if bound is None:
+            return _scalar(default, dt) if default is not None else n
+        b = _run1("Cast", [bound], {"DstT": dt}) if isinstance(bound, Tensor) else _scalar(int(bound), dt)
+        from_end = _run1("AddV2", [b, n])
+        b = _run1("SelectV2", [_run1("Less", [b, _scalar(0, dt)]), from_end, b])
+        return _run1("Minimum", [_run1("Maximum", [b, _scalar(0, dt)]), n])
+
+    def _rows_between(self, start, limit):
+        """Rows start to limit (scalar tensors, 0 <= start <= limit <= nrows)."""
+        splits = self._row_splits
+        one = _scalar(1, splits.dtype)
+        kept = splits[start:_run1("AddV2", [limit, one])]
+        new_splits = _run1("Sub", [kept, _gather(kept, _scalar(0, splits.dtype))])
+        values = _rows_of(self._values, _gather(splits, start), _gather(splits, limit))
+        return RaggedTensor(values, new_splits, internal=True)
 
     def __iter__(self):
         """The rows, as Tensors (eagerly; a td.function loops over the rows
@@ -276,8 +359,18 @@ class RaggedTensor:
         return RaggedTensor(_as_values(new_values), self._row_splits, self._value_rowids, self._row_lengths,
                             internal=True)
 
+    def with_flat_values(self, new_values):
+        """The same nested rows holding `new_values` (one per flat value)."""
+        if isinstance(self._values, RaggedTensor):
+            return self.with_values(self._values.with_flat_values(new_values))
+        return self.with_values(new_values)
+
     def to_list(self):
-        values = self._values.numpy().tolist()
+        """The rows as nested Python lists (as TensorFlow's)."""
+        if isinstance(self._values, RaggedTensor):
+            values = self._values.to_list()
+        else:
+            values = self._values.numpy().tolist()
         s = self._row_splits.numpy()
         return [values[s[i]:s[i + 1]] for i in range(len(s) - 1)]
 
@@ -292,6 +385,11 @@ class RaggedTensor:
 
     def to_tensor(self, default_value=None, name=None):
         """A dense [nrows, longest row, *inner] tensor, padded with default_value (0)."""
+        # Inner ragged dimensions are padded first; this one then pads its rows
+        # of those dense values.
+        values = self._values
+        if isinstance(values, RaggedTensor):
+            values = values.to_tensor(default_value)
         lengths = self.row_lengths()
         width = _run1("Max", [lengths, convert_to_tensor([0], dtype=dtypes.int32)], {"keep_dims": False}) \
             if lengths.shape[0] != 0 else _scalar(0, lengths.dtype)
@@ -301,10 +399,10 @@ class RaggedTensor:
                                              _scalar(1, rowids.dtype)]),
                              _run1("GatherV2", [self._row_splits, rowids, _scalar(0, dtypes.int32)])])
         flat = _run1("AddV2", [_run1("Mul", [rowids, width]), cols])
-        inner = _run1("Shape", [self._values], {"out_type": rowids.dtype})
+        inner = _run1("Shape", [values], {"out_type": rowids.dtype})
         inner = _slice(inner, 1, None)
         rows = _run1("Mul", [self.nrows(), width])
-        dense = _run1("UnsortedSegmentSum", [self._values, flat, rows])
+        dense = _run1("UnsortedSegmentSum", [values, flat, rows])
         if default_value is not None:
             mask = _run1("UnsortedSegmentSum", [_run1("OnesLike", [flat]), flat, rows])
             mask = _run1("Reshape", [_run1("Cast", [mask], {"DstT": dtypes.bool}),
@@ -317,19 +415,65 @@ class RaggedTensor:
         return _run1("Reshape", [dense, shape])
 
     def __repr__(self):
-        if type(self._values) is EagerTensor and type(self._row_splits) is EagerTensor:
+        if all(type(t) is EagerTensor for t in self._to_components()):
             return f"<td.RaggedTensor {self.to_list()}>"
         return f"td.RaggedTensor(values={self._values!r}, row_splits={self._row_splits!r})"
 
 
 def _as_values(values):
+    if isinstance(values, RaggedTensor):  # one more ragged dimension
+        return values
     v = convert_to_tensor(values)
     if v.shape.rank == 0:
         raise ValueError("td.RaggedTensor: values must have rank >= 1")
     return v
 
 
+def _from_nested(flat_values, nested_splits):
+    """A RaggedTensor from its components, with no checks (they were made by one)."""
+    result = flat_values
+    for splits in reversed(list(nested_splits)):
+        result = RaggedTensor(result, splits, internal=True)
+    return result
+
+
+def _gather(vector, i):
+    return _run1("GatherV2", [vector, i, _scalar(0, dtypes.int32)])
+
+
+def _rows_of(values, start, limit):
+    """values[start:limit] along the first dimension (rows, for a ragged `values`)."""
+    if isinstance(values, RaggedTensor):
+        return values._rows_between(start, limit)
+    return values[start:limit]
+
+
+def _gather_rows(values, ids):
+    """The rows `ids` (a vector of row numbers, any order) of `values`: a
+    Tensor's slices, or a RaggedTensor's rows with their own nested rows."""
+    if not isinstance(values, RaggedTensor):
+        return _gather(values, ids)
+    splits = values.row_splits
+    starts = _gather(splits, ids)
+    lengths = _run1("Sub", [_gather(splits, _run1("AddV2", [ids, _scalar(1, ids.dtype)])), starts])
+    new_splits = _run1("ConcatV2", [convert_to_tensor([0], dtype=splits.dtype), math_ops_cumsum(lengths),
+                                    _scalar(0, dtypes.int32)])
+    # Value k of the result is value offset_k of its row: the row's start
+    # plus k less the row's first position in the result.
+    nrows = _run1("Size", [ids], {"out_type": splits.dtype})
+    rowids = _run1("Repeat", [_run1("Range", [_scalar(0, splits.dtype), nrows, _scalar(1, splits.dtype)]), lengths],
+                   {"axis": 0})
+    total = _gather(new_splits, nrows)
+    positions = _run1("Range", [_scalar(0, splits.dtype), total, _scalar(1, splits.dtype)])
+    inner = _run1("AddV2", [_gather(starts, rowids), _run1("Sub", [positions, _gather(new_splits, rowids)])])
+    return RaggedTensor(_gather_rows(values.values, inner), new_splits, internal=True)
+
+
 def _nvalues(values):
+    """The number of values (rows of a ragged `values`) when known while tracing."""
+    if isinstance(values, RaggedTensor):
+        n = values.row_splits.shape[0]
+        return None if n is None else n - 1
     return values.shape[0] if values.shape.rank is not None else None
 
 
@@ -353,7 +497,7 @@ def _reduce(public_name, rt, axis, keepdims):
     axes past 1 reduce inside the values and keep the rows ragged."""
     fn = getattr(math_ops, public_name)
     if axis is None:
-        return fn(rt.values, None, keepdims)
+        return fn(rt.flat_values, None, keepdims)
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"td.{public_name} of a td.RaggedTensor: axis must be an int or None, got {axis!r}")
     rank = rt.values.shape.rank
@@ -365,6 +509,8 @@ def _reduce(public_name, rt, axis, keepdims):
         axis += ndims
     if axis >= 2:
         return rt.with_values(fn(rt.values, axis - 1, keepdims))
+    if axis == 1 and rt.ragged_rank > 1 and not keepdims and public_name in _ROW_REDUCTIONS:
+        return _reduce_rows_of_rows(public_name, rt)
     if axis != 1 or keepdims:
         raise ValueError(f"td.{public_name} of a td.RaggedTensor reduces axis 1 (each row), None, or axes of the "
                          f"values; got axis={axis}{' with keepdims' if keepdims else ''}")
@@ -397,6 +543,37 @@ def _rows_mean(rt):
     return _run1("RealDiv", [total, count])
 
 
+def _reduce_rows_of_rows(public_name, rt):
+    """Axis 1 of a [rows, (inner rows), (values), ...] tensor, as TensorFlow:
+    the inner rows of each row reduced position by position (row i of the
+    result is as long as its longest inner row)."""
+    inner = rt.values
+    if isinstance(inner.values, RaggedTensor):
+        raise NotImplementedError(f"td.{public_name} of a td.RaggedTensor with ragged_rank {rt.ragged_rank}: axis 1 "
+                                  "is reduced for ragged_rank 2; reduce the inner axes first, or axis=None")
+    dt = rt.row_splits.dtype
+    row_of_inner = rt.value_rowids()
+    widths = _run1("UnsortedSegmentMax", [inner.row_lengths(), row_of_inner, rt.nrows()])
+    widths = _run1("Maximum", [widths, _scalar(0, dt)])  # an empty row's max is the lowest int
+    splits = _run1("ConcatV2", [convert_to_tensor([0], dtype=dt), math_ops_cumsum(widths), _scalar(0, dtypes.int32)])
+    inner_of_value = inner.value_rowids()
+    nvalues = _run1("Size", [inner_of_value], {"out_type": dt})
+    position = _run1("Sub", [_run1("Range", [_scalar(0, dt), nvalues, _scalar(1, dt)]),
+                             _gather(inner.row_splits, inner_of_value)])
+    segment = _run1("AddV2", [_gather(splits, _gather(row_of_inner, inner_of_value)), position])
+    total = _gather(splits, rt.nrows())
+    values = inner.values
+    if public_name == "reduce_max":
+        return RaggedTensor(_run1("UnsortedSegmentMax", [values, segment, total]), splits, internal=True)
+    summed = _run1("UnsortedSegmentSum", [values, segment, total])
+    if public_name == "reduce_sum":
+        return RaggedTensor(summed, splits, internal=True)
+    count = _run1("Cast", [_run1("UnsortedSegmentSum", [_run1("OnesLike", [segment]), segment, total])],
+                  {"DstT": summed.dtype})
+    shape = convert_to_tensor([-1] + [1] * (values.shape.rank - 1), dtype=dtypes.int32)
+    return RaggedTensor(_run1("RealDiv", [summed, _run1("Reshape", [count, shape])]), splits, internal=True)
+
+
 _ROW_REDUCTIONS = {"reduce_sum": _rows_sum, "reduce_max": _rows_max, "reduce_mean": _rows_mean}
 math_ops.REDUCTION_DISPATCH[RaggedTensor] = _reduce
 
@@ -409,29 +586,30 @@ math_ops.REDUCTION_DISPATCH[RaggedTensor] = _reduce
 # traced function as its components (flat values, then row splits), from which
 # the function's placeholder RaggedTensor is rebuilt.
 class RaggedTensorType(TraceType):
-    """`RaggedTensorType(dtype, flat_values_shape, row_splits_dtype)`, with the
-    ragged rank of treadle's RaggedTensor (1). Dimension 0 of the flat values
-    is always unknown; the inner dimensions are as given (None for any)."""
+    """`RaggedTensorType(dtype, flat_values_shape, row_splits_dtype,
+    ragged_rank)`. Dimension 0 of the flat values is always unknown; the
+    inner dimensions are as given (None for any)."""
 
-    __slots__ = ("dtype", "flat_values_shape", "row_splits_dtype")
+    __slots__ = ("dtype", "flat_values_shape", "row_splits_dtype", "ragged_rank")
 
-    ragged_rank = 1
-
-    def __init__(self, dtype, flat_values_shape, row_splits_dtype=dtypes.int64):
+    def __init__(self, dtype, flat_values_shape, row_splits_dtype=dtypes.int64, ragged_rank=1):
         self.dtype = dtypes.as_dtype(dtype)
         shape = TensorShape(flat_values_shape)
         if shape.rank is None or shape.rank < 1:
             raise ValueError(f"RaggedTensorType: flat values need a known rank >= 1, got {shape}")
+        if ragged_rank < 1:
+            raise ValueError(f"RaggedTensorType: ragged_rank must be at least 1, got {ragged_rank}")
         self.flat_values_shape = TensorShape([None] + shape.as_list()[1:])
         self.row_splits_dtype = dtypes.as_dtype(row_splits_dtype)
+        self.ragged_rank = ragged_rank
 
     @classmethod
     def of(cls, rt):
-        return cls(rt.flat_values.dtype, rt.flat_values.shape, rt.row_splits.dtype)
+        return cls(rt.flat_values.dtype, rt.flat_values.shape, rt.row_splits.dtype, rt.ragged_rank)
 
     def _same_kind(self, other):
         return (type(other) is RaggedTensorType and other.dtype == self.dtype
-                and other.row_splits_dtype == self.row_splits_dtype
+                and other.row_splits_dtype == self.row_splits_dtype and other.ragged_rank == self.ragged_rank
                 and other.flat_values_shape.rank == self.flat_values_shape.rank)
 
     def is_subtype_of(self, other):
@@ -443,16 +621,18 @@ class RaggedTensorType(TraceType):
             if not self._same_kind(o):
                 return None
             shape = shape.most_specific_compatible_shape(o.flat_values_shape)
-        return RaggedTensorType(self.dtype, shape, self.row_splits_dtype)
+        return RaggedTensorType(self.dtype, shape, self.row_splits_dtype, self.ragged_rank)
 
     def placeholder_value(self, placeholder_context=None):
         graph, name = placeholder_context.graph, placeholder_context.name
         values = graph.add_placeholder(self.dtype, self.flat_values_shape, f"{name}_flat_values")
-        splits = graph.add_placeholder(self.row_splits_dtype, TensorShape([None]), f"{name}_row_splits")
-        return RaggedTensor(values, splits, internal=True)
+        suffixes = ["" if self.ragged_rank == 1 else f"_{k}" for k in range(self.ragged_rank)]
+        splits = [graph.add_placeholder(self.row_splits_dtype, TensorShape([None]), f"{name}_row_splits{k}")
+                  for k in suffixes]
+        return _from_nested(values, splits)
 
     def to_tensors(self, value):
-        return [value.flat_values, value.row_splits]
+        return [value.flat_values, *value.nested_row_splits]
 
     def cast(self, value, casting_context=None):
         if not isinstance(value, RaggedTensor) or not RaggedTensorType.of(value).is_subtype_of(self):
@@ -463,7 +643,7 @@ class RaggedTensorType(TraceType):
         return self._same_kind(other) and other.flat_values_shape == self.flat_values_shape
 
     def __hash__(self):
-        return hash((RaggedTensorType, self.dtype, self.flat_values_shape, self.row_splits_dtype))
+        return hash((RaggedTensorType, self.dtype, self.flat_values_shape, self.row_splits_dtype, self.ragged_rank))
 
     def __repr__(self):
         return (f"RaggedTensor[{self.dtype.name}, ragged_rank={self.ragged_rank}, flat_values_shape="

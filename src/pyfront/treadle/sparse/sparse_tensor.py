@@ -10,6 +10,7 @@ from treadle.framework import dtypes
 from treadle.framework.tensor import EagerTensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.tensor_spec import TensorSpec
+from treadle.framework.type_spec import TypeSpec
 from treadle.function.trace_type import TraceType
 
 
@@ -120,10 +121,11 @@ class SparseTensor:
         return SparseTensorSpec(self._shape, self.dtype)
 
 
-class SparseTensorSpec(TraceType):
+class SparseTensorSpec(TypeSpec, TraceType):
     """td.SparseTensorSpec(shape, dtype): the TraceType (and spec) of a
     td.SparseTensor argument: its dense shape (None where it varies) and
-    dtype. The number of stored entries is never part of it."""
+    dtype. The number of stored entries is never part of it. As a TypeSpec it
+    may stand in an input_signature."""
 
     __slots__ = ("shape", "dtype")
 
@@ -157,16 +159,34 @@ class SparseTensorSpec(TraceType):
         sp.set_shape(self.shape)
         return sp
 
+    def _component_specs(self):
+        rank = self.shape.rank
+        return [TensorSpec([None, rank], dtypes.int64), TensorSpec([None], self.dtype),
+                TensorSpec([rank], dtypes.int64)]
+
     def to_tensors(self, value):
         if isinstance(value, SparseTensorSpec):  # get_concrete_function(spec): the components' specs
-            rank = value.shape.rank
-            return [TensorSpec([None, rank], dtypes.int64), TensorSpec([None], value.dtype),
-                    TensorSpec([rank], dtypes.int64)]
+            return value._component_specs()
         return [value.indices, value.values, value.dense_shape]
 
     def cast(self, value, casting_context=None):
-        if not isinstance(value, SparseTensor) or not value.__tf_tracing_type__(None).is_subtype_of(self):
-            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        """`value` for a parameter of this spec (an input_signature's). As
+        TensorFlow, component by component: a values dtype or a rank that
+        differs names the component that does not fit. Unlike TensorFlow, a
+        known dense shape that contradicts the spec's is refused too (the
+        traced function relies on it)."""
+        if isinstance(value, SparseTensorSpec):  # get_concrete_function(spec)
+            if not value.is_subtype_of(self):
+                raise TypeError(f"Can not cast {value!r} to {self!r}")
+            return value
+        if not isinstance(value, SparseTensor):
+            raise TypeError(f"Can not cast {value!r} to {self!r}")
+        for component, spec in zip(self.to_tensors(value), self._component_specs()):
+            given = TensorSpec(component.shape, component.dtype)
+            if not given.is_subtype_of(spec):
+                raise TypeError(f"Can not cast {given!r} to {spec!r}")
+        if not value.shape.is_subtype_of(self.shape):
+            raise TypeError(f"Can not cast {value.__tf_tracing_type__(None)!r} to {self!r}")
         return value
 
     def __eq__(self, other):
@@ -176,5 +196,5 @@ class SparseTensorSpec(TraceType):
         return hash((SparseTensorSpec, self.dtype, self.shape))
 
     def __repr__(self):
-        return f"SparseTensorSpec(shape={self.shape}, dtype={self.dtype!r})"
+        return f"SparseTensorSpec({self.shape!r}, {self.dtype!r})"
 

@@ -9,7 +9,7 @@ import builtins
 import sys
 
 from treadle.autograph import features
-from treadle.autograph.operators import tensors
+from treadle.autograph.operators import dataset_loops, tensors
 from treadle.autograph.operators.iteration import TensorEnumerate
 from treadle.framework import dtypes
 from treadle.framework.tensor import Tensor
@@ -27,7 +27,57 @@ def range_(*args):
 def enumerate_(iterable, start=0):
     if tensors.is_symbolic(iterable):
         return TensorEnumerate(iterable, start)
+    if _is_dataset(iterable):  # as TensorFlow's
+        return iterable.enumerate(start)
+    if dataset_loops.is_staged_iterable(iterable):  # an iterator or a dataset argument: one staged loop
+        return dataset_loops.StagedEnumerate(iterable, start)
     return enumerate(iterable, start)
+
+
+def zip_(*iterables, strict=False):
+    """As TensorFlow's: zip of datasets (or their iterators) is one staged loop
+    over all of them in step; anything else is Python's zip."""
+    if iterables and not strict and all(dataset_loops.is_staged_iterable(i) for i in iterables):
+        if any(type(i) is dataset_loops.StagedEnumerate for i in iterables):
+            raise NotImplementedError(
+                "zip over enumerate() of a dataset iterator or of a dataset passed to the td.function is not "
+                "supported while tracing; enumerate the zip instead: `for i, (x, y) in enumerate(zip(a, b))`")
+        return dataset_loops.StagedZip(iterables)
+    return zip(*iterables, strict=strict) if strict else zip(*iterables)
+
+
+def map_(fn, *iterables):
+    """As TensorFlow's: map over one dataset is `dataset.map(fn)`."""
+    if len(iterables) == 1 and _is_dataset(iterables[0]):
+        return iterables[0].map(fn)
+    _refuse_untransformable("map", iterables)
+    return map(fn, *iterables)
+
+
+def filter_(fn, iterable):
+    """As TensorFlow's: filter of a dataset is `dataset.filter(fn)`."""
+    if _is_dataset(iterable):
+        return iterable.filter(fn)
+    _refuse_untransformable("filter", (iterable,))
+    return filter(fn, iterable)
+
+
+def _refuse_untransformable(name, iterables):
+    """A Python map/filter over a dataset iterator (or a dataset argument,
+    which the function cannot transform) would pull elements while tracing
+    without end: said plainly instead."""
+    if any(dataset_loops.is_staged_iterable(i) for i in iterables):
+        raise NotImplementedError(
+            f"{name}() over a dataset iterator, or over a dataset passed to the td.function, is not supported "
+            f"while tracing: apply the function in the loop body, or {name} the dataset before passing it")
+
+
+def _is_dataset(value):
+    """A dataset the traced code can transform (not an iterator, nor a dataset
+    passed as an argument, whose transformations are not available inside)."""
+    kind = type(value)
+    return dataset_loops.is_staged_iterable(value) and not hasattr(kind, "__next__") and hasattr(kind, "map") \
+        and hasattr(kind, "enumerate")
 
 
 def len_(value):
@@ -74,6 +124,9 @@ def print_(*objects, sep=" ", end="\n", file=None, flush=False):
 OVERRIDES = {
     builtins.range: range_,
     builtins.enumerate: enumerate_,
+    builtins.zip: zip_,
+    builtins.map: map_,
+    builtins.filter: filter_,
     builtins.len: len_,
     builtins.int: int_,
     builtins.float: float_,
