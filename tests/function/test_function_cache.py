@@ -176,3 +176,39 @@ def test_methods_traced_once_per_instance_do_not_warn(_warnings_of):
         for _ in range(8):
             Model()(td.constant(1.0))
     assert _warnings_of(calls) == []
+
+
+def test_get_concrete_function_traces_do_not_warn(_warnings_of):
+    # As in TensorFlow: only calls count towards the warning, so asking for
+    # many concrete functions (as td.loom.autobatch does for its cells) is not
+    # "5 out of the last 1 calls".
+    @td.function
+    def f(x):
+        return x + 1.0
+
+    def concretes():
+        for n in range(1, 8):
+            f.get_concrete_function(td.TensorSpec([n], td.float32))
+    assert _warnings_of(concretes) == []
+
+    def body(x):
+        return x + 1.0
+
+    def created_and_asked():
+        for _ in range(retracing.THRESHOLD):
+            td.function(body).get_concrete_function(td.TensorSpec([2], td.float32))
+    assert _warnings_of(created_and_asked) == []
+
+
+def test_a_traced_autobatch_cell_of_many_signatures_does_not_warn(_warnings_of):
+    @td.function
+    def cell(*xs):
+        return td.add_n(list(xs))
+
+    def walk(n):
+        return cell(*[td.constant([1.0, 2.0]) * float(i) for i in range(n)])
+
+    def run():
+        out = td.loom.autobatch(walk)(list(range(1, 8)))
+        np.testing.assert_allclose(out.numpy()[:, 0], [sum(range(n)) for n in range(1, 8)])
+    assert _warnings_of(run) == []

@@ -208,11 +208,13 @@ class Function:
             if self._signature.parameters[name].annotation is Tensor and not isinstance(value, Tensor):
                 bound.arguments[name] = convert_to_tensor(value)
 
-    def _dispatch(self, args, kwargs):
-        """(ConcreteFunction, flat tensor arguments) for a call, tracing if needed."""
+    def _dispatch(self, args, kwargs, from_call=True):
+        """(ConcreteFunction, flat tensor arguments) for a call, tracing if
+        needed; only a call's traces (from_call) count towards the retracing
+        warning, as in TensorFlow, where get_concrete_function never warns."""
         if self._signature_type is not None:
             # NumPy values are cast by the signature's specs (to their dtypes).
-            return self._dispatch_to_signature(self._bind(args, kwargs, convert_numpy=False), args, kwargs)
+            return self._dispatch_to_signature(self._bind(args, kwargs, convert_numpy=False), args, kwargs, from_call)
         bound = self._bind(args, kwargs)
         ftype = FunctionType.from_bound(bound)
         concrete = self._cache.lookup(ftype, self._fast_cache.clock)
@@ -221,11 +223,11 @@ class Function:
                 concrete = self._cache.lookup(ftype, self._fast_cache.clock)
                 if concrete is None:
                     trace_as = self._cache.generalize(ftype) if self._reduce_retracing else ftype
-                    concrete = self._trace(trace_as)
+                    concrete = self._trace(trace_as, from_call)
                     self._remember(trace_as, concrete)
         return concrete, concrete.function_type.flatten_tensors(bound.arguments)
 
-    def _dispatch_to_signature(self, bound, args, kwargs):
+    def _dispatch_to_signature(self, bound, args, kwargs, from_call):
         ftype = self._signature_type
         arguments = {}
         if "self" in bound.arguments and "self" not in self._signature_type_names():
@@ -236,7 +238,7 @@ class Function:
             kind = self._signature.parameters["self"].kind
             ftype = FunctionType([Parameter("self", kind, trace_type.from_value(instance))] + list(ftype.parameters))
             arguments["self"] = instance
-        concrete = self._signature_concrete(ftype)
+        concrete = self._signature_concrete(ftype, from_call)
         try:
             for name, value in bound.arguments.items():
                 if self._signature.parameters[name].kind is inspect.Parameter.VAR_KEYWORD and value:
@@ -256,14 +258,14 @@ class Function:
         params = ", ".join(f"{p.name}: {_describe(p.type)}" for p in self._signature_type.parameters)
         return f"({params})"
 
-    def _signature_concrete(self, ftype=None):
+    def _signature_concrete(self, ftype=None, from_call=False):
         ftype = ftype or self._signature_type
         concrete = self._cache.lookup(ftype)
         if concrete is None:
             with self._lock:
                 concrete = self._cache.lookup(ftype)
                 if concrete is None:
-                    concrete = self._trace(ftype)
+                    concrete = self._trace(ftype, from_call)
                     self._remember(ftype, concrete)
         return concrete
 
@@ -282,7 +284,7 @@ class Function:
         self._concrete_functions = [c for c in self._concrete_functions if id(c) not in gone]
 
     # ---------------------------------------------------------- tracing
-    def _trace(self, ftype):
+    def _trace(self, ftype, from_call=False):
         # A call of the function on the types it is being traced for, from
         # inside that trace, would recurse forever. Other types are traced
         # (the guide's recursion over a Python int: one trace per value).
@@ -307,7 +309,8 @@ class Function:
             self._tracing.discard(key)
         self._tracing_count += 1
         self._concrete_functions.append(concrete)
-        self._retracing.traced(self._python_function, ftype, self._fast_cache.clock, self._per_instance)
+        if from_call:
+            self._retracing.traced(self._python_function, ftype, self._fast_cache.clock, self._per_instance)
         return concrete
 
     def _trace_unguarded(self, ftype, allow_variables, created):
@@ -386,7 +389,7 @@ class Function:
             if args or kwargs:
                 self._check_signature_arguments(args, kwargs)
             return self._signature_concrete()
-        concrete, _ = self._dispatch(args, kwargs)
+        concrete, _ = self._dispatch(args, kwargs, from_call=False)
         return concrete
 
     def _check_signature_arguments(self, args, kwargs):
