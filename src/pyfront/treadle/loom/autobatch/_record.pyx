@@ -458,8 +458,21 @@ cdef object _row_value(rec, params, row):
     value = rows[row]
     if value is None:
         ts, sig = rec._row_type_shapes[id(var)]
-        value = rows[row] = Value(rec, None, (_VAR_ROW, ts, var, row), ts[0], ts[1], sig)
+        value = rows[row] = _shared_value(rec, (_VAR_ROW, ts, var, row), ts[0], ts[1], sig)
     return value
+
+
+cdef ValueFields _shared_value(rec, tuple src, dtype, shape, sig):
+    """A value every example may use (not PENDING: its src is kept whole)."""
+    cdef ValueFields v = ValueFields.__new__(Value)
+    v.graph = rec
+    v.example = -1
+    v.kind = src[0]
+    v.other_src = src
+    v._dtype = dtype
+    v._shape_tuple_ = shape
+    v._autobatch_sig = sig
+    return v
 
 
 def live_values(list fresh):
