@@ -322,6 +322,8 @@ cdef class GatherHook:
     cdef object recorder
     cdef dict values  # id(variable) -> its shared Value (ReadHook's)
     cdef unsigned long thread
+    cdef object last_variable  # the variable gathered last, and its row values (a leaf's embedding):
+    cdef list last_rows        # a row gathered before is answered from them
 
     def __init__(self, recorder):
         self.recorder = recorder
@@ -336,6 +338,10 @@ cdef class GatherHook:
             if not isinstance(index, _np_integer):
                 return NotImplemented
             index = int(index)
+        if params is self.last_variable and 0 <= index < len(self.last_rows):
+            value = self.last_rows[index]
+            if value is not None:
+                return value
         if type(params) is Variable:  # what reading it inside the example gives (ReadHook)
             var = params
             params = self.values.get(id(var))
@@ -343,8 +349,15 @@ cdef class GatherHook:
                 params = rec.shared_variable_value(var)
         elif type(params) is not Value or (<ValueFields> params).kind != _VARIABLE:
             return NotImplemented
+        else:
+            var = (<ValueFields> params).other_src[1]
         value = _row_value(rec, params, index)
-        return NotImplemented if value is None else value
+        if value is None:
+            return NotImplemented
+        if type(var) is Variable:
+            self.last_variable = var
+            self.last_rows = rec._variable_rows[id(var)]
+        return value
 
 
 cdef object _record_call(rec, CallEntry entry, tuple args):
