@@ -224,8 +224,12 @@ cdef class Round:
 
 # ------------------------------------------------------------------ the hooks
 
-cdef inline bint _building_graph():
-    return bool(_thread_context.graph_stack)
+cdef list _graphs_being_built():
+    """The recording thread's stack of graphs being built (context.py's),
+    taken once per hook: a thread's stack is one list, mutated in place
+    (only a replica thread of td.distribute binds its own, as it starts),
+    so the hooks test it without the thread-local lookup per call."""
+    return _thread_context.graph_stack
 
 
 cdef class CallEntry:
@@ -258,16 +262,18 @@ cdef class CallHook:
     cdef dict fast_calls  # (function, argument signature numbers) -> CallEntry
     cdef object general   # recorder.call
     cdef unsigned long thread
+    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
 
     def __init__(self, recorder):
         self.recorder = recorder
         self.fast_calls = recorder.registry.fast_calls
         self.general = recorder.call
         self.thread = recorder.thread
+        self.graphs = _graphs_being_built()
 
     def __call__(self, function, tuple args, dict kwargs):
         rec = self.recorder
-        if kwargs or rec.current is None or PyThread_get_thread_ident() != self.thread or _building_graph():
+        if kwargs or rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
             return self.general(function, args, kwargs)
         cdef Py_ssize_t n = len(args), i
         key = PyTuple_New(n + 1)
@@ -296,14 +302,16 @@ cdef class ReadHook:
     cdef object recorder
     cdef dict values  # id(variable) -> its shared Value
     cdef unsigned long thread
+    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
 
     def __init__(self, recorder):
         self.recorder = recorder
         self.values = recorder._variable_values
         self.thread = recorder.thread
+        self.graphs = _graphs_being_built()
 
     def __call__(self, var):
-        if self.recorder.current is None or PyThread_get_thread_ident() != self.thread or _building_graph():
+        if self.recorder.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
             return None
         value = self.values.get(id(var))
         if value is None:
@@ -322,6 +330,7 @@ cdef class GatherHook:
     cdef object recorder
     cdef dict values  # id(variable) -> its shared Value (ReadHook's)
     cdef unsigned long thread
+    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
     cdef object last_variable  # the variable gathered last, and its row values (a leaf's embedding):
     cdef list last_rows        # a row gathered before is answered from them
 
@@ -329,10 +338,11 @@ cdef class GatherHook:
         self.recorder = recorder
         self.values = recorder._variable_values
         self.thread = recorder.thread
+        self.graphs = _graphs_being_built()
 
     def __call__(self, params, index):
         rec = self.recorder
-        if rec.current is None or PyThread_get_thread_ident() != self.thread or _building_graph():
+        if rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
             return NotImplemented
         if type(index) is not int:
             if not isinstance(index, _np_integer):
