@@ -116,3 +116,50 @@ def test_function_call_is_offered_to_the_last_interceptor_first():
     assert [c[0] for c in calls] == [double, double]
     assert calls[1][2].keys() == {"x"}
     assert double(td.constant(4.0)).numpy() == 8.0
+
+
+def test_examples_that_wait_and_examples_that_finish_share_greenlets_in_order():
+    # A greenlet whose example finished runs the next one; examples that
+    # wait keep theirs. Every result must still be its own example's.
+    w = td.Variable(np.array([[0.5, -1.0], [2.0, 0.25]]))
+
+    @td.function
+    def step(x):
+        return td.tanh(td.linalg.matvec(w, x, transpose_a=True))
+
+    def fn(i):
+        x = step(td.constant([float(i), 1.0], dtype=td.float64))
+        n = 0
+        while i % 3 == 0 and float(x[0]) > -0.9 and n < 2 + i:  # reads: this example waits, round by round
+            x = step(x) - 0.5
+            n += 1
+        return x
+
+    def numpy_fn(i):
+        m = np.array([[0.5, -1.0], [2.0, 0.25]])
+        x = np.tanh(np.array([float(i), 1.0]) @ m)
+        n = 0
+        while i % 3 == 0 and x[0] > -0.9 and n < 2 + i:
+            x = np.tanh(x @ m) - 0.5
+            n += 1
+        return x
+
+    examples = list(range(10))
+    out = td.loom.autobatch(fn)(examples)
+    np.testing.assert_allclose(out.numpy(), np.stack([numpy_fn(i) for i in examples]), rtol=1e-12)
+
+
+def test_an_error_after_finished_examples_names_its_example():
+    @td.function
+    def double(x):
+        return 2.0 * x
+
+    def fn(i):
+        y = double(td.constant([float(i)]))
+        if i == 4:
+            raise KeyError("no such node")
+        return y
+
+    with pytest.raises(KeyError) as info:
+        td.loom.autobatch(fn)(range(6))
+    assert any("example 4" in note for note in info.value.__notes__)
