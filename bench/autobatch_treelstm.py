@@ -196,19 +196,31 @@ def main():
               f"{statistics.median(per_round['autobatch']):.0f} trees/s, autobatch / hand-woven (median of "
               f"per-round ratios) {statistics.median(ratios):.3f}")
     batch = trees[:args.batch]
-    auto.infer(batch)
-    print(f"recording: {auto.recording_us_per_cell_call():.2f} µs per cell call "
-          f"({auto.root_state.last_recording_seconds * 1e3:.1f} ms for {args.batch} trees); the same recursion "
-          f"calling plain Python functions: {python_baseline_us(batch):.2f} µs per call (the machine's yardstick)")
-    stats = auto.root_state.last_stats
-    plan = sum(r["plan_seconds"] for r in stats)
-    run = sum(r["run_seconds"] for r in stats)
-    record = auto.root_state.last_recording_seconds
+    report_recording(auto, batch, args.batch)
+    print("batched launches per step:", auto.launch_report(batch))
+
+
+def report_recording(auto, batch, size, calls=7):
+    """Prints what recording costs per cell call and its share of an
+    inference step, medians over `calls` inference calls on `batch`: the
+    examples' Python as recorded, the same recursion calling plain Python
+    functions (the machine's yardstick: what the user's own code costs), and
+    the difference (what recording adds per call)."""
+    parts = []
+    for _ in range(calls):
+        auto.infer(batch)
+        stats = auto.root_state.last_stats
+        parts.append((auto.root_state.last_recording_seconds, sum(r["plan_seconds"] for r in stats),
+                      sum(r["run_seconds"] for r in stats), auto.recording_us_per_cell_call()))
+    record, plan, run, per_call = (statistics.median(p[k] for p in parts) for k in range(4))
+    plain = statistics.median(python_baseline_us(batch) for _ in range(calls))
     total = record + plan + run
+    print(f"recording: {per_call:.2f} µs per cell call ({record * 1e3:.1f} ms for {size} trees); the same "
+          f"recursion calling plain Python functions: {plain:.2f} µs per call (the machine's yardstick); "
+          f"recording adds {per_call - plain:.2f} µs per cell call (medians of {calls} calls)")
     print(f"an inference step's autobatch parts: recording {record * 1e3:.0f} ms ({100 * record / total:.0f}%), "
           f"planning and weaving {plan * 1e3:.0f} ms ({100 * plan / total:.0f}%), the loom run {run * 1e3:.0f} ms "
           f"({100 * run / total:.0f}%)")
-    print("batched launches per step:", auto.launch_report(batch))
 
 
 def python_baseline_us(trees):

@@ -19,16 +19,13 @@ from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.framework.type_spec import TypeSpec
 from treadle.function import argument_mutation, trace_type
+from treadle.function._call import InterceptedCall, call_interceptors  # noqa: F401 (call_interceptors: autobatch's)
 from treadle.function.concrete_function import finish_function, is_extension_value
 from treadle.function.function_type import FunctionCache, FunctionType, Parameter, is_specific
 from treadle.function.retracing import RetracingDetector
 from treadle.util import nest
 
 _RUN_EAGERLY = False
-# td.loom.autobatch records the calls made with its per-example values: while
-# it records, the last entry is called first, as callable(function, args,
-# kwargs), and returns the call's result, or NotImplemented to let it run.
-call_interceptors = []
 _RETURNED_AS_TENSORS = (bool, int, float, str, bytes, np.generic, np.ndarray)
 
 # The most traces a td.function keeps. Past it, the least recently used
@@ -47,8 +44,10 @@ def functions_run_eagerly():
     return _RUN_EAGERLY
 
 
-class Function:
-    """The object `@td.function` makes: call it like the Python function."""
+class Function(InterceptedCall):
+    """The object `@td.function` makes: call it like the Python function
+    (InterceptedCall.__call__ offers the call to td.loom.autobatch's
+    interceptor, if one records, then runs _call)."""
 
     # A method's Function, one per instance (__get__), refers to its instance
     # weakly: the function cache must not keep the object alive (TensorFlow
@@ -169,11 +168,7 @@ class Function:
         return bound
 
     # ---------------------------------------------------------- calling
-    def __call__(self, *args, **kwargs):
-        if call_interceptors:
-            result = call_interceptors[-1](self, args, kwargs)
-            if result is not NotImplemented:
-                return result
+    def _call(self, args, kwargs):
         if _RUN_EAGERLY:
             return self._python_function(*args, **kwargs)
         if not kwargs:

@@ -3,6 +3,10 @@
 cell call, variable read or row gather of every example (or once per value
 per round):
 
+- Value: a per-example tensor whose fields (its example, where it comes
+  from, its argument code) are C fields, made without the interpreter.
+- Round: the schedule being recorded, as growable int64 arrays (Int64s)
+  that recording appends to in C and planning reads as NumPy arrays.
 - CallHook: a td.function called positionally with per-example values whose
   (function, signature numbers) was seen before is recorded without the
   interpreter; every other call goes to Recorder.call, which fills the
@@ -13,19 +17,20 @@ per round):
 - create_op: td.gather(variable, id) with a known id is a row of the variable.
 - live_values: the values a round must keep, by reference count."""
 
-from cpython.ref cimport Py_REFCNT
-
-from threading import get_ident
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.pythread cimport PyThread_get_thread_ident
+from cpython.ref cimport Py_INCREF, Py_REFCNT, PyObject
+from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from libc.stdint cimport int64_t
 
 import numpy as np
 
 from treadle.framework import context
+from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor
 from treadle.framework.variables import Variable
-from treadle.framework.tensor import EagerTensor
-from treadle.loom.autobatch.values import PENDING, STORED, VAR_ROW, VARIABLE, Value
+from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, ValueMethods
 
-cdef object _graph_being_built = context.graph_being_built
-cdef object _new = Value.__new__
+cdef object _thread_context = context._context  # its graph_stack: the graphs being built in this thread
 cdef object _np_integer = np.integer
 cdef int _PENDING = PENDING
 cdef int _STORED = STORED
@@ -33,40 +38,260 @@ cdef int _VAR_ROW = VAR_ROW
 cdef int _VARIABLE = VARIABLE
 
 
+# ------------------------------------------------------------------ values
+
+cdef class ValueFields:
+    """The fields of a Value, as C fields: `graph` (the recorder: execute()
+    hands an op with this input to graph.create_op), the example's index
+    (-1: a value every example may use), where the value comes from (its
+    `src`, values.py; a pending value's is kept as fields, the tuple made
+    only when asked for), its dtype, shape and signature number."""
+
+    cdef public object graph
+    cdef Py_ssize_t example
+    cdef int kind
+    cdef Py_ssize_t node          # PENDING: the node computing it
+    cdef Py_ssize_t output        # PENDING: which output of the node
+    cdef int64_t code             # PENDING, STORED: its argument code
+    cdef object round             # PENDING: the round of the node
+    cdef object other_src         # STORED, VAR_ROW, VARIABLE: the src tuple
+    cdef public object _dtype
+    cdef public object _shape_tuple_
+    cdef public object _autobatch_sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
+
+    def __init__(self, recorder, example, src, dtype, shape, sig=None):
+        self.graph = recorder
+        self._example = example
+        self.src = src
+        self._dtype = dtype
+        self._shape_tuple_ = shape
+        self._autobatch_sig = sig
+
+    @property
+    def _example(self):
+        """The example's index, or None for a value every example may use."""
+        return None if self.example < 0 else self.example
+
+    @_example.setter
+    def _example(self, example):
+        self.example = -1 if example is None else example
+
+    @property
+    def src(self):
+        if self.kind == _PENDING:
+            return (_PENDING, self.node, self.output, self.round, self.code)
+        return self.other_src
+
+    @src.setter
+    def src(self, tuple src):
+        kind = src[0]
+        if kind == _PENDING:
+            self.node, self.output, self.round, self.code = src[1], src[2], src[3], src[4]
+            self.other_src = None
+        else:
+            self.round = None
+            self.other_src = src
+            if kind == _STORED:
+                self.code = src[3]
+        self.kind = kind
+
+
+class Value(ValueFields, ValueMethods):
+    """A tensor of one example inside td.loom.autobatch: it has a dtype and a
+    static shape; its value is known once the batch has computed it."""
+
+    __slots__ = ()
+
+
+TENSOR_CLASSES.add(Value)  # `type(x) in TENSOR_CLASSES` answers isinstance(x, Tensor) without ABCMeta
+
+
+cdef inline ValueFields _pending_value(rec, Py_ssize_t example, Py_ssize_t node, Py_ssize_t k, r, int64_t code,
+                                       dtype, shape, sig):
+    cdef ValueFields v = ValueFields.__new__(Value)
+    v.graph = rec
+    v.example = example
+    v.kind = _PENDING
+    v.node = node
+    v.output = k
+    v.code = code
+    v.round = r
+    v._dtype = dtype
+    v._shape_tuple_ = shape
+    v._autobatch_sig = sig
+    return v
+
+
+# ------------------------------------------------------------------ the round
+
+cdef class Int64s:
+    """A growable array of int64 (array.array('q')'s interface that the
+    round needs: append, len, indexing, the buffer NumPy reads), appended
+    to in C by the recording hot path. It cannot grow while viewed."""
+
+    cdef int64_t* data
+    cdef Py_ssize_t n
+    cdef Py_ssize_t capacity
+    cdef int exports
+
+    def __init__(self, values=()):
+        for x in values:
+            self.push(x)
+
+    def __dealloc__(self):
+        PyMem_Free(self.data)
+
+    cdef int push(self, int64_t x) except -1:
+        cdef int64_t* grown
+        if self.n == self.capacity:
+            if self.exports:
+                raise BufferError("td.loom.autobatch: a round's arrays cannot grow while NumPy views them")
+            self.capacity = 64 if self.capacity == 0 else 2 * self.capacity
+            grown = <int64_t*> PyMem_Realloc(self.data, self.capacity * sizeof(int64_t))
+            if grown == NULL:
+                raise MemoryError()
+            self.data = grown
+        self.data[self.n] = x
+        self.n += 1
+        return 0
+
+    def append(self, int64_t x):
+        self.push(x)
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, Py_ssize_t i):
+        if i < 0:
+            i += self.n
+        if not 0 <= i < self.n:
+            raise IndexError("index out of range")
+        return self.data[i]
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        view.buf = <void*> self.data
+        view.obj = self
+        view.len = self.n * sizeof(int64_t)
+        view.readonly = 0
+        view.itemsize = sizeof(int64_t)
+        view.format = "q"
+        view.ndim = 1
+        view.shape = &self.n
+        view.strides = &view.itemsize
+        view.suboffsets = NULL
+        view.internal = NULL
+        self.exports += 1
+
+    def __releasebuffer__(self, Py_buffer* view):
+        self.exports -= 1
+
+
+cdef class Round:
+    """The schedule being recorded: per node its op, per argument an int
+    code (values.py: a node's output, or a row of a batch input numbered in
+    its group: a type shape and where its rows come from, constants or a
+    variable's rows; or a row of the store, final). NumPy reads the int64
+    arrays without a conversion when the round is planned (rounds.plan_round)."""
+
+    cdef public Int64s node_op
+    cdef public Int64s arg_splits
+    cdef public Int64s args
+    cdef public list groups       # (type shape, kind, variable or None, rows list)
+    cdef public dict group_index
+    cdef public object fresh      # the PENDING values made this round (live ones are outputs); None once planned
+
+    def __init__(self):
+        self.node_op = Int64s()
+        self.arg_splits = Int64s((0,))
+        self.args = Int64s()
+        self.groups = []
+        self.group_index = {}
+        self.fresh = []
+
+    def __len__(self):
+        return self.node_op.n
+
+    def group(self, ts, kind, var):
+        key = (id(ts), kind, id(var))
+        g = self.group_index.get(key)
+        if g is None:
+            if len(self.groups) >= MAX_GROUPS:
+                raise ValueError(f"td.loom.autobatch: more than {MAX_GROUPS} kinds of batch input rows in one round")
+            g = self.group_index[key] = len(self.groups)
+            self.groups.append((ts, kind, var, []))
+        return g
+
+
+# ------------------------------------------------------------------ the hooks
+
+cdef list _graphs_being_built():
+    """The recording thread's stack of graphs being built (context.py's),
+    taken once per hook: a thread's stack is one list, mutated in place
+    (only a replica thread of td.distribute binds its own, as it starts),
+    so the hooks test it without the thread-local lookup per call."""
+    return _thread_context.graph_stack
+
+
+cdef class CallEntry:
+    """What the fast path needs of a cell's OpInfo, as C fields."""
+
+    cdef object info
+    cdef int64_t index
+    cdef tuple outputs   # per output: (dtype, shape, signature number)
+    cdef object pack
+    cdef bint as_tuple   # pack is tuple: the outputs are packed here
+
+    def __init__(self, info):
+        self.info = info
+        self.index = info.index
+        self.outputs = tuple(info.outputs)
+        self.pack = info.pack
+        self.as_tuple = info.pack is tuple
+
+
+def call_entry(info):
+    """The entry Recorder.call keeps in registry.fast_calls for `info`."""
+    return CallEntry(info)
+
+
 cdef class CallHook:
     """Function.__call__'s interceptor while `recorder` records: records a
     known cell call (the fast path) or hands it to recorder.call."""
 
     cdef object recorder
-    cdef dict fast_calls  # (function, argument signature numbers) -> OpInfo
+    cdef dict fast_calls  # (function, argument signature numbers) -> CallEntry
     cdef object general   # recorder.call
-    cdef object thread
+    cdef unsigned long thread
+    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
 
     def __init__(self, recorder):
         self.recorder = recorder
         self.fast_calls = recorder.registry.fast_calls
         self.general = recorder.call
         self.thread = recorder.thread
+        self.graphs = _graphs_being_built()
 
     def __call__(self, function, tuple args, dict kwargs):
         rec = self.recorder
-        current = rec.current
-        if current is None or kwargs or get_ident() != self.thread or _graph_being_built() is not None:
+        if kwargs or rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
             return self.general(function, args, kwargs)
         cdef Py_ssize_t n = len(args), i
-        cdef list key = [function]
+        key = PyTuple_New(n + 1)
+        Py_INCREF(function)
+        PyTuple_SET_ITEM(key, 0, function)
         for i in range(n):
             x = args[i]
             if type(x) is not Value:
                 return self.general(function, args, kwargs)
-            sig = x._autobatch_sig
+            sig = (<ValueFields> x)._autobatch_sig
             if sig is None:  # a variable read inside the function: the general path
                 return self.general(function, args, kwargs)
-            key.append(sig)
-        info = self.fast_calls.get(tuple(key))
-        if info is None:
+            Py_INCREF(sig)
+            PyTuple_SET_ITEM(key, i + 1, sig)
+        entry = self.fast_calls.get(key)
+        if entry is None:
             return self.general(function, args, kwargs)
-        return info.pack(add_call_node(rec, info, args))
+        return _record_call(rec, <CallEntry> entry, args)
 
 
 cdef class ReadHook:
@@ -76,15 +301,17 @@ cdef class ReadHook:
 
     cdef object recorder
     cdef dict values  # id(variable) -> its shared Value
-    cdef object thread
+    cdef unsigned long thread
+    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
 
     def __init__(self, recorder):
         self.recorder = recorder
         self.values = recorder._variable_values
         self.thread = recorder.thread
+        self.graphs = _graphs_being_built()
 
     def __call__(self, var):
-        if self.recorder.current is None or get_ident() != self.thread or _graph_being_built() is not None:
+        if self.recorder.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
             return None
         value = self.values.get(id(var))
         if value is None:
@@ -102,71 +329,94 @@ cdef class GatherHook:
 
     cdef object recorder
     cdef dict values  # id(variable) -> its shared Value (ReadHook's)
-    cdef object thread
+    cdef unsigned long thread
+    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
+    cdef object last_variable  # the variable gathered last, and its row values (a leaf's embedding):
+    cdef list last_rows        # a row gathered before is answered from them
 
     def __init__(self, recorder):
         self.recorder = recorder
         self.values = recorder._variable_values
         self.thread = recorder.thread
+        self.graphs = _graphs_being_built()
 
     def __call__(self, params, index):
         rec = self.recorder
-        if rec.current is None or get_ident() != self.thread or _graph_being_built() is not None:
+        if rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
             return NotImplemented
         if type(index) is not int:
             if not isinstance(index, _np_integer):
                 return NotImplemented
             index = int(index)
+        if params is self.last_variable and 0 <= index < len(self.last_rows):
+            value = self.last_rows[index]
+            if value is not None:
+                return value
         if type(params) is Variable:  # what reading it inside the example gives (ReadHook)
             var = params
             params = self.values.get(id(var))
             if params is None:
                 params = rec.shared_variable_value(var)
-        elif type(params) is not Value or params.src[0] != _VARIABLE:
+        elif type(params) is not Value or (<ValueFields> params).kind != _VARIABLE:
             return NotImplemented
+        else:
+            var = (<ValueFields> params).other_src[1]
         value = _row_value(rec, params, index)
-        return NotImplemented if value is None else value
+        if value is None:
+            return NotImplemented
+        if type(var) is Variable:
+            self.last_variable = var
+            self.last_rows = rec._variable_rows[id(var)]
+        return value
+
+
+cdef object _record_call(rec, CallEntry entry, tuple args):
+    """Appends a node of the entry's op reading `args` (per-example values
+    and rows of variables, in the op's input order) to the recorder's
+    round; returns the call's outputs, packed."""
+    cdef Round r = rec.round
+    current = rec.current
+    cdef Py_ssize_t example = current
+    cdef Py_ssize_t node = r.node_op.n
+    cdef ValueFields x
+    r.node_op.push(entry.index)
+    cdef Int64s codes = r.args
+    for a in args:
+        x = <ValueFields> a
+        if x.example >= 0 and x.example != example:
+            rec.check_owner(x, entry.info.op.what)
+        if (x.kind == _PENDING and x.round is r) or x.kind == _STORED:
+            codes.push(x.code)
+        else:
+            codes.push(_row_code(r, x.src))
+    r.arg_splits.push(codes.n)
+    cdef Py_ssize_t k, n_out = len(entry.outputs)
+    cdef int64_t base = (<int64_t> node) << 8
+    outputs = PyTuple_New(n_out)
+    fresh = r.fresh
+    for k in range(n_out):
+        dtype, shape, sig = entry.outputs[k]
+        v = _pending_value(rec, example, node, k, r, base + k, dtype, shape, sig)
+        Py_INCREF(v)
+        PyTuple_SET_ITEM(outputs, k, v)
+        fresh.append(v)
+    return outputs if entry.as_tuple else entry.pack(list(outputs))
 
 
 def add_call_node(rec, info, tuple args):
     """Appends a node of op `info` reading `args` (per-example values and
     rows of variables, in the op's input order) to the recorder's round;
-    returns its output values."""
-    r = rec.round
-    current = rec.current
-    node_op = r.node_op  # int64 arrays (array.array)
-    codes = r.args
-    cdef Py_ssize_t node = len(node_op)
-    node_op.append(info.index)
-    for x in args:
-        example = x._example
-        if example is not None and example != current:
-            rec.check_owner(x, info.op.what)
-        src = x.src
-        kind = src[0]
-        if kind == _PENDING and src[3] is r:
-            codes.append(src[4])
-        elif kind == _STORED:
-            codes.append(src[3])
-        else:
-            codes.append(_row_code(r, src))
-    r.arg_splits.append(len(codes))
-    cdef list outputs = []
-    cdef long base = node << 8
-    for k, code, dtype, shape, sig in info.output_protos:
-        v = _new(Value)
-        v.graph = rec
-        v._example = current
-        v.src = (_PENDING, node, k, r, base + code)
-        v._dtype = dtype
-        v._shape_tuple_ = shape
-        v._autobatch_sig = sig
-        outputs.append(v)
-    r.fresh.extend(outputs)
-    return outputs
+    returns its output values (a list)."""
+    return list(_record_call(rec, _unpacked(info), args))
 
 
-cdef long _row_code(r, tuple src) except? -1:
+cdef CallEntry _unpacked(info):
+    cdef CallEntry entry = CallEntry(info)
+    entry.as_tuple = True
+    return entry
+
+
+cdef int64_t _row_code(Round r, tuple src) except? -1:
     """The argument code of a node's input that is neither this round's node
     output nor stored: a row of a variable (numbered in its group of rows)."""
     if src[0] == _PENDING:
@@ -179,7 +429,7 @@ cdef long _row_code(r, tuple src) except? -1:
         g = r.group(src[1], _VAR_ROW, src[2])
     cdef list rows = r.groups[g][3]
     rows.append(src[3])
-    cdef long group = g
+    cdef int64_t group = g
     return -1 - (((len(rows) - 1) << 16) | (group + 1))
 
 
@@ -222,7 +472,7 @@ cdef object _row_value(rec, params, row):
     """Row `row` (a Python int) of the variable whose shared value is
     `params`: its Value, made at its first gather in this call; None for a
     row out of range."""
-    var = params.src[1]
+    var = (<ValueFields> params).other_src[1]
     cdef list rows = rec._variable_rows.get(id(var))
     if rows is None:
         rows = rec._row_values(params)
@@ -231,8 +481,21 @@ cdef object _row_value(rec, params, row):
     value = rows[row]
     if value is None:
         ts, sig = rec._row_type_shapes[id(var)]
-        value = rows[row] = Value(rec, None, (_VAR_ROW, ts, var, row), ts[0], ts[1], sig)
+        value = rows[row] = _shared_value(rec, (_VAR_ROW, ts, var, row), ts[0], ts[1], sig)
     return value
+
+
+cdef ValueFields _shared_value(rec, tuple src, dtype, shape, sig):
+    """A value every example may use (not PENDING: its src is kept whole)."""
+    cdef ValueFields v = ValueFields.__new__(Value)
+    v.graph = rec
+    v.example = -1
+    v.kind = src[0]
+    v.other_src = src
+    v._dtype = dtype
+    v._shape_tuple_ = shape
+    v._autobatch_sig = sig
+    return v
 
 
 def live_values(list fresh):

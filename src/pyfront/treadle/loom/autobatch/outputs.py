@@ -4,7 +4,8 @@ across examples, with every leaf stacked along a new axis 0."""
 import numpy as np
 
 from treadle.framework.tensor import Tensor
-from treadle.loom.autobatch.values import STORED, Value
+from treadle.loom.autobatch._record import Value
+from treadle.loom.autobatch.values import STORED
 from treadle.ops import array_ops
 from treadle.util import nest
 

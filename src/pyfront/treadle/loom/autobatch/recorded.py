@@ -16,7 +16,7 @@ from treadle.framework import dtypes
 from treadle.framework.tensor import convert_to_tensor
 from treadle.function.trace_type import TraceType
 from treadle.loom.autobatch.rounds import CONSTANTS, VARIABLE_ROWS, batch_input, loom_run, stacked_constants
-from treadle.loom.autobatch.values import Value
+from treadle.loom.autobatch._record import Value
 from treadle.ops import array_ops
 from treadle.util import nest
 

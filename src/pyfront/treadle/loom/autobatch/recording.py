@@ -4,7 +4,6 @@ round's schedule (kept as the arrays of Weaver.weave, filled as they come),
 and the shared inputs they read (constants, rows of variables, values
 computed by earlier rounds) rows of the round's batch inputs."""
 
-from array import array
 from operator import attrgetter
 from threading import get_ident
 
@@ -14,11 +13,11 @@ from treadle.framework import context
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor
 from treadle.framework.tensor_spec import TensorSpec
-from treadle.loom.autobatch._record import add_call_node, create_op
+from treadle.loom.autobatch._record import Round, Value, add_call_node, call_entry, create_op
 from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.list_calls import list_call_key
 from treadle.loom.autobatch.registry import type_shape
-from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, Value
+from treadle.loom.autobatch.values import CONSTANT, PENDING, STORED, VAR_ROW, VARIABLE
 from treadle.util import nest
 
 _signature_of = attrgetter("_autobatch_sig")  # a Value's signature number; AttributeError for other arguments
@@ -28,36 +27,6 @@ _SMALL_INT_STATIC = 8  # an integer eager tensor of at most this many elements i
 
 class CrossExampleError(ValueError):
     """A value of one example was used by another example's computation."""
-
-
-class Round:
-    """The schedule being recorded: per node its op, per argument an int
-    code (values.py: a node's output, or a row of a batch input numbered in
-    its group: a type shape and where its rows come from, constants or a
-    variable's rows; or a row of the store, final)."""
-
-    def __init__(self):
-        # int64 arrays, not lists of Python ints: NumPy reads them without a
-        # conversion when the round is planned (rounds.plan_round).
-        self.node_op = array("q")
-        self.arg_splits = array("q", [0])
-        self.args = array("q")
-        self.groups = []      # (type shape, kind, variable or None, rows list)
-        self.group_index = {}
-        self.fresh = []       # the PENDING values made this round (live ones are outputs)
-
-    def __len__(self):
-        return len(self.node_op)
-
-    def group(self, ts, kind, var):
-        key = (id(ts), kind, id(var))
-        g = self.group_index.get(key)
-        if g is None:
-            if len(self.groups) >= MAX_GROUPS:
-                raise ValueError(f"td.loom.autobatch: more than {MAX_GROUPS} kinds of batch input rows in one round")
-            g = self.group_index[key] = len(self.groups)
-            self.groups.append((ts, kind, var, []))
-        return g
 
 
 class Recorder:
@@ -237,7 +206,7 @@ class Recorder:
             except AttributeError:  # not a Value: an eager tensor, a Python value
                 key = None
             if key is not None and None not in key:
-                self.registry.fast_calls[key] = info
+                self.registry.fast_calls[key] = call_entry(info)
                 return info.pack(add_call_node(self, info, args))
             listed = list_call_key(function, args)
             if listed is not None:

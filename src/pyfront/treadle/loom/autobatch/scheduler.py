@@ -1,8 +1,12 @@
-"""Running the examples: each runs as a greenlet (plain Python, no async or
+"""Running the examples: each runs in a greenlet (plain Python, no async or
 yield). An example that reads a value still to be computed switches back to
 the scheduler; once every unfinished example waits, the scheduler runs the
 round they wait for and resumes them. A greenlet switches stacks in C,
-cheaply and without threads, which is why td.loom.autobatch uses it."""
+cheaply and without threads, which is why td.loom.autobatch uses it.
+
+A greenlet whose example finished runs the next example: making a greenlet
+(and the interpreter's frame stack it needs) costs several times a switch,
+and most examples finish without waiting."""
 
 import time
 
@@ -25,10 +29,11 @@ def run_examples(recorder, fn, examples, run_rounds=True):
         main.switch(_WAITING)
 
     recorder.wait = wait
-    waiting = []
+    waiting, idle = [], []
     for i, example in enumerate(examples):
         results.append(None)
-        _step(recorder, i, greenlet.greenlet(_starter(fn, example), parent=main), results, waiting)
+        g = idle.pop() if idle else greenlet.greenlet(_runner(fn, main), parent=main)
+        _step(recorder, i, g, example, results, waiting, idle)
     while waiting:
         if not run_rounds:
             raise ValueError(f"td.loom.autobatch: example {waiting[0][0]} reads a computed value; a recording "
@@ -37,29 +42,34 @@ def run_examples(recorder, fn, examples, run_rounds=True):
         run_round(recorder)
         runnable, waiting = waiting, []
         for i, g in runnable:
-            _step(recorder, i, g, results, waiting)
+            _step(recorder, i, g, None, results, waiting, idle)
     return results
 
 
-def _step(recorder, i, g, results, waiting):
-    """Runs example i until it finishes (its result kept) or waits (kept in `waiting`)."""
+def _step(recorder, i, g, example, results, waiting, idle):
+    """Runs example i in greenlet g (started on `example`, or resumed) until
+    it finishes (its result kept, g idle) or waits (kept in `waiting`)."""
     recorder.current = i
     t0 = time.perf_counter()
     try:
-        out = g.switch()
+        out = g.switch(example)
     except Exception as e:
         e.add_note(f"(raised by td.loom.autobatch's function on example {i})")
         raise
     finally:
         recorder.current = None
         recorder.recording_seconds += time.perf_counter() - t0
-    if g.dead:
-        results[i] = out
-    else:
+    if out is _WAITING:
         waiting.append((i, g))
+    else:
+        results[i] = out[0]
+        idle.append(g)
 
 
-def _starter(fn, example):
-    def start():
-        return fn(example)
-    return start
+def _runner(fn, main):
+    """A greenlet's function: fn of each example it is given, the result
+    handed back (in a 1-tuple, never the waiting marker) before the next."""
+    def run(example):
+        while True:
+            example = main.switch((fn(example),))
+    return run

@@ -3,7 +3,7 @@ function, a value a recorded op or cell call will compute. Ops on them are
 recorded (execute() hands an op with such an input to its `graph`, the
 recorder); reading one suspends its example until the batch computes it."""
 
-from treadle.framework.tensor import TENSOR_CLASSES, Tensor, _TensorRef
+from treadle.framework.tensor import Tensor, _TensorRef
 from treadle.framework.tensor_shape import TensorShape
 
 # Where a value comes from (its `src`, a tuple whose first entry is one of these):
@@ -25,21 +25,12 @@ def row_code(row, group=-1):
     return -1 - ((row << 16) | (group + 1))
 
 
-class Value(Tensor):
-    """A tensor of one example inside td.loom.autobatch: it has a dtype and a
-    static shape; its value is known once the batch has computed it."""
+class ValueMethods(Tensor):
+    """What a Value (_record.Value: these methods over its C fields) does
+    as a tensor of one example inside td.loom.autobatch: it has a dtype and
+    a static shape; its value is known once the batch has computed it."""
 
-    # `graph` is the recorder: execute() hands an op with this input to
-    # graph.create_op. A slot, not a property: every recorded op reads it.
-    __slots__ = ("graph", "_example", "src", "_dtype", "_shape_tuple_", "_autobatch_sig")
-
-    def __init__(self, recorder, example, src, dtype, shape, sig=None):
-        self.graph = recorder
-        self._example = example  # the example's index, or None for a value every example may use
-        self.src = src
-        self._dtype = dtype
-        self._shape_tuple_ = shape
-        self._autobatch_sig = sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
+    __slots__ = ()
 
     @property
     def dtype(self):
@@ -108,5 +99,3 @@ class Value(Tensor):
             raise TypeError("len() of unsized object: scalar tensor")
         return self._shape_tuple_[0]
 
-
-TENSOR_CLASSES.add(Value)  # `type(x) in TENSOR_CLASSES` answers isinstance(x, Tensor) without ABCMeta

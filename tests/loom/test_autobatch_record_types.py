@@ -1,0 +1,165 @@
+"""The C types td.loom.autobatch records with: the round's growable int64
+arrays (read by NumPy when a round is planned), the per-example Value whose
+`src` a pending value keeps as C fields, and td.function's call slot, which
+offers each call to the recording interceptor before any Python frame."""
+
+import numpy as np
+import pytest
+
+import treadle as td
+from treadle.function import polymorphic_function
+from treadle.loom.autobatch._record import Int64s, Round, Value
+from treadle.loom.autobatch.values import PENDING, STORED, VAR_ROW, VARIABLE
+
+pytestmark = pytest.mark.filterwarnings("ignore:.*td.functions were made of")
+
+
+def test_int64s_appends_indexes_and_reads_as_numpy():
+    a = Int64s((0,))
+    for x in (5, -7, 2**40):
+        a.append(x)
+    for x in range(200):  # past the first capacity
+        a.append(x)
+    assert len(a) == 204
+    assert (a[0], a[1], a[2], a[3], a[-1]) == (0, 5, -7, 2**40, 199)
+    view = np.asarray(a, np.int64)
+    np.testing.assert_array_equal(view, [0, 5, -7, 2**40] + list(range(200)))
+    with pytest.raises(IndexError):
+        a[204]
+    with pytest.raises(IndexError):
+        a[-205]
+
+
+def test_int64s_cannot_grow_while_numpy_views_it():
+    a = Int64s(range(64))  # full: the next append reallocates
+    view = np.asarray(a)
+    with pytest.raises(BufferError, match="cannot grow while NumPy views them"):
+        a.append(1)
+    del view
+    a.append(1)
+    assert len(a) == 65 and a[64] == 1
+
+
+def test_round_numbers_groups_by_type_shape_kind_and_variable():
+    r = Round()
+    ts, var = object(), object()
+    assert r.group(ts, VAR_ROW, var) == 0
+    assert r.group(ts, VAR_ROW, None) == 1
+    assert r.group(ts, VAR_ROW, var) == 0
+    assert len(r) == 0 and list(np.asarray(r.arg_splits)) == [0]
+
+
+def test_value_src_of_every_kind_round_trips():
+    marker = object()
+    pending = Value(None, 3, (PENDING, 9, 1, marker, (9 << 8) | 1), td.float32, (2,), 0)
+    assert pending.src == (PENDING, 9, 1, marker, (9 << 8) | 1)
+    assert pending._example == 3
+    pending.src = (STORED, marker, 4, -5)  # what a round does with the values it keeps
+    assert pending.src == (STORED, marker, 4, -5)
+    shared = Value(None, None, (VARIABLE, marker), td.float32, (2,))
+    assert shared._example is None and shared.src == (VARIABLE, marker)
+    assert isinstance(shared, td.Tensor)
+    assert shared.dtype == td.float32 and shared.shape.as_list() == [2]
+
+
+def test_recorded_outputs_name_their_node_and_the_round():
+    emb = td.Variable(np.arange(6.0).reshape(3, 2))
+    seen = []
+
+    @td.function
+    def cell(a, b):
+        return a + b, a * b
+
+    def fn(i):
+        row = td.gather(emb, i)
+        s, p = cell(row, row)   # the general path: it fills the fast path's cache
+        s2, p2 = cell(s, p)     # the fast path
+        seen.append((row.src, s.src, p2.src))
+        return s2 + p2
+
+    out = td.loom.autobatch(fn)([0, 2])
+    row = np.arange(6.0).reshape(3, 2)[[0, 2]]
+    s, p = 2 * row, row * row
+    np.testing.assert_allclose(out.numpy(), (s + p) + s * p)
+    for (row_src, s_src, p2_src) in seen:
+        assert row_src[0] == VAR_ROW
+        assert s_src[0] == PENDING and s_src[2] == 0 and s_src[4] == (s_src[1] << 8)
+        assert p2_src[0] == PENDING and p2_src[2] == 1 and p2_src[3] is s_src[3]
+        assert p2_src[4] == (p2_src[1] << 8) | 1
+
+
+def test_function_call_is_offered_to_the_last_interceptor_first():
+    @td.function
+    def double(x):
+        return 2 * x
+
+    calls = []
+
+    def decline(function, args, kwargs):
+        calls.append((function, args, kwargs))
+        return NotImplemented
+
+    def answer(function, args, kwargs):
+        return "answered"
+
+    polymorphic_function.call_interceptors.append(decline)
+    try:
+        assert double(td.constant(3.0)).numpy() == 6.0
+        assert double(x=td.constant(1.0)).numpy() == 2.0
+        polymorphic_function.call_interceptors.append(answer)
+        try:
+            assert double(td.constant(3.0)) == "answered"
+        finally:
+            polymorphic_function.call_interceptors.remove(answer)
+    finally:
+        polymorphic_function.call_interceptors.remove(decline)
+    assert [c[0] for c in calls] == [double, double]
+    assert calls[1][2].keys() == {"x"}
+    assert double(td.constant(4.0)).numpy() == 8.0
+
+
+def test_examples_that_wait_and_examples_that_finish_share_greenlets_in_order():
+    # A greenlet whose example finished runs the next one; examples that
+    # wait keep theirs. Every result must still be its own example's.
+    w = td.Variable(np.array([[0.5, -1.0], [2.0, 0.25]]))
+
+    @td.function
+    def step(x):
+        return td.tanh(td.linalg.matvec(w, x, transpose_a=True))
+
+    def fn(i):
+        x = step(td.constant([float(i), 1.0], dtype=td.float64))
+        n = 0
+        while i % 3 == 0 and float(x[0]) > -0.9 and n < 2 + i:  # reads: this example waits, round by round
+            x = step(x) - 0.5
+            n += 1
+        return x
+
+    def numpy_fn(i):
+        m = np.array([[0.5, -1.0], [2.0, 0.25]])
+        x = np.tanh(np.array([float(i), 1.0]) @ m)
+        n = 0
+        while i % 3 == 0 and x[0] > -0.9 and n < 2 + i:
+            x = np.tanh(x @ m) - 0.5
+            n += 1
+        return x
+
+    examples = list(range(10))
+    out = td.loom.autobatch(fn)(examples)
+    np.testing.assert_allclose(out.numpy(), np.stack([numpy_fn(i) for i in examples]), rtol=1e-12)
+
+
+def test_an_error_after_finished_examples_names_its_example():
+    @td.function
+    def double(x):
+        return 2.0 * x
+
+    def fn(i):
+        y = double(td.constant([float(i)]))
+        if i == 4:
+            raise KeyError("no such node")
+        return y
+
+    with pytest.raises(KeyError) as info:
+        td.loom.autobatch(fn)(range(6))
+    assert any("example 4" in note for note in info.value.__notes__)
