@@ -89,6 +89,27 @@ def _skip(fn):
             or code.co_flags & _NOT_CONVERTIBLE_FLAGS or _is_library(code.co_filename))
 
 
+def _refuse_in_strict_mode(fn):
+    """Generators and coroutines run unconverted, unless strict conversion is
+    on (TensorFlow raises then too)."""
+    code = fn.__code__
+    if (strict_conversion() and not getattr(fn, "__ag_do_not_convert__", False)
+            and not _is_library(code.co_filename)):
+        raise NotImplementedError(f"AutoGraph cannot convert {fn.__qualname__}: generators and coroutines are not "
+                                  "supported by AutoGraph (AUTOGRAPH_STRICT_CONVERSION is set, so this is an error "
+                                  "rather than running it unconverted)")
+
+
+def strict_conversion():
+    """TensorFlow's AUTOGRAPH_STRICT_CONVERSION: when set to a positive number,
+    a function AutoGraph cannot convert is an error instead of running
+    unconverted with a warning."""
+    try:
+        return int(os.environ.get("AUTOGRAPH_STRICT_CONVERSION", "0")) > 0
+    except ValueError:
+        return False
+
+
 # ------------------------------------------------------------------ public entry points
 
 def convert(fn, optional_features=features.NONE):
@@ -178,6 +199,8 @@ def _from_library_module(obj):
 def converted_function(fn):
     """The converted version of a plain Python function (cached), with the
     optional features in effect now."""
+    if fn.__code__.co_flags & _NOT_CONVERTIBLE_FLAGS:
+        _refuse_in_strict_mode(fn)
     optional = features.active()
     try:
         per_features = _function_cache.get(fn)
@@ -258,6 +281,9 @@ class _Converted:
 def _convert_function(fn, optional):
     entry = _entry(fn, optional)
     if isinstance(entry, str):
+        if strict_conversion():
+            raise NotImplementedError(f"AutoGraph could not transform {fn.__qualname__} (AUTOGRAPH_STRICT_CONVERSION "
+                                      f"is set, so this is an error rather than running it unconverted): {entry}")
         _warn(fn, entry)
         return fn
     converted = entry.instantiate(fn)

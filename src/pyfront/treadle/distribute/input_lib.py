@@ -102,6 +102,11 @@ class _SplitStagedIteration:
     dist_dataset` inside a td.function): the dataset's own, each element cut
     into the replicas' shares as the loop body receives it."""
 
+    # As in TensorFlow, a loop over distributed input checks its variables'
+    # shapes (and shape invariants) as a while loop does; only a plain
+    # dataset's loop, a reduction, relaxes them.
+    relaxes_shapes = False
+
     def __init__(self, inner, shares):
         self._inner = inner
         self._shares = shares
@@ -167,13 +172,26 @@ class DistributedIterator:
     def _ag_staged_iteration(self):
         return _SplitStagedIteration(self._iterator._ag_staged_iteration(), self._strategy._replica_shares())
 
+    @property
+    def _dataset(self):
+        return self._iterator  # what DistributedDatasetType traces: the wrapped iterator
+
+    def __tf_tracing_type__(self, context):
+        """As a td.function argument: its iterator's trace type (one trace per
+        element_spec and strategy); the function pulls from this iterator."""
+        return DistributedDatasetType(trace_type.from_value(self._iterator, context), self._strategy,
+                                      DistributedIterator)
+
 
 class DistributedDatasetType(trace_type.TraceType):
-    """The trace type of a distributed dataset argument."""
+    """The trace type of a distributed dataset argument (or, with `kind`
+    DistributedIterator, of an iterator over one): the trace type of the
+    dataset (iterator) it wraps, and its strategy."""
 
-    def __init__(self, dataset_type, strategy):
+    def __init__(self, dataset_type, strategy, kind=None):
         self.dataset_type = dataset_type
         self.strategy = strategy
+        self.kind = kind or DistributedDataset
 
     def is_subtype_of(self, other):
         return self == other
@@ -182,25 +200,26 @@ class DistributedDatasetType(trace_type.TraceType):
         return self if all(self == o for o in others) else None
 
     def placeholder_value(self, placeholder_context=None):
-        return DistributedDataset(self.dataset_type.placeholder_value(placeholder_context), self.strategy)
+        return self.kind(self.dataset_type.placeholder_value(placeholder_context), self.strategy)
 
     def to_tensors(self, value):
         return self.dataset_type.to_tensors(value._dataset)
 
     def cast(self, value, casting_context=None):
-        if not isinstance(value, DistributedDataset) or value._strategy is not self.strategy:
-            raise ValueError(f"{value!r} is not a dataset distributed by {self.strategy!r}")
+        if not isinstance(value, self.kind) or value._strategy is not self.strategy:
+            what = "dataset" if self.kind is DistributedDataset else "iterator over a dataset"
+            raise ValueError(f"{value!r} is not a {what} distributed by {self.strategy!r}")
         return value
 
     def __eq__(self, other):
         return (type(other) is DistributedDatasetType and other.dataset_type == self.dataset_type
-                and other.strategy is self.strategy)
+                and other.strategy is self.strategy and other.kind is self.kind)
 
     def __hash__(self):
-        return hash((self.dataset_type, id(self.strategy)))
+        return hash((self.dataset_type, id(self.strategy), self.kind))
 
     def __repr__(self):
-        return f"DistributedDataset[{self.dataset_type!r}]"
+        return f"{self.kind.__name__}[{self.dataset_type!r}]"
 
     def reduce(self, initial_state, reduce_fn):
         state = initial_state

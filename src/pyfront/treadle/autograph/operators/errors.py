@@ -9,6 +9,17 @@ innermost frame that runs converted code."""
 import linecache
 import sys
 
+from treadle import errors as td_errors
+
+class LoopNeverRanError(td_errors.InvalidArgumentError, UnboundLocalError):
+    """A loop over a tensor that defines variables used after it ran no
+    iteration. It is TensorFlow's error for this (an `InvalidArgumentError`
+    when the graph runs) and Python's (the variables are unbound)."""
+
+    def __init__(self, message):
+        super().__init__(None, None, message)
+
+
 # code object of converted code (every nested generated function included)
 # -> name of the user function it was converted from
 CONVERTED_CODE = {}

@@ -86,12 +86,12 @@ def _check_ran(ran, names):
     where = f"\n\n{errors.format_location(location)}" if location else ""
     one = len(names) == 1
     message = (f"{listed} {'is' if one else 'are'} assigned only inside this loop over a tensor, and the loop ran no "
-               f"iteration: {'it has' if one else 'they have'} no value after it. A loop that defines variables "
-               f"used after it must run at least once (or define them before the loop){where}")
+               f"iteration: {'it has' if one else 'they have'} no value after it. The loop must iterate at least "
+               f"once to initialize {listed} (or define {'it' if one else 'them'} before the loop){where}")
 
     def check(flag):
         if not flag.numpy():
-            raise UnboundLocalError(message)
+            raise errors.LoopNeverRanError(message)
 
     script_ops.py_function(check, [ran], Tout=None)
 

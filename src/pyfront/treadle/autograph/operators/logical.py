@@ -2,8 +2,9 @@
 conditionals, keeping Python's laziness: the right operand (or the branch
 not taken) is only traced inside the branch of the If that needs it."""
 
-from treadle.autograph.operators import tensors
+from treadle.autograph.operators import errors, tensors
 from treadle.ops import control_flow_ops, math_ops
+from treadle.util import nest
 
 
 def and_(left, right):
@@ -35,5 +36,29 @@ def not_(value):
 def if_exp(cond, if_true, if_false):
     """`if_true() if cond else if_false()`."""
     if tensors.is_symbolic(cond):
-        return control_flow_ops.cond(tensors.as_condition(cond, "a conditional expression"), if_true, if_false)
+        return _staged_if_exp(tensors.as_condition(cond, "a conditional expression"), if_true, if_false)
     return if_true() if cond else if_false()
+
+
+def _staged_if_exp(pred, if_true, if_false):
+    """A conditional expression on a tensor: td.cond of its two values,
+    which must have one nested structure (TensorFlow's message if not)."""
+    values = {}
+
+    def keep(side, thunk):
+        def branch():
+            values[side] = thunk()
+            return values[side]
+        return branch
+
+    try:
+        return control_flow_ops.cond(pred, keep("true", if_true), keep("false", if_false))
+    except ValueError:
+        if len(values) != 2:
+            raise
+        try:
+            nest.assert_same_structure(values["true"], values["false"], check_types=False)
+        except (ValueError, TypeError) as e:
+            raise errors.located(ValueError, "a conditional expression (`a if cond else b`) on a tensor must "
+                                             f"return the same nested structure in both branches: {e}") from None
+        raise
