@@ -2,5 +2,6 @@
 
 from treadle.ragged.ragged_factory import constant
 from treadle.ragged.ragged_tensor import RaggedTensor
+from treadle.ragged.ragged_tensor_spec import RaggedTensorSpec
 
-__all__ = ["RaggedTensor", "constant"]
+__all__ = ["RaggedTensor", "RaggedTensorSpec", "constant"]
