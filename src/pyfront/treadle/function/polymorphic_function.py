@@ -36,6 +36,34 @@ _RETURNED_AS_TENSORS = (bool, int, float, str, bytes, np.generic, np.ndarray)
 MAX_TRACES = 1024
 
 
+class BoundMethod:
+    """`instance.method` for a td.function method: the instance's own Function,
+    holding the instance as a Python bound method does (so `Model().call(x)`
+    and `f = Model().call` work). The per-instance Function, cached by
+    instance, holds it only weakly: an object is freed once nothing else
+    refers to it. Everything but calling is the Function's."""
+
+    __slots__ = ("__func__", "__self__", "__weakref__")
+
+    def __init__(self, function, instance):
+        self.__func__ = function
+        self.__self__ = instance
+
+    def __call__(self, *args, **kwargs):
+        return self.__func__(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.__func__, name)
+
+    def __repr__(self):
+        return repr(self.__func__)
+
+
+def as_function(value):
+    """The Function behind `value` (itself, or the one a BoundMethod calls)."""
+    return value.__func__ if type(value) is BoundMethod else value
+
+
 def run_functions_eagerly(run_eagerly):
     """When True, td.functions run their Python body each call instead of a graph."""
     global _RUN_EAGERLY
@@ -165,7 +193,7 @@ class Function:
             bound.__wrapped__ = self._plain_function  # not the bound method, which holds the instance
             bound.__signature__ = bound._signature
             self._instances[instance] = bound
-        return bound
+        return BoundMethod(bound, instance)
 
     # ---------------------------------------------------------- calling
     def __call__(self, *args, **kwargs):
@@ -306,7 +334,8 @@ class Function:
             self._tracing.discard(key)
         self._tracing_count += 1
         self._concrete_functions.append(concrete)
-        self._retracing.traced(self._python_function, ftype, self._fast_cache.clock, self._per_instance)
+        self._retracing.traced(self._python_function, ftype, self._fast_cache.clock, self._per_instance,
+                               eager=context.executing_eagerly())
         return concrete
 
     def _trace_unguarded(self, ftype, allow_variables, created):
