@@ -62,7 +62,10 @@ class FunctionType:
         sig = bound.signature
         params = []
         for name, value in bound.arguments.items():
-            params.append(Parameter(name, sig.parameters[name].kind, trace_type.from_value(value)))
+            kind = sig.parameters[name].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                _check_sanitized_names(list(value))
+            params.append(Parameter(name, kind, trace_type.from_value(value)))
         return cls(params)
 
     def _same_names(self, other):
@@ -277,3 +280,22 @@ def _discard(groups, key, t):
         group.pop(t, None)
         if not group:
             del groups[key]
+
+
+def sanitized_name(name):
+    """An argument name as a graph input name (TensorFlow's rule): letters,
+    digits and underscores, starting with a letter, in lower case."""
+    swapped = "".join(c if c.isalnum() else "_" for c in str(name))
+    return (swapped if swapped[:1].isalpha() else "arg_" + swapped).lower()
+
+
+def _check_sanitized_names(keywords):
+    """Keyword arguments (**kwargs) become graph inputs by their sanitized
+    names; two that become one name are refused, as in TensorFlow."""
+    seen = {}
+    for key in keywords:
+        other = seen.setdefault(sanitized_name(key), key)
+        if other != key:
+            raise ValueError(f"Name collision after sanitization. Please rename td.function input parameters: "
+                             f"{other!r} and {key!r} are both {sanitized_name(key)!r} as graph inputs.")
+

@@ -488,6 +488,9 @@ def from_value(value, context=_CONTEXT):
         return TensorType.from_spec(value)
     if isinstance(value, TraceType):
         return value
+    if isinstance(value, weakref.ref):
+        raise TypeError(f"weakref input {value!r} is not supported by td.function: pass the object it refers to "
+                        "(a weak reference is neither a value to trace by nor a tensor)")
     protocol = getattr(value, "__tf_tracing_type__", None)
     if protocol is not None:  # td.Variable, td.IndexedSlices, datasets, user classes
         return protocol(context)

@@ -1,0 +1,69 @@
+"""Behaviours TensorFlow's own tf.function tests check, as treadle has them:
+weak references refused as arguments, keyword names that collide as graph
+inputs, a variable's device, td.RaggedTensorSpec."""
+
+import weakref
+
+import numpy as np
+import pytest
+
+import treadle as td
+
+
+def test_a_weak_reference_argument_is_refused():
+    class Box:
+        pass
+
+    box = Box()
+    f = td.function(lambda x: x)
+    with pytest.raises(TypeError, match="weakref"):
+        f(weakref.ref(box))
+
+
+def test_keyword_arguments_whose_input_names_collide_are_refused():
+    @td.function
+    def add(**kwargs):
+        return kwargs["a_b"] + kwargs["a/b"]
+
+    with pytest.raises(ValueError, match="Name collision after sanitization"):
+        add(**{"a_b": 1, "a/b": 2})
+    # Names that stay distinct are fine.
+    assert td.function(lambda **kw: kw["x"] + kw["y"])(x=1, y=2).numpy() == 3
+
+
+def test_a_variable_reports_the_cpu_as_its_device():
+    v = td.Variable(1.0)
+    assert v.device == "/job:localhost/replica:0/task:0/device:CPU:0"
+
+    class Holder:
+        def __init__(self):
+            self.v = None
+
+        @td.function
+        def f(self):
+            if self.v is None:
+                self.v = td.Variable(1.0)
+            return self.v + 1.0
+
+    h = Holder()
+    with td.device("cpu:0"):
+        assert h.f().numpy() == 2.0
+    assert "CPU" in h.v.device
+
+
+def test_ragged_tensor_spec_is_the_type_of_ragged_arguments():
+    spec = td.RaggedTensorSpec([None, None], td.int32)
+    # As in TensorFlow's traces, the number of rows and values is not part of it.
+    assert spec == td.RaggedTensorSpec([3, None], td.int32)
+    assert spec != td.RaggedTensorSpec([None, None], td.int64)
+    assert spec != td.RaggedTensorSpec([None, None, 2], td.int32, ragged_rank=1)
+    assert spec.dtype == td.int32
+
+
+def test_ragged_tensor_spec_checks_its_arguments():
+    with pytest.raises(ValueError, match="known rank"):
+        td.RaggedTensorSpec(None, td.int32)
+    with pytest.raises(ValueError, match="ragged_rank"):
+        td.RaggedTensorSpec([None, None], td.int32, ragged_rank=2)
+    with pytest.raises(ValueError, match="flat_values_spec"):
+        td.RaggedTensorSpec([None, None], td.int32, flat_values_spec=td.TensorSpec([None], td.int32))
