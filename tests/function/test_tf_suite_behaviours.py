@@ -67,3 +67,37 @@ def test_ragged_tensor_spec_checks_its_arguments():
         td.RaggedTensorSpec([None, None], td.int32, ragged_rank=2)
     with pytest.raises(ValueError, match="flat_values_spec"):
         td.RaggedTensorSpec([None, None], td.int32, flat_values_spec=td.TensorSpec([None], td.int32))
+
+
+def test_nest_flatten_expands_composites_into_their_tensors():
+    sparse = td.SparseTensor([[0], [8]], [1, 2], [20])
+    slices = td.IndexedSlices(td.constant([1, 2]), td.constant([0, 1]), td.constant([2]))
+    ragged = td.RaggedTensor.from_row_lengths([1, 2, 3], [2, 0, 1])
+    structure = {"s": sparse, "r": (ragged, 7), "i": slices}
+    assert len(td.nest.flatten(structure)) == 4  # composites are leaves by default
+    flat = td.nest.flatten(structure, expand_composites=True)
+    expected = [[[0], [8]], [1, 2], [20],        # "i": values, indices, dense_shape
+                [1, 2, 3], [0, 2, 2, 3], 7,      # "r": flat values, row splits; then 7
+                [[0], [8]], [1, 2], [20]]        # "s": indices, values, dense_shape
+    expected[0:3] = [[1, 2], [0, 1], [2]]
+    got = [x if isinstance(x, int) else x.numpy().tolist() for x in flat]
+    assert got == expected
+
+
+def test_nest_assert_same_structure_compares_composites_when_expanded():
+    sparse = td.SparseTensor([[0]], [1], [4])
+    ragged = td.RaggedTensor.from_row_lengths([1], [1])
+    td.nest.assert_same_structure([sparse], [td.SparseTensor([[1], [2]], [5, 6], [9])], expand_composites=True)
+    td.nest.assert_same_structure([sparse], [ragged])  # both leaves
+    with pytest.raises(ValueError, match="same nested structure"):
+        td.nest.assert_same_structure([sparse], [ragged], expand_composites=True)
+
+
+def test_a_composite_returned_by_a_function_has_the_same_components():
+    for value in (td.IndexedSlices(td.constant([1, 2]), td.constant([0, 1])),
+                  td.SparseTensor([[0], [8], [10]], [1, 2, 3], [20])):
+        out = td.function(lambda: value)()
+        assert type(out) is type(value)
+        td.nest.assert_same_structure(value, out, expand_composites=True)
+        for a, b in zip(td.nest.flatten(value, expand_composites=True), td.nest.flatten(out, expand_composites=True)):
+            np.testing.assert_array_equal(a.numpy(), b.numpy())
