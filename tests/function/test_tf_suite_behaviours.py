@@ -2,6 +2,7 @@
 weak references refused as arguments, keyword names that collide as graph
 inputs, a variable's device, td.RaggedTensorSpec."""
 
+import dataclasses
 import weakref
 
 import numpy as np
@@ -101,3 +102,58 @@ def test_a_composite_returned_by_a_function_has_the_same_components():
         td.nest.assert_same_structure(value, out, expand_composites=True)
         for a, b in zip(td.nest.flatten(value, expand_composites=True), td.nest.flatten(out, expand_composites=True)):
             np.testing.assert_array_equal(a.numpy(), b.numpy())
+
+
+# ---------------------------------------------------------------- TensorFlow's nest protocol
+
+@dataclasses.dataclass
+class Masked:
+    mask: bool
+    value: object
+
+    def __tf_flatten__(self):
+        return (self.mask,), (self.value,)
+
+    @classmethod
+    def __tf_unflatten__(cls, metadata, components):
+        return cls(metadata[0], components[0])
+
+
+@dataclasses.dataclass
+class MaskedPair:
+    masks: list  # unhashable metadata
+    first: Masked
+    second: Masked
+
+    def __tf_flatten__(self):
+        return (self.masks,), (self.first, self.second)
+
+    @classmethod
+    def __tf_unflatten__(cls, metadata, components):
+        return cls(metadata[0], *components)
+
+
+def test_objects_with_the_nest_protocol_pass_through_a_function():
+    @td.function
+    def swap(p):
+        return MaskedPair(p.masks + [True], p.second, Masked(p.first.mask, p.first.value * 10.0))
+
+    pair = MaskedPair([False], Masked(True, td.constant([1.0])), Masked(False, td.constant([2.0])))
+    out = swap(pair)
+    assert isinstance(out, MaskedPair) and out.masks == [False, True]
+    assert out.first.mask is False and out.first.value.numpy().tolist() == [2.0]
+    assert out.second.mask is True and out.second.value.numpy().tolist() == [10.0]
+
+
+def test_the_nest_protocol_metadata_and_tensor_types_key_the_traces():
+    @td.function
+    def ident(x):
+        return x
+
+    first = ident.get_concrete_function(Masked(True, td.constant([1.0])))
+    assert ident.get_concrete_function(Masked(True, td.constant([5.0]))) is first  # same metadata and spec
+    assert ident.get_concrete_function(Masked(False, td.constant([5.0]))) is not first  # other metadata
+    general = ident.get_concrete_function(Masked(False, td.TensorSpec([None, None], td.int32)))
+    assert ident.get_concrete_function(Masked(False, td.constant([[1], [2]]))) is general
+    out = general(Masked(False, td.constant([[1], [2]])))
+    assert out.mask is False and out.value.numpy().tolist() == [[1], [2]]

@@ -4,8 +4,8 @@ classes). Composite values (td.RaggedTensor, td.SparseTensor, td.IndexedSlices,
 extension types) are leaves, or with expand_composites=True their component
 tensors, in the order a td.function passes them."""
 
-from treadle.framework.tensor import Tensor
-from treadle.function import trace_type
+from treadle.framework.tensor import Tensor as _Tensor
+from treadle.function import trace_type as _trace_type
 from treadle.util import nest as _nest
 
 
@@ -16,9 +16,9 @@ def is_nested(seq):
 
 def _components(leaf):
     """The component tensors of a composite leaf, or None for other leaves."""
-    if isinstance(leaf, Tensor) or getattr(leaf, "__tf_tracing_type__", None) is None:
+    if isinstance(leaf, _Tensor) or getattr(leaf, "__tf_tracing_type__", None) is None:
         return None
-    to_tensors = getattr(trace_type.from_value(leaf), "to_tensors", None)
+    to_tensors = getattr(_trace_type.from_value(leaf), "to_tensors", None)
     return None if to_tensors is None else to_tensors(leaf)
 
 

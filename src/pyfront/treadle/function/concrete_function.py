@@ -8,7 +8,7 @@ from treadle.framework.func_graph import FuncGraph
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor
 from treadle.framework.tensor_shape import TensorShape
-from treadle.function import call_binding
+from treadle.function import call_binding, trace_type
 from treadle.function.signature_printing import pretty_signature
 from treadle.util import nest
 
@@ -217,8 +217,8 @@ class ConcreteFunction:
                 parts = [next(it) for _ in range(indexed_slices.num_components(leaf))]
                 leaves.append(indexed_slices.rebuild(leaf, parts))
             elif is_extension_value(leaf):
-                parts = [next(it) for _ in range(len(leaf._to_components()))]
-                leaves.append(leaf._from_components(parts))
+                parts = [next(it) for _ in range(len(extension_parts(leaf)))]
+                leaves.append(extension_rebuilt(leaf, parts))
             else:
                 leaves.append(leaf)
         return nest.pack_sequence_as(self.structured_outputs, leaves)
@@ -246,8 +246,40 @@ def finish_function(graph, name, outputs, arg_structure=((), {}), python_functio
 
 
 def is_extension_value(value):
-    """A value made of tensors that a function returns as its parts (a td.experimental.ExtensionType)."""
-    return getattr(type(value), "_td_extension_type", False)
+    """A value made of tensors that a function returns as its parts (a
+    td.experimental.ExtensionType, a ragged or sparse tensor, or an object of
+    a class with TensorFlow's __tf_flatten__/__tf_unflatten__ protocol)."""
+    return getattr(type(value), "_td_extension_type", False) or trace_type.has_nest_protocol(value)
+
+
+def extension_parts(value):
+    """The tensors an extension value is returned as, in order."""
+    if not trace_type.has_nest_protocol(value):
+        return value._to_components()
+    parts = []
+    for c in value.__tf_flatten__()[1]:
+        if isinstance(c, Tensor):
+            parts.append(c)
+        elif is_extension_value(c):
+            parts.extend(extension_parts(c))
+    return parts
+
+
+def extension_rebuilt(value, parts):
+    """`value` rebuilt around `parts` (as many as extension_parts gave)."""
+    if not trace_type.has_nest_protocol(value):
+        return value._from_components(parts)
+    it = iter(parts)
+    metadata, comps = value.__tf_flatten__()
+    rebuilt = []
+    for c in comps:
+        if isinstance(c, Tensor):
+            rebuilt.append(next(it))
+        elif is_extension_value(c):
+            rebuilt.append(extension_rebuilt(c, [next(it) for _ in extension_parts(c)]))
+        else:
+            rebuilt.append(c)
+    return type(value).__tf_unflatten__(metadata, tuple(rebuilt))
 
 
 def _output_property(name):

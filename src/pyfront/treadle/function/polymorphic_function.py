@@ -18,7 +18,7 @@ from treadle.framework.func_graph import FuncGraph, unique_function_name
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.function import argument_mutation, trace_type
-from treadle.function.concrete_function import finish_function, is_extension_value
+from treadle.function.concrete_function import extension_parts, extension_rebuilt, finish_function, is_extension_value
 from treadle.function.function_type import FunctionCache, FunctionType, Parameter, is_specific
 from treadle.function.retracing import RetracingDetector
 from treadle.util import nest
@@ -367,9 +367,9 @@ class Function:
                         flat_out.extend(parts)
                         packed.append(indexed_slices.rebuild(leaf, parts))
                     elif is_extension_value(leaf):  # returned as its tensors, rebuilt by the caller
-                        parts = [_output_identity(graph, t) for t in leaf._to_components()]
+                        parts = [_output_identity(graph, t) for t in extension_parts(leaf)]
                         flat_out.extend(parts)
-                        packed.append(leaf._from_components(parts))
+                        packed.append(extension_rebuilt(leaf, parts))
                     elif hasattr(leaf, "read_value") and hasattr(leaf, "assign"):  # a Variable: return its value
                         t = _output_identity(graph, leaf.read_value())
                         flat_out.append(t)
