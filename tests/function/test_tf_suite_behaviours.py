@@ -157,3 +157,48 @@ def test_the_nest_protocol_metadata_and_tensor_types_key_the_traces():
     assert ident.get_concrete_function(Masked(False, td.constant([[1], [2]]))) is general
     out = general(Masked(False, td.constant([[1], [2]])))
     assert out.mask is False and out.value.numpy().tolist() == [[1], [2]]
+
+
+# ---------------------------------------------------------------- names and variables of concrete functions
+
+def test_tensor_spec_names_name_the_flat_arguments():
+    @td.function
+    def matmul_pair(mats):
+        ((a, b),) = mats
+        return td.matmul(a, b)
+
+    unnamed = matmul_pair.get_concrete_function([(td.TensorSpec([None, None], td.float32),) * 2])
+    named = matmul_pair.get_concrete_function([(td.TensorSpec([None, None], td.float32, name="first"),
+                                                td.TensorSpec([None, None], td.float32, name="second"))])
+    assert named is not unnamed
+    a = td.constant([[1.0, 2.0], [3.0, 4.0]])
+    b = td.constant([[0.0, 1.0], [1.0, 0.0]])
+    expected = np.array([[2.0, 1.0], [4.0, 3.0]])
+    np.testing.assert_array_equal(named(first=a, second=b).numpy(), expected)
+    np.testing.assert_array_equal(unnamed(a, b).numpy(), expected)
+
+
+def test_an_unnamed_spec_finds_a_named_trace_and_a_new_name_traces_again():
+    @td.function
+    def f(x):
+        return x
+
+    y = f.get_concrete_function(td.TensorSpec(None, td.float32, "y"))
+    assert f.get_concrete_function(td.TensorSpec(None, td.float32)) is y
+    z = f.get_concrete_function(td.TensorSpec(None, td.float32, "z"))
+    assert z is not y and z.structured_input_signature[0][0].name == "z"
+    assert f(td.constant(1.0)).numpy() == 1.0 and f.experimental_get_tracing_count() == 2
+    # A fully known shape with a name is found by calls of that shape too.
+    g = td.function(lambda x: x * 2.0)
+    g.get_concrete_function(td.TensorSpec([2], td.float32, "x"))
+    g(td.constant([1.0, 2.0]))
+    assert g.experimental_get_tracing_count() == 1
+
+
+def test_the_graph_of_a_concrete_function_lists_its_variables():
+    frozen = td.Variable(1.0, trainable=False)
+    weight = td.Variable(2.0)
+    cf = td.function(lambda x: x * weight + frozen).get_concrete_function(td.TensorSpec([], td.float32))
+    assert set(map(id, cf.graph.variables)) == {id(frozen), id(weight)}
+    assert cf.graph.variables == cf.variables
+    assert cf.graph.trainable_variables == cf.trainable_variables == (weight,)

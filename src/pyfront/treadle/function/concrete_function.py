@@ -240,6 +240,8 @@ def finish_function(graph, name, outputs, arg_structure=((), {}), python_functio
     it); with `finalize`, no op can be added to the graph any more."""
     fn = ConcreteFunction(graph, name, arg_structure, list(outputs), python_function)
     fn.library_function()
+    # As TensorFlow's FuncGraph: the variables the traced body uses.
+    graph.variables, graph.trainable_variables = fn.variables, fn.trainable_variables
     if finalize:
         graph.finalized = True
     return fn

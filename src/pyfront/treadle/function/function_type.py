@@ -161,8 +161,8 @@ def _only_subtype_is_itself(t):
     """Whether no type but `t` itself is a subtype of `t` (a tensor type of a
     fully defined shape, a literal, an identity...): such a traced type is
     found by an exact lookup alone, never by a scan."""
-    if type(t) is trace_type.TensorType:
-        return t.shape.is_fully_defined()
+    if type(t) is trace_type.TensorType:  # a named one is also the type of unnamed calls
+        return t.shape.is_fully_defined() and t.name is None
     if isinstance(t, trace_type.ExactType):
         return True
     if isinstance(t, trace_type.SequenceType):

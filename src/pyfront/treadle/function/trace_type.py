@@ -80,15 +80,20 @@ class TensorType(TraceType):
         return cls(spec.dtype, spec.shape, spec.name)
 
     def is_subtype_of(self, other):
-        return type(other) is TensorType and self.dtype == other.dtype and self.shape.is_subtype_of(other.shape)
+        # As TensorFlow's TensorSpec: an unnamed type (a call's tensor) fits a
+        # trace of any name; a named one (a TensorSpec given a name) only a
+        # trace of that name, so a new name traces anew and names its input.
+        return (type(other) is TensorType and self.dtype == other.dtype and self.shape.is_subtype_of(other.shape)
+                and (self.name is None or self.name == other.name))
 
     def most_specific_common_supertype(self, others):
-        shape = self.shape
+        shape, name = self.shape, self.name
         for o in others:
             if type(o) is not TensorType or o.dtype != self.dtype:
                 return None
             shape = shape.most_specific_compatible_shape(o.shape)
-        return TensorType(self.dtype, shape, self.name)
+            name = name if o.name == name else None
+        return TensorType(self.dtype, shape, name)
 
     def placeholder_value(self, placeholder_context=None):
         return placeholder_context.graph.add_placeholder(self.dtype, self.shape, self.name or placeholder_context.name)
@@ -126,10 +131,11 @@ class TensorType(TraceType):
         return TensorSpec(self.shape, self.dtype, self.name)
 
     def __eq__(self, other):
-        return type(other) is TensorType and self.dtype == other.dtype and self.shape == other.shape
+        return (type(other) is TensorType and self.dtype == other.dtype and self.shape == other.shape
+                and self.name == other.name)
 
     def __hash__(self):
-        return hash((self.dtype, self.shape))
+        return hash((self.dtype, self.shape))  # names aside: equal types hash alike all the same
 
     def __repr__(self):
         return repr(self.spec())
