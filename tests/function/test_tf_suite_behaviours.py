@@ -202,3 +202,17 @@ def test_the_graph_of_a_concrete_function_lists_its_variables():
     assert set(map(id, cf.graph.variables)) == {id(frozen), id(weight)}
     assert cf.graph.variables == cf.variables
     assert cf.graph.trainable_variables == cf.trainable_variables == (weight,)
+
+
+def test_experimental_implements_is_an_annotation_the_function_runs_as_written():
+    add = td.function(lambda x, y: x + y ** 2, experimental_implements="MyFunc")
+    x, y = td.Variable(3.0), td.Variable(2.0)
+    with td.GradientTape() as tape:
+        g = add(x, y)
+    dg_dy, dg_dx = tape.gradient(g, [y, x])
+    assert g.numpy() == 7.0 and dg_dy.numpy() == 4.0 and dg_dx.numpy() == 1.0
+    conc = td.function(lambda a, b: a + b, experimental_implements="func").get_concrete_function(
+        td.TensorSpec(None, td.float32), td.TensorSpec(None, td.float32))
+    assert conc(1.0, 2.0).numpy() == 3.0
+    with pytest.raises(TypeError, match="must be a string"):
+        td.function(lambda a: a, experimental_implements=3)

@@ -555,9 +555,11 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
     Traces are cached per FunctionType of the arguments. The cache keeps at
     most MAX_TRACES (1024) traces per function; beyond that the least
     recently used are evicted, an eighth at a time, and a call of an evicted
-    type traces again. A function that traces 5 times within 10 calls warns
-    once (TensorFlow's "triggered tf.function retracing" warning), naming the
-    argument whose change caused the last trace."""
+    type traces again. A function that traces 5 times within 10 eager calls
+    warns, at most twice (TensorFlow's "triggered tf.function retracing"
+    warning), naming the argument whose change caused the last trace.
+    `experimental_implements` is accepted as TensorFlow's annotation for graph
+    rewriters; treadle has none, so the function runs as written."""
     if experimental_relax_shapes:
         reduce_retracing = True
     if experimental_compile is not None and jit_compile is None:
@@ -565,8 +567,12 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
     if jit_compile:
         warnings.warn("td.function(jit_compile=True): treadle has no XLA compiler; the function runs as an "
                       "uncompiled graph on treadle's executor.", UserWarning, stacklevel=2)
-    _refuse("experimental_implements", experimental_implements,
-            "treadle has no graph rewrites that replace a function by a known implementation")
+    if experimental_implements is not None and not isinstance(experimental_implements, str):
+        raise TypeError(f"td.function(experimental_implements=...) names the algorithm the function implements "
+                        f"and must be a string, got {type(experimental_implements).__name__}")
+    # experimental_implements is TensorFlow's annotation for graph rewriters (TF Lite's
+    # converter) that may swap the function for a fused kernel; the function itself runs as
+    # written. treadle has no such rewriters, so the annotation changes nothing here.
     _refuse("experimental_attributes", experimental_attributes or None,
             "treadle's FunctionDef has no attribute map to record them in")
     autograph_options = features.normalize(experimental_autograph_options)
