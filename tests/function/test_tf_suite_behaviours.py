@@ -216,3 +216,23 @@ def test_experimental_implements_is_an_annotation_the_function_runs_as_written()
     assert conc(1.0, 2.0).numpy() == 3.0
     with pytest.raises(TypeError, match="must be a string"):
         td.function(lambda a: a, experimental_implements=3)
+
+
+def test_a_concrete_function_called_with_another_structure_says_so():
+    @td.function
+    def first(x):
+        return x
+
+    conc = first.get_concrete_function(td.RaggedTensor.from_row_lengths([1, 2, 3], [2, 1]))
+    with pytest.raises(TypeError, match="Binding inputs .* failed .* don't have the same nested structure"):
+        conc({"a": td.constant([1, 2, 3])})
+    pair = first.get_concrete_function((td.constant(1), td.constant(2)))
+    with pytest.raises(TypeError, match="Can not cast .* to tuple.* don't have the same nested structure"):
+        pair(td.constant(1))
+
+
+def test_an_eager_tensor_repr_is_one_line_when_its_array_is():
+    # As TensorFlow's: errors quoting tensors stay matchable line by line.
+    assert repr(td.constant([1, 2, 3])) == "<td.Tensor: shape=(3,), dtype=int32, numpy=array([1, 2, 3], dtype=int32)>"
+    assert repr(td.constant([[1, 2], [3, 4]])) == ("<td.Tensor: shape=(2, 2), dtype=int32, numpy=\n"
+                                                   "array([[1, 2],\n       [3, 4]], dtype=int32)>")
