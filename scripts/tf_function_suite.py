@@ -190,6 +190,9 @@ import sys
 import unittest
 
 sys.path.insert(0, sys.argv[1])
+from absl import flags  # noqa: E402
+
+flags.FLAGS.mark_as_parsed()  # absltest's helpers (create_tempdir) read flags that absltest.main would parse
 import polymorphic_function_test as suite  # noqa: E402
 
 
