@@ -236,3 +236,52 @@ def test_an_eager_tensor_repr_is_one_line_when_its_array_is():
     assert repr(td.constant([1, 2, 3])) == "<td.Tensor: shape=(3,), dtype=int32, numpy=array([1, 2, 3], dtype=int32)>"
     assert repr(td.constant([[1, 2], [3, 4]])) == ("<td.Tensor: shape=(2, 2), dtype=int32, numpy=\n"
                                                    "array([[1, 2],\n       [3, 4]], dtype=int32)>")
+
+
+# ---------------------------------------------------------------- shapes through calls
+
+def test_a_call_with_more_specific_inputs_has_the_more_specific_shapes():
+    @td.function(input_signature=[td.TensorSpec((None, None), td.int32), td.TensorSpec((), td.int32)])
+    def ones_rows_by(x, s):
+        return td.ones(td.stack([td.shape(x)[0], s]), td.int32)
+
+    seen = {}
+
+    @td.function(input_signature=[td.TensorSpec((3, 6), td.int32)])
+    def caller(x):
+        y = ones_rows_by(x, 5)  # x's rows are known here, and 5 is a constant
+        seen["shape"] = y.shape.as_list()
+        return y
+
+    np.testing.assert_array_equal(caller(td.zeros([3, 6], td.int32)).numpy(), np.ones([3, 5]))
+    assert seen["shape"] == [3, 5]
+    assert ones_rows_by.get_concrete_function().output_shapes.as_list() == [None, None]
+
+
+def test_a_reshape_through_a_general_signature_keeps_the_known_size():
+    flat3 = td.function(lambda a: td.reshape(a, [-1, 3]), input_signature=[td.TensorSpec(None, td.float32)])
+    seen = {}
+
+    @td.function
+    def use():
+        seen["shape"] = flat3(td.zeros([10, 10, 3])).shape.as_list()
+
+    use()
+    assert seen["shape"] == [100, 3]
+
+
+def test_nested_calls_refine_shapes_at_every_level():
+    @td.function(input_signature=[td.TensorSpec((), td.int32)] * 3)
+    def ones_of(d1, d2, d3):
+        return td.ones(td.concat([[d1], [d2], [d3]], axis=-1), td.int32)
+
+    seen = {}
+
+    @td.function
+    def outer():
+        y = td.function(ones_of)(1, 2, 3)
+        seen["shape"] = y.shape.as_list()
+        return y
+
+    assert outer().numpy().shape == (1, 2, 3)
+    assert seen["shape"] == [1, 2, 3]

@@ -2,11 +2,11 @@
 
 import threading
 
-from treadle import _core, graph_pb2
-from treadle.framework import context, graph_serialization, indexed_slices, variables
+from treadle import _core, errors, graph_pb2
+from treadle.framework import context, dtypes, graph_serialization, indexed_slices, variables
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.op_execution import execute
-from treadle.framework.tensor import EagerTensor, Tensor
+from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
 from treadle.function import call_binding, trace_type
 from treadle.function.signature_printing import pretty_signature
@@ -203,9 +203,26 @@ class ConcreteFunction:
             "f": self.name,
             "Tin": [t.dtype for t in inputs],
             "Tout": [t.dtype for t in self._flat_outputs],
-            "output_shapes": [t.shape.dims for t in self._flat_outputs],
+            "output_shapes": [s.dims for s in self._call_output_shapes(inputs)],
         }
         return execute(op_type, list(inputs), attrs)
+
+    def _call_output_shapes(self, inputs):
+        """The static shapes of a call's outputs. As TensorFlow's shape
+        inference of function calls: when the call's inputs are more specific
+        than the traced placeholders (known dimensions, constant values), the
+        body's shape functions run again on them, so `f(x, 5)` of a function
+        traced for any shape and any int can give [3, 5]."""
+        traced = [t.shape for t in self._flat_outputs]
+        placeholders = self.graph.inputs
+        if len(placeholders) != len(inputs) or not any(
+                _is_constant(v) or (v.shape != p.shape and TensorShape(v.shape).is_subtype_of(p.shape))
+                for v, p in zip(inputs, placeholders)):
+            return traced
+        refined = _infer_body_shapes(self, inputs)
+        if refined is None:
+            return traced
+        return [r if r.is_subtype_of(t) else t for r, t in zip(refined, traced)]
 
     def _pack_outputs(self, flat_out):
         it = iter(flat_out)
@@ -232,6 +249,60 @@ class ConcreteFunction:
 
     def __str__(self):
         return "ConcreteFunction " + self.pretty_printed_signature()
+
+
+_SMALL_CONSTANT = 1000  # elements: constants up to this size take part in the shape inference of calls
+
+
+def _constant_value(t):
+    """The value of `t` when it is a small constant known while tracing (a
+    shape, a size), else None."""
+    op = getattr(t, "op", None)
+    value = t if type(t) is EagerTensor else (op.value if op is not None and op.type == "Const" else None)
+    if value is None or value.dtype in (dtypes.resource, dtypes.variant):
+        return None
+    count = value.shape.num_elements()
+    return value if count is not None and count <= _SMALL_CONSTANT else None
+
+
+def _is_constant(t):
+    return _constant_value(t) is not None
+
+
+def _infer_body_shapes(fn, inputs):
+    """The output shapes of `fn`'s body for a call with `inputs`: its ops
+    added again, in order, to a scratch graph that is never run, with
+    placeholders of the inputs' shapes and the constant inputs' values. None
+    when an op of the body cannot be added again there."""
+    scratch = FuncGraph("shape_inference", outer_graph=context.current_graph())
+    known = {}
+    with scratch:
+        for name, body in fn.graph.functions.items():
+            scratch.add_function(body)
+        for value, placeholder in zip(inputs, fn.graph.inputs):
+            constant = _constant_value(value)
+            if constant is not None:
+                known[id(placeholder)] = convert_to_tensor(constant.numpy(), dtype=constant.dtype)  # a Const node
+            else:
+                known[id(placeholder)] = scratch.add_placeholder(value.dtype, value.shape)
+        for op in fn.graph.operations:
+            if op.type == "Placeholder":
+                continue
+            args = [known.get(id(t)) for t in op.inputs]
+            if any(a is None for a in args):
+                return None
+            callee = fn.graph.functions.get(op.attrs.get("f")) if op.type.endswith("PartitionedCall") else None
+            try:
+                if callee is not None and hasattr(callee, "_call_in_graph"):
+                    outs = callee._call_in_graph(scratch, args)
+                else:
+                    outs = execute(op.type, args, dict(op.attrs))
+            except (TypeError, ValueError, errors.OpError):
+                return None  # an op this replay cannot add: the traced shapes stand
+            for old, new in zip(op.outputs, outs):
+                known[id(old)] = new
+    outputs = [known.get(id(t)) for t in fn._flat_outputs]
+    return None if any(o is None for o in outputs) else [TensorShape(o.shape) for o in outputs]
 
 
 def finish_function(graph, name, outputs, arg_structure=((), {}), python_function=None, finalize=True):
