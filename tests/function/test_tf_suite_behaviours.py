@@ -285,3 +285,25 @@ def test_nested_calls_refine_shapes_at_every_level():
 
     assert outer().numpy().shape == (1, 2, 3)
     assert seen["shape"] == [1, 2, 3]
+
+
+def test_shape_arithmetic_in_the_callee_is_evaluated_for_the_call():
+    @td.function
+    def regroup(w, x, y):
+        x = td.transpose(x, [1, 0, 2])
+        n = td.shape(y)[0] // td.shape(x)[0]
+        return td.reshape(y * w, [n, td.shape(x)[0], -1])
+
+    conc = regroup.get_concrete_function(*[td.TensorSpec(None, td.float32)] * 3)
+    seen = []
+
+    @td.function
+    def call():
+        a = conc(td.ones([2]), td.ones([5, 4, 2]), td.ones([20, 2]))
+        b = conc(td.ones([3]), td.ones([5, 4, 3]), td.ones([40, 3]))
+        seen.extend([a.shape.as_list(), b.shape.as_list()])
+        return a, b
+
+    a, b = call()
+    assert seen == [[5, 4, 2], [10, 4, 3]]
+    assert a.shape == (5, 4, 2) and b.shape == (10, 4, 3)

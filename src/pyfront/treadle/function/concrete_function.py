@@ -2,6 +2,8 @@
 
 import threading
 
+import numpy as np
+
 from treadle import _core, errors, graph_pb2
 from treadle.framework import context, dtypes, graph_serialization, indexed_slices, variables
 from treadle.framework.func_graph import FuncGraph
@@ -269,6 +271,32 @@ def _is_constant(t):
     return _constant_value(t) is not None
 
 
+# Pure ops on small integer values (shape arithmetic) that the shape inference
+# of a call evaluates when their inputs are constants, as TensorFlow's shape
+# inference evaluates constant subgraphs: `shape(y)[0] // shape(x)[0]`.
+_FOLDED = frozenset({"Shape", "Size", "Rank", "StridedSlice", "Pack", "Unpack", "ConcatV2", "Cast", "Identity",
+                     "AddV2", "Sub", "Mul", "FloorDiv", "FloorMod", "Maximum", "Minimum", "Prod", "Reshape",
+                     "ExpandDims", "Squeeze", "GatherV2", "Range"})
+
+
+def _known_shape_of(op, arg):
+    """A Shape/Size/Rank op reads only its input's shape: known when fully defined."""
+    return op.type in ("Shape", "Size", "Rank") and TensorShape(arg.shape).is_fully_defined()
+
+
+def _folded(op, args):
+    """The op run now on its constant inputs, its results made graph constants."""
+    with context.init_scope():  # run now, outside every graph
+        values = []
+        for a in args:
+            constant = _constant_value(a)
+            if constant is None:  # a Shape/Size/Rank input of known shape: its value does not matter
+                constant = convert_to_tensor(np.zeros(TensorShape(a.shape).as_list(), a.dtype.as_numpy_dtype))
+            values.append(constant)
+        outs = execute(op.type, values, dict(op.attrs))
+    return [convert_to_tensor(o.numpy(), dtype=o.dtype) if _is_constant(o) else None for o in outs]
+
+
 def _infer_body_shapes(fn, inputs):
     """The output shapes of `fn`'s body for a call with `inputs`: its ops
     added again, in order, to a scratch graph that is never run, with
@@ -293,8 +321,12 @@ def _infer_body_shapes(fn, inputs):
                 return None
             callee = fn.graph.functions.get(op.attrs.get("f")) if op.type.endswith("PartitionedCall") else None
             try:
-                if callee is not None and hasattr(callee, "_call_in_graph"):
+                if op.type == "Const" and _constant_value(op.outputs[0]) is not None:
+                    outs = [convert_to_tensor(op.value.numpy(), dtype=op.value.dtype)]  # keeps its value known
+                elif callee is not None and hasattr(callee, "_call_in_graph"):
                     outs = callee._call_in_graph(scratch, args)
+                elif op.type in _FOLDED and all(_is_constant(a) or _known_shape_of(op, a) for a in args):
+                    outs = _folded(op, args)
                 else:
                     outs = execute(op.type, args, dict(op.attrs))
             except (TypeError, ValueError, errors.OpError):
