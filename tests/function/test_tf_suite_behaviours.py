@@ -307,3 +307,15 @@ def test_shape_arithmetic_in_the_callee_is_evaluated_for_the_call():
     a, b = call()
     assert seen == [[5, 4, 2], [10, 4, 3]]
     assert a.shape == (5, 4, 2) and b.shape == (10, 4, 3)
+
+
+def test_a_py_function_result_that_does_not_fit_tout_is_the_graphs_error():
+    @td.function
+    def test_fn(x):
+        if x > 0:
+            return td.constant([1])
+        return td.py_function(func=lambda: td.constant([2.0]), inp=(), Tout=td.int32)
+
+    assert test_fn(td.constant(1)).numpy().tolist() == [1]
+    with pytest.raises(td.errors.InvalidArgumentError, match="(?s)Graph execution error.*in test_fn.*int32"):
+        test_fn(td.constant(0))
