@@ -24,6 +24,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 
 LOOM_SHIM = '''"""Fold's tensorflow_fold.loom.loom, answered by td.loom (see scripts/fold_loom_suite.py)."""
 import treadle as td
@@ -260,9 +261,10 @@ def prepare(fold_dir, out):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("fold_dir", help="directory holding Fold's loom_test.py and weaver_test.cc")
-    parser.add_argument("--out", default="/tmp/tffn/fold_run")
+    parser.add_argument("--out", help="where the rewritten tests go (default: a new temporary directory)")
     parser.add_argument("--python", default=sys.executable)
     args = parser.parse_args()
+    args.out = args.out or tempfile.mkdtemp(prefix="fold_loom_suite_")
     prepare(args.fold_dir, args.out)
     result = os.path.join(args.out, "fold.json")
     subprocess.run([args.python, os.path.join(args.out, "run_fold.py"), args.out, result], cwd=args.out, check=True)

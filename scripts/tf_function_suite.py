@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 
 TEST_FILE = "polymorphic_function_test.py"
 
@@ -243,10 +244,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tf_dir", help="directory holding TensorFlow's " + TEST_FILE)
     parser.add_argument("--backend", choices=("td", "tf"), default="td")
-    parser.add_argument("--out", default="/tmp/tffn/run")
+    parser.add_argument("--out", help="where the rewritten tests go (default: a new temporary directory)")
     parser.add_argument("--json", help="where to write each test's outcome (default: OUT/BACKEND.json)")
     parser.add_argument("--python", default=sys.executable, help="the Python that runs the tests")
     args = parser.parse_args()
+    args.out = args.out or tempfile.mkdtemp(prefix="tf_function_suite_")
     kept, dropped = prepare(args.tf_dir, args.out)
     print("selected %d test methods, dropped %d" % (len(kept), len(dropped)))
     result = args.json or os.path.join(args.out, args.backend + ".json")
