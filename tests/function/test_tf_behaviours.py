@@ -150,9 +150,44 @@ def test_retracing_is_logged_at_warning_level_not_warned(caplog, recwarn):
         return x + k
 
     with caplog.at_level(logging.WARNING, logger="treadle"):
-        for i in range(6):
+        for i in range(5):
             f(td.constant(1.0), float(i))
     records = [r for r in caplog.records if "triggered td.function retracing" in r.getMessage()]
     assert len(records) == 1
     assert records[0].name == "treadle" and records[0].levelno == logging.WARNING
     assert not [w for w in recwarn if "retracing" in str(w.message)]
+
+
+def test_retracing_warning_at_most_twice_per_function_as_tensorflow(caplog):
+    # TensorFlow warns on the 5th and 6th of frequent traces, then no more.
+    @td.function
+    def f(x):
+        return x
+
+    with caplog.at_level(logging.WARNING, logger="treadle"):
+        for i in range(10):
+            f(i)
+    messages = [r.getMessage() for r in caplog.records if "triggered td.function retracing" in r.getMessage()]
+    assert len(messages) == 2
+    assert messages[0].startswith("5 out of the last 5 calls") and messages[1].startswith("6 out of the last 6 calls")
+
+
+def test_retracing_warning_counts_only_eager_calls(caplog):
+    # Calls made while an outer function traces are that function's traces:
+    # the inner function traced 8 times here, only 4 of them by eager calls.
+    @td.function
+    def inner(x):
+        return x + 1
+
+    @td.function
+    def outer(x):
+        return inner(x) * 2
+
+    with caplog.at_level(logging.WARNING, logger="treadle"):
+        for i in range(4):
+            inner(i)
+        for i in range(4, 8):
+            outer(i)
+    assert inner.experimental_get_tracing_count() == 8
+    assert not [r for r in caplog.records if "triggered td.function retracing" in r.getMessage()]
+

@@ -418,7 +418,7 @@ def test_retracing_warning(caplog):
         return x + k
 
     with caplog.at_level(logging.WARNING, logger="treadle"):
-        for i in range(6):
+        for i in range(5):
             f(td.constant(1.0), float(i))
     [record] = [r for r in caplog.records if "triggered td.function retracing" in r.getMessage()]
     assert record.name == "treadle" and record.levelname == "WARNING"
@@ -485,7 +485,9 @@ def test_recursive_function_over_a_python_int(caplog):
 
     with caplog.at_level(logging.WARNING, logger="treadle"):
         out = recursive_fn(5)
-    assert any("retracing" in r.getMessage() for r in caplog.records)
+    # One eager call: the traces of the calls inside it are not "frequent
+    # retracing" (TensorFlow logs nothing here).
+    assert not any("retracing" in r.getMessage() for r in caplog.records)
     assert out.dtype == td.int32 and out.numpy() == 1
     assert recursive_fn.experimental_get_tracing_count() == 6
 

@@ -61,7 +61,7 @@ from treadle import bitwise, config, debugging, linalg, math, nest, nn, random, 
 from treadle import experimental  # noqa: E402
 from treadle import optimizers  # noqa: E402
 from treadle import keras  # noqa: E402
-from treadle.ragged import RaggedTensor  # noqa: E402
+from treadle.ragged import RaggedTensor, RaggedTensorSpec  # noqa: E402
 from treadle import sparse, strings  # noqa: E402
 from treadle.sparse import SparseTensor, SparseTensorSpec  # noqa: E402
 from treadle import loom  # noqa: E402

@@ -131,7 +131,8 @@ class FuncGraph:
         self._constants = {}  # node index -> tensor, of the small constants (shared by value)
         self._const_cache = {}  # id(value) -> (value, tensor), of the other constants
         self._literals = {}  # (Python number, its type, dtype hint) -> tensor (literal)
-        self.variables = []
+        self.variables = ()  # the td.Variables the function uses, set when its tracing ends
+        self.trainable_variables = ()
         self._control_dependencies = []  # lists of ops, one per open td.control_dependencies block
         self.name_scope_prefix = ""  # the open td.name_scope's full name ("outer/inner/"), prefixed to op names
         self.used_scope_names = {}  # lowercased scope name -> times opened (td.name_scope makes them unique)

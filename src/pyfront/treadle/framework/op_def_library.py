@@ -30,6 +30,16 @@ class OpSignature:
         self.attr_names = [a["name"] for a in self.attrs]
 
 
+# Element-wise binary ops, and their functions on other kinds of tensor
+# (td.RaggedTensor): type -> fn(op_function, x, y), registered by the modules
+# of those kinds (a higher layer).
+ELEMENTWISE_BINARY_OPS = frozenset({
+    "AddV2", "Sub", "Mul", "RealDiv", "Div", "DivNoNan", "FloorDiv", "FloorMod", "TruncateDiv", "Pow",
+    "Maximum", "Minimum", "SquaredDifference", "Equal", "NotEqual", "Less", "LessEqual", "Greater",
+    "GreaterEqual", "LogicalAnd", "LogicalOr"})
+BINARY_DISPATCH = {}
+
+
 def convert_inputs(sig, values):
     """Converts the argument values of `sig`'s inputs to tensors. Arguments
     that share a type attr take the dtype of the first one that is already a
@@ -111,11 +121,17 @@ def make_op_function(sig, public_name=None):
                             f"'{next(iter(kwargs))}'")
         return values, attrs, name
 
+    elementwise = op_name in ELEMENTWISE_BINARY_OPS
+
     def op_function(*args, **kwargs):
         if kwargs or len(args) != n_inputs:
             values, attrs, name = bind(args, kwargs)
         else:  # the inputs alone, by position: the usual call, bound without a loop
             values, attrs, name = list(args), {}, None
+        if elementwise:
+            other = BINARY_DISPATCH.get(type(values[0])) or BINARY_DISPATCH.get(type(values[1]))
+            if other is not None:
+                return other(op_function, values[0], values[1])
         outputs = execute(op_name, convert_inputs(sig, values), attrs, name=name)
         return outputs[0] if len(outputs) == 1 else outputs
 

@@ -236,7 +236,9 @@ def _repr(self):
     if arr.ndim == 0:
         shown = repr(value.item() if not isinstance(value, bytes) else value)
     else:
-        shown = "\n" + repr(value)
+        # As TensorFlow's: on a new line only when the array takes several lines itself.
+        shown = repr(value)
+        shown = "\n" + shown if "\n" in shown else shown
     return f"<td.Tensor: shape={self.shape}, dtype={self.dtype.name}, numpy={shown}>"
 
 

@@ -89,6 +89,11 @@ class Variable(metaclass=VariableMetaclass):
         return self._trainable
 
     @property
+    def device(self):
+        """Where the variable lives: treadle keeps every variable on the one CPU."""
+        return CPU_DEVICE
+
+    @property
     def handle(self):
         return self._handle
 
@@ -187,6 +192,10 @@ class Variable(metaclass=VariableMetaclass):
 
     def __index__(self):
         return self.read_value().__index__()
+
+
+# TensorFlow's full name of this process's CPU, as its tensors and variables report it.
+CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 
 
 class VariableType(trace_type.ExactType):

@@ -9,6 +9,7 @@ import inspect
 
 from treadle import errors
 from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.function import trace_type
 
 def bind_structured(function_type, call_signature, name, args, kwargs):
     """The flat tensor arguments of a call, bound through the traced
@@ -22,11 +23,27 @@ def bind_structured(function_type, call_signature, name, args, kwargs):
         bound = signature.bind(*args, **kwargs)
         arguments = {}
         for p in function_type.parameters:
-            arguments[p.name] = p.type.cast(gather[p.name](bound.arguments))
+            arguments[p.name] = _cast(p.type, gather[p.name](bound.arguments))
     except (TypeError, ValueError) as e:
         raise TypeError(f"Binding inputs to td.function `{name}` failed due to `{e}`. Received args: {args} and "
                         f"kwargs: {kwargs} for signature: {function_type}.") from None
     return function_type.flatten_tensors(arguments)
+
+
+def _cast(traced, value):
+    """`value` cast to its parameter's traced type; when the value is of
+    another kind (a dict for a ragged tensor, another ragged rank), the error
+    says so in TensorFlow's words."""
+    try:
+        return traced.cast(value)
+    except (TypeError, ValueError) as e:
+        try:
+            kind = trace_type.from_value(value)
+        except TypeError:
+            raise e from None
+        if type(kind) is not type(traced) or getattr(kind, "ragged_rank", None) != getattr(traced, "ragged_rank", None):
+            raise ValueError(f"{e}: the two structures don't have the same nested structure") from None
+        raise
 
 
 def call_signature(function_type):

@@ -2,13 +2,15 @@
 
 import threading
 
-from treadle import _core, graph_pb2
-from treadle.framework import context, graph_serialization, indexed_slices, variables
+import numpy as np
+
+from treadle import _core, errors, graph_pb2
+from treadle.framework import context, dtypes, graph_serialization, indexed_slices, variables
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.op_execution import execute
-from treadle.framework.tensor import EagerTensor, Tensor
+from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
-from treadle.function import call_binding
+from treadle.function import call_binding, trace_type
 from treadle.function.signature_printing import pretty_signature
 from treadle.util import nest
 
@@ -203,9 +205,26 @@ class ConcreteFunction:
             "f": self.name,
             "Tin": [t.dtype for t in inputs],
             "Tout": [t.dtype for t in self._flat_outputs],
-            "output_shapes": [t.shape.dims for t in self._flat_outputs],
+            "output_shapes": [s.dims for s in self._call_output_shapes(inputs)],
         }
         return execute(op_type, list(inputs), attrs)
+
+    def _call_output_shapes(self, inputs):
+        """The static shapes of a call's outputs. As TensorFlow's shape
+        inference of function calls: when the call's inputs are more specific
+        than the traced placeholders (known dimensions, constant values), the
+        body's shape functions run again on them, so `f(x, 5)` of a function
+        traced for any shape and any int can give [3, 5]."""
+        traced = [t.shape for t in self._flat_outputs]
+        placeholders = self.graph.inputs
+        if len(placeholders) != len(inputs) or not any(
+                _is_constant(v) or (v.shape != p.shape and TensorShape(v.shape).is_subtype_of(p.shape))
+                for v, p in zip(inputs, placeholders)):
+            return traced
+        refined = _infer_body_shapes(self, inputs)
+        if refined is None:
+            return traced
+        return [r if r.is_subtype_of(t) else t for r, t in zip(refined, traced)]
 
     def _pack_outputs(self, flat_out):
         it = iter(flat_out)
@@ -217,8 +236,8 @@ class ConcreteFunction:
                 parts = [next(it) for _ in range(indexed_slices.num_components(leaf))]
                 leaves.append(indexed_slices.rebuild(leaf, parts))
             elif is_extension_value(leaf):
-                parts = [next(it) for _ in range(len(leaf._to_components()))]
-                leaves.append(leaf._from_components(parts))
+                parts = [next(it) for _ in range(len(extension_parts(leaf)))]
+                leaves.append(extension_rebuilt(leaf, parts))
             else:
                 leaves.append(leaf)
         return nest.pack_sequence_as(self.structured_outputs, leaves)
@@ -234,20 +253,138 @@ class ConcreteFunction:
         return "ConcreteFunction " + self.pretty_printed_signature()
 
 
+_SMALL_CONSTANT = 1000  # elements: constants up to this size take part in the shape inference of calls
+
+
+def _constant_value(t):
+    """The value of `t` when it is a small constant known while tracing (a
+    shape, a size), else None."""
+    op = getattr(t, "op", None)
+    value = t if type(t) is EagerTensor else (op.value if op is not None and op.type == "Const" else None)
+    if value is None or value.dtype in (dtypes.resource, dtypes.variant):
+        return None
+    count = value.shape.num_elements()
+    return value if count is not None and count <= _SMALL_CONSTANT else None
+
+
+def _is_constant(t):
+    return _constant_value(t) is not None
+
+
+# Pure ops on small integer values (shape arithmetic) that the shape inference
+# of a call evaluates when their inputs are constants, as TensorFlow's shape
+# inference evaluates constant subgraphs: `shape(y)[0] // shape(x)[0]`.
+_FOLDED = frozenset({"Shape", "Size", "Rank", "StridedSlice", "Pack", "Unpack", "ConcatV2", "Cast", "Identity",
+                     "AddV2", "Sub", "Mul", "FloorDiv", "FloorMod", "Maximum", "Minimum", "Prod", "Reshape",
+                     "ExpandDims", "Squeeze", "GatherV2", "Range"})
+
+
+def _known_shape_of(op, arg):
+    """A Shape/Size/Rank op reads only its input's shape: known when fully defined."""
+    return op.type in ("Shape", "Size", "Rank") and TensorShape(arg.shape).is_fully_defined()
+
+
+def _folded(op, args):
+    """The op run now on its constant inputs, its results made graph constants."""
+    with context.init_scope():  # run now, outside every graph
+        values = []
+        for a in args:
+            constant = _constant_value(a)
+            if constant is None:  # a Shape/Size/Rank input of known shape: its value does not matter
+                constant = convert_to_tensor(np.zeros(TensorShape(a.shape).as_list(), a.dtype.as_numpy_dtype))
+            values.append(constant)
+        outs = execute(op.type, values, dict(op.attrs))
+    return [convert_to_tensor(o.numpy(), dtype=o.dtype) if _is_constant(o) else None for o in outs]
+
+
+def _infer_body_shapes(fn, inputs):
+    """The output shapes of `fn`'s body for a call with `inputs`: its ops
+    added again, in order, to a scratch graph that is never run, with
+    placeholders of the inputs' shapes and the constant inputs' values. None
+    when an op of the body cannot be added again there."""
+    scratch = FuncGraph("shape_inference", outer_graph=context.current_graph())
+    known = {}
+    with scratch:
+        for name, body in fn.graph.functions.items():
+            scratch.add_function(body)
+        for value, placeholder in zip(inputs, fn.graph.inputs):
+            constant = _constant_value(value)
+            if constant is not None:
+                known[id(placeholder)] = convert_to_tensor(constant.numpy(), dtype=constant.dtype)  # a Const node
+            else:
+                known[id(placeholder)] = scratch.add_placeholder(value.dtype, value.shape)
+        for op in fn.graph.operations:
+            if op.type == "Placeholder":
+                continue
+            args = [known.get(id(t)) for t in op.inputs]
+            if any(a is None for a in args):
+                return None
+            callee = fn.graph.functions.get(op.attrs.get("f")) if op.type.endswith("PartitionedCall") else None
+            try:
+                if op.type == "Const" and _constant_value(op.outputs[0]) is not None:
+                    outs = [convert_to_tensor(op.value.numpy(), dtype=op.value.dtype)]  # keeps its value known
+                elif callee is not None and hasattr(callee, "_call_in_graph"):
+                    outs = callee._call_in_graph(scratch, args)
+                elif op.type in _FOLDED and all(_is_constant(a) or _known_shape_of(op, a) for a in args):
+                    outs = _folded(op, args)
+                else:
+                    outs = execute(op.type, args, dict(op.attrs))
+            except (TypeError, ValueError, errors.OpError):
+                return None  # an op this replay cannot add: the traced shapes stand
+            for old, new in zip(op.outputs, outs):
+                known[id(old)] = new
+    outputs = [known.get(id(t)) for t in fn._flat_outputs]
+    return None if any(o is None for o in outputs) else [TensorShape(o.shape) for o in outputs]
+
+
 def finish_function(graph, name, outputs, arg_structure=((), {}), python_function=None, finalize=True):
     """The ConcreteFunction of a traced `graph` returning `outputs`, its graph
     taken as it is now (ops added later, e.g. by gradients, are not part of
     it); with `finalize`, no op can be added to the graph any more."""
     fn = ConcreteFunction(graph, name, arg_structure, list(outputs), python_function)
     fn.library_function()
+    # As TensorFlow's FuncGraph: the variables the traced body uses.
+    graph.variables, graph.trainable_variables = fn.variables, fn.trainable_variables
     if finalize:
         graph.finalized = True
     return fn
 
 
 def is_extension_value(value):
-    """A value made of tensors that a function returns as its parts (a td.experimental.ExtensionType)."""
-    return getattr(type(value), "_td_extension_type", False)
+    """A value made of tensors that a function returns as its parts (a
+    td.experimental.ExtensionType, a ragged or sparse tensor, or an object of
+    a class with TensorFlow's __tf_flatten__/__tf_unflatten__ protocol)."""
+    return getattr(type(value), "_td_extension_type", False) or trace_type.has_nest_protocol(value)
+
+
+def extension_parts(value):
+    """The tensors an extension value is returned as, in order."""
+    if not trace_type.has_nest_protocol(value):
+        return value._to_components()
+    parts = []
+    for c in value.__tf_flatten__()[1]:
+        if isinstance(c, Tensor):
+            parts.append(c)
+        elif is_extension_value(c):
+            parts.extend(extension_parts(c))
+    return parts
+
+
+def extension_rebuilt(value, parts):
+    """`value` rebuilt around `parts` (as many as extension_parts gave)."""
+    if not trace_type.has_nest_protocol(value):
+        return value._from_components(parts)
+    it = iter(parts)
+    metadata, comps = value.__tf_flatten__()
+    rebuilt = []
+    for c in comps:
+        if isinstance(c, Tensor):
+            rebuilt.append(next(it))
+        elif is_extension_value(c):
+            rebuilt.append(extension_rebuilt(c, [next(it) for _ in extension_parts(c)]))
+        else:
+            rebuilt.append(c)
+    return type(value).__tf_unflatten__(metadata, tuple(rebuilt))
 
 
 def _output_property(name):

@@ -62,7 +62,10 @@ class FunctionType:
         sig = bound.signature
         params = []
         for name, value in bound.arguments.items():
-            params.append(Parameter(name, sig.parameters[name].kind, trace_type.from_value(value)))
+            kind = sig.parameters[name].kind
+            if kind is inspect.Parameter.VAR_KEYWORD:
+                _check_sanitized_names(list(value))
+            params.append(Parameter(name, kind, trace_type.from_value(value)))
         return cls(params)
 
     def _same_names(self, other):
@@ -158,8 +161,8 @@ def _only_subtype_is_itself(t):
     """Whether no type but `t` itself is a subtype of `t` (a tensor type of a
     fully defined shape, a literal, an identity...): such a traced type is
     found by an exact lookup alone, never by a scan."""
-    if type(t) is trace_type.TensorType:
-        return t.shape.is_fully_defined()
+    if type(t) is trace_type.TensorType:  # a named one is also the type of unnamed calls
+        return t.shape.is_fully_defined() and t.name is None
     if isinstance(t, trace_type.ExactType):
         return True
     if isinstance(t, trace_type.SequenceType):
@@ -277,3 +280,22 @@ def _discard(groups, key, t):
         group.pop(t, None)
         if not group:
             del groups[key]
+
+
+def sanitized_name(name):
+    """An argument name as a graph input name (TensorFlow's rule): letters,
+    digits and underscores, starting with a letter, in lower case."""
+    swapped = "".join(c if c.isalnum() else "_" for c in str(name))
+    return (swapped if swapped[:1].isalpha() else "arg_" + swapped).lower()
+
+
+def _check_sanitized_names(keywords):
+    """Keyword arguments (**kwargs) become graph inputs by their sanitized
+    names; two that become one name are refused, as in TensorFlow."""
+    seen = {}
+    for key in keywords:
+        other = seen.setdefault(sanitized_name(key), key)
+        if other != key:
+            raise ValueError(f"Name collision after sanitization. Please rename td.function input parameters: "
+                             f"{other!r} and {key!r} are both {sanitized_name(key)!r} as graph inputs.")
+

@@ -20,7 +20,7 @@ from treadle.framework.tensor_spec import TensorSpec
 from treadle.framework.type_spec import TypeSpec
 from treadle.function import argument_mutation, trace_type
 from treadle.function._call import InterceptedCall, call_interceptors  # noqa: F401 (call_interceptors: autobatch's)
-from treadle.function.concrete_function import finish_function, is_extension_value
+from treadle.function.concrete_function import extension_parts, extension_rebuilt, finish_function, is_extension_value
 from treadle.function.function_type import FunctionCache, FunctionType, Parameter, is_specific
 from treadle.function.retracing import RetracingDetector
 from treadle.util import nest
@@ -32,6 +32,34 @@ _RETURNED_AS_TENSORS = (bool, int, float, str, bytes, np.generic, np.ndarray)
 # traces (an eighth of them at a time) are evicted: a call of an evicted type
 # traces again, and td.save saves only the traces kept.
 MAX_TRACES = 1024
+
+
+class BoundMethod:
+    """`instance.method` for a td.function method: the instance's own Function,
+    holding the instance as a Python bound method does (so `Model().call(x)`
+    and `f = Model().call` work). The per-instance Function, cached by
+    instance, holds it only weakly: an object is freed once nothing else
+    refers to it. Everything but calling is the Function's."""
+
+    __slots__ = ("__func__", "__self__", "__weakref__")
+
+    def __init__(self, function, instance):
+        self.__func__ = function
+        self.__self__ = instance
+
+    def __call__(self, *args, **kwargs):
+        return self.__func__(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.__func__, name)
+
+    def __repr__(self):
+        return repr(self.__func__)
+
+
+def as_function(value):
+    """The Function behind `value` (itself, or the one a BoundMethod calls)."""
+    return value.__func__ if type(value) is BoundMethod else value
 
 
 def run_functions_eagerly(run_eagerly):
@@ -165,7 +193,7 @@ class Function(InterceptedCall):
             bound.__wrapped__ = self._plain_function  # not the bound method, which holds the instance
             bound.__signature__ = bound._signature
             self._instances[instance] = bound
-        return bound
+        return BoundMethod(bound, instance)
 
     # ---------------------------------------------------------- calling
     def _call(self, args, kwargs):
@@ -305,7 +333,8 @@ class Function(InterceptedCall):
         self._tracing_count += 1
         self._concrete_functions.append(concrete)
         if from_call:
-            self._retracing.traced(self._python_function, ftype, self._fast_cache.clock, self._per_instance)
+            self._retracing.traced(self._python_function, ftype, self._fast_cache.clock, self._per_instance,
+                                   eager=context.executing_eagerly())
         return concrete
 
     def _trace_unguarded(self, ftype, allow_variables, created):
@@ -337,9 +366,9 @@ class Function(InterceptedCall):
                         flat_out.extend(parts)
                         packed.append(indexed_slices.rebuild(leaf, parts))
                     elif is_extension_value(leaf):  # returned as its tensors, rebuilt by the caller
-                        parts = [_output_identity(graph, t) for t in leaf._to_components()]
+                        parts = [_output_identity(graph, t) for t in extension_parts(leaf)]
                         flat_out.extend(parts)
-                        packed.append(leaf._from_components(parts))
+                        packed.append(extension_rebuilt(leaf, parts))
                     elif hasattr(leaf, "read_value") and hasattr(leaf, "assign"):  # a Variable: return its value
                         t = _output_identity(graph, leaf.read_value())
                         flat_out.append(t)
@@ -525,9 +554,11 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
     Traces are cached per FunctionType of the arguments. The cache keeps at
     most MAX_TRACES (1024) traces per function; beyond that the least
     recently used are evicted, an eighth at a time, and a call of an evicted
-    type traces again. A function that traces 5 times within 10 calls warns
-    once (TensorFlow's "triggered tf.function retracing" warning), naming the
-    argument whose change caused the last trace."""
+    type traces again. A function that traces 5 times within 10 eager calls
+    warns, at most twice (TensorFlow's "triggered tf.function retracing"
+    warning), naming the argument whose change caused the last trace.
+    `experimental_implements` is accepted as TensorFlow's annotation for graph
+    rewriters; treadle has none, so the function runs as written."""
     if experimental_relax_shapes:
         reduce_retracing = True
     if experimental_compile is not None and jit_compile is None:
@@ -535,8 +566,12 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
     if jit_compile:
         warnings.warn("td.function(jit_compile=True): treadle has no XLA compiler; the function runs as an "
                       "uncompiled graph on treadle's executor.", UserWarning, stacklevel=2)
-    _refuse("experimental_implements", experimental_implements,
-            "treadle has no graph rewrites that replace a function by a known implementation")
+    if experimental_implements is not None and not isinstance(experimental_implements, str):
+        raise TypeError(f"td.function(experimental_implements=...) names the algorithm the function implements "
+                        f"and must be a string, got {type(experimental_implements).__name__}")
+    # experimental_implements is TensorFlow's annotation for graph rewriters (TF Lite's
+    # converter) that may swap the function for a fused kernel; the function itself runs as
+    # written. treadle has no such rewriters, so the annotation changes nothing here.
     _refuse("experimental_attributes", experimental_attributes or None,
             "treadle's FunctionDef has no attribute map to record them in")
     autograph_options = features.normalize(experimental_autograph_options)

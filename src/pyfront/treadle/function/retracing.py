@@ -1,5 +1,6 @@
 """TensorFlow's "excessive retracing" warning, for td.function: it appears when
-a function traced THRESHOLD times within its last WINDOW calls, or when
+a function traced THRESHOLD times within its last WINDOW eager calls (at most
+MAX_WARNINGS times per function), or when
 THRESHOLD td.functions were made of one Python function and each traced
 (a td.function created in a loop), and it names the argument whose change
 caused the last trace. As TensorFlow logs it (at WARNING level, through its
@@ -14,6 +15,7 @@ from treadle.function import trace_type
 
 THRESHOLD = 5   # traces ...
 WINDOW = 10     # ... within this many calls of one td.function
+MAX_WARNINGS = 2  # per td.function, as TensorFlow's detector
 
 _GENERIC = ("Tracing is expensive and the excessive number of tracings could be due to (1) creating @td.function "
             "repeatedly in a loop, (2) passing tensors with different shapes, (3) passing Python objects instead "
@@ -32,28 +34,36 @@ _LOG = logging.getLogger("treadle")
 
 
 class RetracingDetector:
-    """One per td.function: the call clock at its last THRESHOLD traces."""
+    """One per td.function: the call clock at its traces made by eager calls
+    within the last WINDOW calls. As in TensorFlow, a call made while another function is
+    being traced does not count (its traces are the outer function's), and
+    one td.function warns at most MAX_WARNINGS times."""
 
-    __slots__ = ("_traced_at", "_last_type", "_warned")
+    __slots__ = ("_traced_at", "_last_type", "_warnings")
 
     def __init__(self):
-        self._traced_at = collections.deque(maxlen=THRESHOLD)
+        self._traced_at = collections.deque()
         self._last_type = None
-        self._warned = False
+        self._warnings = 0
 
-    def traced(self, fn, ftype, clock, per_instance):
+    def traced(self, fn, ftype, clock, per_instance, eager=True):
         """Records a trace of `fn` (the Python function) for `ftype` at call
-        number `clock`; warns when the traces are too frequent."""
+        number `clock`; warns when the traces of eager calls are too frequent."""
         previous, self._last_type = self._last_type, ftype
         if previous is None and not per_instance:
             _first_trace(fn)
-        self._traced_at.append(clock)
-        calls = clock - self._traced_at[0] + 1
-        if self._warned or len(self._traced_at) < THRESHOLD or calls > WINDOW:
+        if not eager:
             return
-        self._warned = True
+        traced_at = self._traced_at
+        traced_at.append(clock)
+        while clock - traced_at[0] >= WINDOW:
+            traced_at.popleft()
+        if self._warnings >= MAX_WARNINGS or len(traced_at) < THRESHOLD:
+            return
+        self._warnings += 1
+        calls = max(clock - traced_at[0] + 1, len(traced_at))
         cause = _cause(previous, ftype) if previous is not None else ""
-        _LOG.warning(f"{THRESHOLD} out of the last {calls} calls to {fn} triggered td.function retracing. "
+        _LOG.warning(f"{len(traced_at)} out of the last {calls} calls to {fn} triggered td.function retracing. "
                      f"{cause}{_GENERIC}")
 
 

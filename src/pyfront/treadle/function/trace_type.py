@@ -80,15 +80,20 @@ class TensorType(TraceType):
         return cls(spec.dtype, spec.shape, spec.name)
 
     def is_subtype_of(self, other):
-        return type(other) is TensorType and self.dtype == other.dtype and self.shape.is_subtype_of(other.shape)
+        # As TensorFlow's TensorSpec: an unnamed type (a call's tensor) fits a
+        # trace of any name; a named one (a TensorSpec given a name) only a
+        # trace of that name, so a new name traces anew and names its input.
+        return (type(other) is TensorType and self.dtype == other.dtype and self.shape.is_subtype_of(other.shape)
+                and (self.name is None or self.name == other.name))
 
     def most_specific_common_supertype(self, others):
-        shape = self.shape
+        shape, name = self.shape, self.name
         for o in others:
             if type(o) is not TensorType or o.dtype != self.dtype:
                 return None
             shape = shape.most_specific_compatible_shape(o.shape)
-        return TensorType(self.dtype, shape, self.name)
+            name = name if o.name == name else None
+        return TensorType(self.dtype, shape, name)
 
     def placeholder_value(self, placeholder_context=None):
         return placeholder_context.graph.add_placeholder(self.dtype, self.shape, self.name or placeholder_context.name)
@@ -126,10 +131,11 @@ class TensorType(TraceType):
         return TensorSpec(self.shape, self.dtype, self.name)
 
     def __eq__(self, other):
-        return type(other) is TensorType and self.dtype == other.dtype and self.shape == other.shape
+        return (type(other) is TensorType and self.dtype == other.dtype and self.shape == other.shape
+                and self.name == other.name)
 
     def __hash__(self):
-        return hash((self.dtype, self.shape))
+        return hash((self.dtype, self.shape))  # names aside: equal types hash alike all the same
 
     def __repr__(self):
         return repr(self.spec())
@@ -344,6 +350,57 @@ class AttrsType(NamedTupleType):
     __hash__ = NamedTupleType.__hash__
 
 
+class CustomNestType(SequenceType):
+    """A value of a class with TensorFlow's nest protocol: `__tf_flatten__()`
+    gives (metadata, components) and `cls.__tf_unflatten__(metadata,
+    components)` rebuilds it. The metadata is part of the type (by equality,
+    so it need not be hashable); the components are matched one by one."""
+
+    __slots__ = ("cls", "metadata", "_metadata_type")
+    rebuilt_in_signatures = False
+
+    def __init__(self, cls, metadata, components):
+        super().__init__(components)
+        self.cls = cls
+        self.metadata = metadata
+        self._metadata_type = from_value(metadata)
+
+    def _same_kind(self, other):
+        return super()._same_kind(other) and other.cls is self.cls and other._metadata_type == self._metadata_type
+
+    def _rebuild(self, comps):
+        return CustomNestType(self.cls, self.metadata, comps)
+
+    def _make(self, values):
+        return self.cls.__tf_unflatten__(self.metadata, tuple(values))
+
+    def to_tensors(self, value):
+        return super().to_tensors(value.__tf_flatten__()[1])
+
+    def cast(self, value, casting_context=None):
+        if type(value) is not self.cls:
+            raise ValueError(f"Can not cast {value!r} to {self!r}")
+        metadata, comps = value.__tf_flatten__()
+        if from_value(metadata) != self._metadata_type or len(comps) != len(self.components):
+            raise ValueError(f"Can not cast {value!r} to {self!r}: its metadata or components differ")
+        return self._make([c.cast(v) for c, v in zip(self.components, comps)])
+
+    def __eq__(self, other):
+        return type(other) is CustomNestType and self._same_kind(other) and self.components == other.components
+
+    def __hash__(self):
+        return hash((self.cls, self._metadata_type, self.components))
+
+    def __repr__(self):
+        return f"{self.cls.__name__}[{self.metadata!r}; {', '.join(map(repr, self.components))}]"
+
+
+def has_nest_protocol(value):
+    """Whether `value`'s class has TensorFlow's __tf_flatten__/__tf_unflatten__."""
+    t = type(value)
+    return hasattr(t, "__tf_flatten__") and hasattr(t, "__tf_unflatten__")
+
+
 class DictType(TraceType):
     """A mapping: matched key by key, in no particular order."""
 
@@ -488,6 +545,9 @@ def from_value(value, context=_CONTEXT):
         return TensorType.from_spec(value)
     if isinstance(value, TraceType):
         return value
+    if isinstance(value, weakref.ref):
+        raise TypeError(f"weakref input {value!r} is not supported by td.function: pass the object it refers to "
+                        "(a weak reference is neither a value to trace by nor a tensor)")
     protocol = getattr(value, "__tf_tracing_type__", None)
     if protocol is not None:  # td.Variable, td.IndexedSlices, datasets, user classes
         return protocol(context)
@@ -497,6 +557,9 @@ def from_value(value, context=_CONTEXT):
         return TupleType([from_value(v, context) for v in value])
     if isinstance(value, tuple) and hasattr(t, "_fields"):
         return NamedTupleType(t, [from_value(v, context) for v in value])
+    if has_nest_protocol(value):
+        metadata, components = value.__tf_flatten__()
+        return CustomNestType(t, metadata, [from_value(c, context) for c in components])
     if hasattr(t, "__attrs_attrs__"):
         return AttrsType(t, [from_value(getattr(value, a.name), context) for a in t.__attrs_attrs__])
     if isinstance(value, collections.abc.Mapping):

@@ -11,7 +11,7 @@ from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.framework.variables import variable_for_handle
 from treadle.function.concrete_function import ConcreteFunction
-from treadle.function.polymorphic_function import Function
+from treadle.function.polymorphic_function import Function, as_function
 from treadle.io import file_kinds, structure
 from treadle.io.container import KIND_FUNCTION, file_kind, read_container, version_field, write_container
 from treadle.io.saved_values import SavedValueWriter, read_value, restore_variables
@@ -22,6 +22,7 @@ _VERSION = version_field(KIND_FUNCTION, FORMAT_VERSION)
 
 
 def _concrete_functions(obj):
+    obj = as_function(obj)
     if isinstance(obj, ConcreteFunction):
         return [obj]
     if isinstance(obj, Function):
@@ -36,7 +37,7 @@ def _concrete_functions(obj):
 
 
 def _is_function(obj):
-    return isinstance(obj, (Function, ConcreteFunction))
+    return isinstance(as_function(obj), (Function, ConcreteFunction))
 
 
 def _attribute_functions(obj):
@@ -45,7 +46,7 @@ def _attribute_functions(obj):
     names = set(n for n in dir(type(obj)) if isinstance(getattr(type(obj), n, None), Function))
     if hasattr(obj, "__dict__"):
         names.update(n for n, v in vars(obj).items() if isinstance(v, Function))
-    return [(n, getattr(obj, n)) for n in sorted(names) if not n.startswith("_") or n == "__call__"]
+    return [(n, as_function(getattr(obj, n))) for n in sorted(names) if not n.startswith("_") or n == "__call__"]
 
 
 def _signature_functions(signatures):

@@ -3,7 +3,7 @@
 import numpy as np
 
 from treadle.framework import dtypes, tensor
-from treadle.framework.op_def_library import raw_ops
+from treadle.framework.op_def_library import BINARY_DISPATCH, raw_ops
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import TENSOR_CLASSES, Tensor, convert_operand, convert_to_tensor
 
@@ -172,6 +172,9 @@ def _op2(op_name, node_name=None):
     """The function of a binary op; `node_name` is the graph node name
     TensorFlow gives the Python operator (`a + b` makes node "add")."""
     def fn(x, y, name=None):
+        other = BINARY_DISPATCH.get(type(x)) or BINARY_DISPATCH.get(type(y))
+        if other is not None:
+            return other(fn, x, y)
         x, y = _binary_inputs(x, y)
         return _run1(op_name, [x, y], name=name or node_name)
     fn.__name__ = op_name

@@ -4,7 +4,7 @@ import functools
 import itertools
 import threading
 
-from treadle import _core
+from treadle import _core, errors
 from treadle.framework import context, dtypes
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, convert_to_tensor
@@ -29,13 +29,30 @@ def _normalize_outputs(result, tout):
 
 
 def _dispatch(token, args):
-    """Called by the C++ PyFunc kernel (with the GIL held)."""
-    func, tout = _registry[token]
+    """Called by the C++ PyFunc kernel (with the GIL held). A result that does
+    not fit Tout is the graph's error (TensorFlow's InvalidArgumentError,
+    naming the function the py_function ran in)."""
+    func, tout, graph_name = _registry[token]
     with context.init_scope():
-        return _normalize_outputs(func(*args), tout)
+        result = func(*args)
+        try:
+            return _normalize_outputs(result, tout)
+        except (TypeError, ValueError) as e:
+            raise errors.InvalidArgumentError(
+                None, None, f"Graph execution error:\n\nthe py_function in {graph_name} returned a value that "
+                            f"does not fit its Tout: {e}") from None
 
 
 _core._set_py_func_dispatcher(_dispatch)
+
+
+def _graph_path(graph):
+    """Where a py_function is: its graph, in the graphs around it ("cond_false in test_fn")."""
+    names = []
+    while graph is not None:
+        names.append(graph.name)
+        graph = graph.outer_graph
+    return " in ".join(names) or "a graph"
 
 
 def _run(func, inp, Tout, name):
@@ -47,7 +64,7 @@ def _run(func, inp, Tout, name):
     else:
         with _lock:
             token = f"pyfunc_{next(_tokens)}"
-            _registry[token] = (func, Tout)
+            _registry[token] = (func, Tout, _graph_path(graph))
         touts = [] if Tout is None else ([Tout] if not isinstance(Tout, (list, tuple)) else list(Tout))
         outs = execute("PyFunc", tensors, {"token": token, "Tout": [dtypes.as_dtype(t) for t in touts]}, name=name)
     if Tout is None:
