@@ -188,6 +188,36 @@ def checkpoint_resume(strategy, directory):
         np.testing.assert_array_equal(per_process[0], per_process[1])
 
 
+def collectives(strategy, directory):
+    """The MPI group's collectives against NumPy, with different row counts
+    on the two processes (1 and 3 rows) and several buckets."""
+    group = strategy._group
+    group.bucket_bytes = 64   # several buckets of small arrays
+    rank = group.rank
+
+    def arrays_of(r):
+        rng = np.random.default_rng(r)
+        return ([rng.normal(size=(4, 5)), rng.normal(size=(3,)).astype(np.float32), np.arange(6, dtype=np.int64) * r],
+                [rng.normal(size=(1 + 2 * r, 2)), np.arange(1 + 2 * r, dtype=np.int64) + 10 * r, np.float64(r)])
+
+    reduce_arrays, gather_arrays = arrays_of(rank)
+    reduced, gathered = group.all_reduce_and_gather(reduce_arrays, td.distribute.ReduceOp.SUM, gather_arrays)
+    both = [arrays_of(r) for r in range(2)]
+    for got, want in zip(reduced, [a + b for a, b in zip(both[0][0], both[1][0])]):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        assert got.dtype == want.dtype and got.shape == want.shape
+    for got, k in zip(gathered, range(3)):
+        want = np.concatenate([np.reshape(both[r][1][k], (-1,) + np.shape(both[r][1][k])[1:]) for r in range(2)])
+        np.testing.assert_array_equal(got, want)
+    means = group.all_reduce(reduce_arrays[:2], td.distribute.ReduceOp.MEAN)
+    np.testing.assert_allclose(means[0], (both[0][0][0] + both[1][0][0]) / 2)
+    parts = group.all_gather(gather_arrays)
+    for k in range(3):
+        for r in range(2):
+            np.testing.assert_array_equal(parts[k][r], both[r][1][k])
+            assert parts[k][r].shape == np.shape(both[r][1][k])
+
+
 class _Tracked(td.Module):
     def __init__(self, model):
         super().__init__()
@@ -195,7 +225,7 @@ class _Tracked(td.Module):
 
 
 PROGRAMS = {f.__name__: f for f in (equivalence, identical_after_100_steps, replica_raises, replica_killed,
-                                    checkpoint_resume)}
+                                    checkpoint_resume, collectives)}
 
 if __name__ == "__main__":
     # a hung program shows where each process waits, and ends, before the test's own timeout

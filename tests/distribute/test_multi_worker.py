@@ -36,6 +36,10 @@ def test_two_processes_equal_one_process_on_the_whole_batch(tmp_path):
     _passed(_launch("equivalence", tmp_path)[0])
 
 
+def test_the_collectives_match_numpy_with_uneven_rows(tmp_path):
+    _passed(_launch("collectives", tmp_path)[0])
+
+
 def test_mirrored_copies_stay_identical_over_100_steps(tmp_path):
     _passed(_launch("identical_after_100_steps", tmp_path)[0])
 

@@ -137,6 +137,9 @@ class _ProcessMember:
     def all_gather(self, arrays):
         return self.group.all_gather(arrays)
 
+    def all_reduce_and_gather(self, reduce_arrays, op, gather_arrays):
+        return self.group.all_reduce_and_gather(reduce_arrays, op, gather_arrays)
+
     def broadcast(self, arrays, root=0):
         return self.group.broadcast(arrays, root)
 

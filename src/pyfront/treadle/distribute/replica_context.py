@@ -173,23 +173,23 @@ def _as_array(value):
 
 
 def _eager_all_reduce(member, flat, op):
-    dense = [i for i, v in enumerate(flat) if not isinstance(v, IndexedSlices)]
+    """Dense values all-reduced and IndexedSlices' rows gathered (values and
+    indices concatenated over the replicas, never densified), in one round."""
     out = list(flat)
-    reduced = member.all_reduce([_as_array(flat[i]) for i in dense], op)
+    dense = [i for i, v in enumerate(flat) if not isinstance(v, IndexedSlices)]
+    sparse = [i for i, v in enumerate(flat) if isinstance(v, IndexedSlices)]
+    gather = []
+    for i in sparse:
+        gather += [_as_array(flat[i].values), _as_array(flat[i].indices)]
+    reduced, gathered = member.all_reduce_and_gather([_as_array(flat[i]) for i in dense], op, gather)
     for i, r in zip(dense, reduced):
         out[i] = convert_to_tensor(r)
-    for i, v in enumerate(flat):
-        if isinstance(v, IndexedSlices):
-            out[i] = _gather_slices(member, v)
-            if op is ReduceOp.MEAN:
-                out[i] = IndexedSlices(out[i].values / member.num_replicas, out[i].indices, out[i].dense_shape)
+    for k, i in enumerate(sparse):
+        values = gathered[2 * k]
+        if op is ReduceOp.MEAN:
+            values = (values / member.num_replicas).astype(values.dtype, copy=False)
+        out[i] = IndexedSlices(convert_to_tensor(values), convert_to_tensor(gathered[2 * k + 1]), flat[i].dense_shape)
     return out
-
-
-def _gather_slices(member, slices):
-    values, indices = member.all_gather([_as_array(slices.values), _as_array(slices.indices)])
-    return IndexedSlices(convert_to_tensor(np.concatenate(values)), convert_to_tensor(np.concatenate(indices)),
-                         slices.dense_shape)
 
 
 def _thread_member(what):
