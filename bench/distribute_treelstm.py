@@ -37,11 +37,28 @@ CONFIGS = ["treadle 1 replica", "treadle mirrored 2", "treadle mpi 2", "torch 1 
 # ---------------------------------------------------------------- workers (run in child processes)
 
 def _load_batches(rank, world, steps, batch):
+    """This replica's `batch` trees for each step: every step's world * batch
+    trees are shared out with equal node counts (as near as the sizes allow),
+    so that no replica waits for one with more nodes to compute."""
     from bench.treelstm.data import DEFAULT_PATH, load_trees
     trees = load_trees(DEFAULT_PATH)
     need = (steps + 2) * world * batch
     trees = (trees * (need // len(trees) + 1))[:need]
-    return [trees[(k * world + rank) * batch:(k * world + rank + 1) * batch] for k in range(steps + 2)]
+    return [balanced_shares(trees[k * world * batch:(k + 1) * world * batch], world)[rank] for k in range(steps + 2)]
+
+
+def balanced_shares(trees, world):
+    """`trees` cut into `world` shares of equal length whose node counts are
+    balanced: the largest trees first, each to the share with the fewest nodes
+    that still has room."""
+    per_share = len(trees) // world
+    shares, nodes = [[] for _ in range(world)], [0] * world
+    for tree in sorted(trees, key=lambda t: -t.size):
+        open_shares = [r for r in range(world) if len(shares[r]) < per_share]
+        r = min(open_shares, key=lambda j: nodes[j])
+        shares[r].append(tree)
+        nodes[r] += tree.size
+    return shares
 
 
 def _timed(step, batches):
