@@ -114,8 +114,28 @@ def _treadle_worker(kind, steps, batch):
         mpi_step(b)
     strategy._group.barrier()
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "trees": world * steps * batch, "rank": rank,
-            "collectives": _per_step(strategy.stats, steps)}
+    collectives = _per_step(strategy.stats, steps)
+    collectives["transfer_seconds"] = _transfer_seconds(strategy._group, model, batches[-1])
+    return {"seconds": seconds, "trees": world * steps * batch, "rank": rank, "collectives": collectives}
+
+
+def _transfer_seconds(group, model, trees, repeats=7):
+    """Seconds of the collectives of one step's gradients (the dense weights
+    all-reduced, the embedding rows of this replica's leaves gathered) when
+    every replica is already waiting: the median over `repeats` rounds, each
+    started after a barrier, so that no replica waits for a slower one."""
+    import numpy as np
+    from bench.treelstm.model import EMBED
+    dense = [v.numpy() for k, v in model.vars.items() if k != "embedding"]
+    leaves = sum(t.num_leaves for t in trees)
+    rows = [np.ones((leaves, EMBED), np.float32), np.arange(leaves, dtype=np.int64)]
+    times = []
+    for _ in range(repeats):
+        group.barrier()
+        start = time.perf_counter()
+        group.all_reduce_and_gather(dense, None, rows)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def _per_step(stats, steps):
@@ -230,8 +250,8 @@ def project(step_seconds, dense_bytes, sparse_bytes_per_replica, replicas, gbit,
     ring = 2 * (n - 1) / n * dense_bytes / bandwidth + 2 * (n - 1) * latency_us * 1e-6
     gather = (n - 1) * sparse_bytes_per_replica / bandwidth + (n - 1) * latency_us * 1e-6
     total = step_seconds + ring + gather
-    return {"replicas": n, "step_seconds": total, "communication_seconds": ring + gather,
-            "efficiency": step_seconds / total}
+    return {"replicas": n, "step_seconds": total, "communication_seconds": ring + gather, "ring_seconds": ring,
+            "gather_seconds": gather, "efficiency": step_seconds / total}
 
 
 def main():
@@ -282,24 +302,28 @@ def summarize(runs, args, load_before, common):
     machine = common.machine_info()
     lines = [f"# Data-parallel TreeLSTM training ({args.batch} trees per replica per step)", "",
              f"{machine['cpu_model']}, {machine['cores']} cores; {common.kernels_sentence(machine)} "
-             f"One BLAS thread per replica; load average before the run {load_before[0]:.1f}; "
+             f"One BLAS thread per replica; load average before the run {load_before[0]:.1f}"
+             f"{' (loaded: other work shared the cores, so the figures are low and noisy)' if load_before[0] >= 1.5 else ''}; "
              f"median of {args.rounds} interleaved rounds of {args.steps} timed steps.", "",
              "| configuration | trees/s | × its 1-replica run | scaling efficiency |", "|---|---:|---:|---:|"]
     for name, r, ratio, eff in rows:
         lines.append(f"| {name} | {r:,.0f} | {common.fmt_ratio(ratio)} | {'—' if eff is None else f'{eff:.0%}'} |")
     if mpi_coll:
-        lines += ["", f"treadle over MPI moved {mpi_coll['bytes_per_step'] / 1e6:.2f} MB per step and process in "
-                  f"{mpi_coll['calls_per_step']:.0f} collectives, taking {mpi_coll['seconds_per_step'] * 1e3:.1f} ms "
-                  f"of a {2 * args.batch / rate['treadle mpi 2'] * 1e3:.0f} ms step (waiting for the slower replica "
-                  "included)."]
-    lines += ["", f"Projection from the 1-replica step ({step_seconds * 1e3:.0f} ms), dense gradients "
-              f"{dense_bytes / 1e6:.2f} MB (ring all-reduce) and embedding rows {sparse_bytes / 1e6:.2f} MB per "
-              "replica (all-gather), 10 µs per message, no overlap:", "",
-              "| network | replicas | communication per step | scaling efficiency |", "|---|---:|---:|---:|"]
+        lines += ["", f"treadle over MPI moved {mpi_coll['bytes_per_step'] / 1e6:.2f} MB per step and process "
+                  f"(received) in {mpi_coll['calls_per_step']:.0f} collective round(s), taking "
+                  f"{mpi_coll['seconds_per_step'] * 1e3:.1f} ms of a {2 * args.batch / rate['treadle mpi 2'] * 1e3:.0f} ms "
+                  "step, waiting for the slower replica included; the same collectives take "
+                  f"{mpi_coll['transfer_seconds'] * 1e3:.1f} ms when both replicas are already waiting."]
+    lines += ["", f"Projection from the 1-replica step (T = {step_seconds * 1e3:.0f} ms), dense gradients "
+              f"D = {dense_bytes / 1e6:.2f} MB (ring all-reduce) and embedding rows S = {sparse_bytes / 1e6:.2f} MB "
+              "per replica (all-gather), a network of B bytes/s, 10 µs per message, no overlap: for N replicas, "
+              "communication = 2(N-1)/N·D/B + 2(N-1)·10 µs + (N-1)·S/B + (N-1)·10 µs, and "
+              "efficiency = T / (T + communication).", "",
+              "| network | replicas | ring all-reduce | row gather | scaling efficiency |", "|---|---:|---:|---:|---:|"]
     for g, ps in projections.items():
         for p in ps:
-            lines.append(f"| {g:g} Gbit/s | {p['replicas']} | {p['communication_seconds'] * 1e3:.1f} ms | "
-                         f"{p['efficiency']:.0%} |")
+            lines.append(f"| {g:g} Gbit/s | {p['replicas']} | {p['ring_seconds'] * 1e3:.1f} ms | "
+                         f"{p['gather_seconds'] * 1e3:.1f} ms | {p['efficiency']:.0%} |")
     markdown = "\n".join(lines) + "\n"
     payload = {"machine": machine, "load_before": load_before, "args": vars(args), "runs": runs, "trees_per_second": rate,
                "mpi_collectives": mpi_coll, "projection": {str(g): ps for g, ps in projections.items()},
