@@ -17,10 +17,10 @@ import traceback
 
 import numpy as np
 
-from treadle import errors
+from treadle import _core, errors
 from treadle.framework import context, distribution_context, dtypes
 from treadle.framework.indexed_slices import IndexedSlices
-from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework.tensor import convert_to_tensor
 from treadle.ops import array_ops, math_ops
 from treadle.ops.script_ops import py_function
 from treadle.distribute.reduce_op import ReduceOp, as_reduce_op
@@ -169,7 +169,14 @@ def _graph_reduce(values, op):
 
 
 def _as_array(value):
-    return value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+    """A NumPy view of a tensor's buffer (read-only, no copy), or the array of a value."""
+    return np.asarray(value)
+
+
+def _shared_tensor(array):
+    """A tensor on a collective's result buffer, without a copy: the buffer is
+    fresh for each collective and nothing writes to it afterwards."""
+    return _core.tensor_from_numpy(np.require(array, requirements="C"), False)
 
 
 def _eager_all_reduce(member, flat, op):
@@ -183,12 +190,12 @@ def _eager_all_reduce(member, flat, op):
         gather += [_as_array(flat[i].values), _as_array(flat[i].indices)]
     reduced, gathered = member.all_reduce_and_gather([_as_array(flat[i]) for i in dense], op, gather)
     for i, r in zip(dense, reduced):
-        out[i] = convert_to_tensor(r)
+        out[i] = _shared_tensor(r)
     for k, i in enumerate(sparse):
         values = gathered[2 * k]
         if op is ReduceOp.MEAN:
             values = (values / member.num_replicas).astype(values.dtype, copy=False)
-        out[i] = IndexedSlices(convert_to_tensor(values), convert_to_tensor(gathered[2 * k + 1]), flat[i].dense_shape)
+        out[i] = IndexedSlices(_shared_tensor(values), _shared_tensor(gathered[2 * k + 1]), flat[i].dense_shape)
     return out
 
 
