@@ -218,6 +218,24 @@ def collectives(strategy, directory):
             assert parts[k][r].shape == np.shape(both[r][1][k])
 
 
+def different_variables(strategy, directory):
+    """Processes that created other variables in scope() all raise, naming
+    them (then exit with an error, as a failed replica does)."""
+    rank = strategy.cluster_resolver.task_id
+    with strategy.scope():
+        kept = [td.Variable(np.zeros(3), name="both")]
+        if rank == 1:
+            kept.append(td.Variable(np.zeros(2), name="only_one"))
+    try:
+        strategy.run(lambda: None)
+    except ValueError as e:
+        assert "only_one" in str(e) and "created other variables" in str(e), e
+        print(f"RANK {rank} CAUGHT", flush=True)
+        raise
+    else:
+        raise AssertionError("no error")
+
+
 class _Tracked(td.Module):
     def __init__(self, model):
         super().__init__()
@@ -225,7 +243,7 @@ class _Tracked(td.Module):
 
 
 PROGRAMS = {f.__name__: f for f in (equivalence, identical_after_100_steps, replica_raises, replica_killed,
-                                    checkpoint_resume, collectives)}
+                                    checkpoint_resume, collectives, different_variables)}
 
 if __name__ == "__main__":
     # a hung program shows where each process waits, and ends, before the test's own timeout

@@ -199,6 +199,15 @@ class MPIGroup:
         self._wait(requests, what)
         return gathered, counts
 
+    def all_gather_equal(self, array):
+        """Every process's `array` (the same shape and dtype everywhere), stacked
+        in rank order: one collective."""
+        array = np.ascontiguousarray(array)
+        out = np.empty((self.size,) + array.shape, array.dtype)
+        self._check_failures("all_gather")
+        self._wait([self.comm.Iallgather(array, out)], "all_gather")
+        return out
+
     def broadcast(self, arrays, root=0):
         """Process `root`'s arrays, on every process (same shapes and dtypes)."""
         self._check_failures("broadcast")
