@@ -3,7 +3,8 @@
 Gradients cross as contiguous buffers: the arrays of one dtype are packed
 into buckets of at most `bucket_bytes`, and every bucket's all-reduce is in
 flight at once (non-blocking MPI_Iallreduce), so many small gradients cost
-one or a few collectives.
+one or a few collectives. The rows of sparse gradients are gathered in the
+same round (`all_reduce_and_gather`), straight into one buffer each.
 
 No collective waits forever on a failed peer:
 - a replica whose step raises tells every other process (a message on a
@@ -136,6 +137,7 @@ class MPIGroup:
         """For each array (same dtype and trailing shape everywhere, any first
         dimension), the list of every process's array."""
         start = time.perf_counter()
+        self._check_failures("all_gather")
         gathered, counts = self._gather(arrays, [], "all_gather")
         self.stats.add(sum(g.nbytes for g in gathered), time.perf_counter() - start)
         result = []
