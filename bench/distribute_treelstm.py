@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -62,13 +64,14 @@ def balanced_shares(trees, world):
 
 
 def _timed(step, batches):
-    """Seconds of the timed steps (after two warm-up steps)."""
+    """Wall-clock and CPU seconds (this process's, all its threads) of the
+    timed steps, after two warm-up steps."""
     for b in batches[:2]:
         step(b)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for b in batches[2:]:
         step(b)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def _treadle_worker(kind, steps, batch):
@@ -78,8 +81,9 @@ def _treadle_worker(kind, steps, batch):
 
     if kind == "single":
         model = TreeLSTM(initial_weights())
-        seconds = _timed(lambda b: model.train(model.weave(b), [t.label for t in b]), _load_batches(0, 1, steps, batch))
-        return {"seconds": seconds, "trees": steps * batch}
+        seconds, cpu = _timed(lambda b: model.train(model.weave(b), [t.label for t in b]),
+                              _load_batches(0, 1, steps, batch))
+        return {"seconds": seconds, "cpu_seconds": cpu, "trees": steps * batch}
     if kind == "mirrored":
         cpu = td.config.list_physical_devices("CPU")[0]
         td.config.set_logical_device_configuration(cpu, [td.config.LogicalDeviceConfiguration()] * 2)
@@ -94,8 +98,9 @@ def _treadle_worker(kind, steps, batch):
         def step(k):
             return strategy.run(replica_step, args=(td.distribute.PerReplica([shards[0][k], shards[1][k]]),))
 
-        seconds = _timed(step, list(range(steps + 2)))
-        return {"seconds": seconds, "trees": 2 * steps * batch, "collectives": _per_step(strategy.stats, 1)}
+        seconds, cpu = _timed(step, list(range(steps + 2)))
+        return {"seconds": seconds, "cpu_seconds": cpu, "trees": 2 * steps * batch,
+                "collectives": _per_step(strategy.stats, 1)}
     strategy = td.distribute.MultiWorkerMirroredStrategy()
     rank, world = strategy.cluster_resolver.task_id, strategy.num_replicas_in_sync
     with strategy.scope():
@@ -109,14 +114,16 @@ def _treadle_worker(kind, steps, batch):
         mpi_step(b)
     strategy._group.barrier()
     strategy.stats.reset()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for b in batches[2:]:
         mpi_step(b)
     strategy._group.barrier()
     seconds = time.perf_counter() - start
+    cpu = float(strategy._group.all_gather_equal(np.array(time.process_time() - cpu)).sum())   # all processes'
     collectives = _per_step(strategy.stats, steps)
     collectives["transfer_seconds"] = _transfer_seconds(strategy._group, model, batches[-1])
-    return {"seconds": seconds, "trees": world * steps * batch, "rank": rank, "collectives": collectives}
+    return {"seconds": seconds, "cpu_seconds": cpu, "trees": world * steps * batch, "rank": rank,
+            "collectives": collectives}
 
 
 def _transfer_seconds(group, model, trees, repeats=7):
@@ -124,7 +131,6 @@ def _transfer_seconds(group, model, trees, repeats=7):
     all-reduced, the embedding rows of this replica's leaves gathered) when
     every replica is already waiting: the median over `repeats` rounds, each
     started after a barrier, so that no replica waits for a slower one."""
-    import numpy as np
     from bench.treelstm.model import EMBED
     dense = [v.numpy() for k, v in model.vars.items() if k != "embedding"]
     leaves = sum(t.num_leaves for t in trees)
@@ -175,11 +181,14 @@ def _torch_worker(kind, steps, batch):
 
     if kind == "ddp":
         model.forward = model.batched_logits
-    seconds = _timed(step, _load_batches(rank, world, steps, batch))
+    seconds, cpu = _timed(step, _load_batches(rank, world, steps, batch))
     if kind == "ddp":
+        total = torch.tensor([cpu], dtype=torch.float64)
+        dist.all_reduce(total)   # all processes' CPU seconds
+        cpu = float(total[0])
         dist.barrier()
         dist.destroy_process_group()
-    return {"seconds": seconds, "trees": world * steps * batch, "rank": rank}
+    return {"seconds": seconds, "cpu_seconds": cpu, "trees": world * steps * batch, "rank": rank}
 
 
 def worker_main(argv):
@@ -287,13 +296,16 @@ def _median(runs, key):
 
 def summarize(runs, args, load_before, common):
     rate = {name: _median(rs, "trees_per_second") for name, rs in runs.items()}
+    cpu_per_tree = {name: statistics.median(r["cpu_seconds"] / r["trees"] for r in rs) for name, rs in runs.items()}
     single = rate["treadle 1 replica"]
     rows = []
     for name in runs:
-        base = single if name.startswith("treadle") else rate.get("torch 1 process")
+        one = "treadle 1 replica" if name.startswith("treadle") else "torch 1 process"
+        base = rate.get(one)
         replicas = 2 if name.endswith(" 2") else 1
         eff = rate[name] / (replicas * base) if base else None
-        rows.append((name, rate[name], rate[name] / base if base else None, eff))
+        cpu_eff = cpu_per_tree[one] / cpu_per_tree[name] if one in cpu_per_tree else None
+        rows.append((name, rate[name], rate[name] / base if base else None, eff, cpu_per_tree[name], cpu_eff))
     collectives = runs["treadle mpi 2"][0].get("collectives", {})
     mpi_coll = {k: statistics.median(r["collectives"][k] for r in runs["treadle mpi 2"]) for k in collectives}
     step_seconds = args.batch / single
@@ -305,9 +317,14 @@ def summarize(runs, args, load_before, common):
              f"One BLAS thread per replica; load average before the run {load_before[0]:.1f}"
              f"{' (loaded: other work shared the cores, so the figures are low and noisy)' if load_before[0] >= 1.5 else ''}; "
              f"median of {args.rounds} interleaved rounds of {args.steps} timed steps.", "",
-             "| configuration | trees/s | × its 1-replica run | scaling efficiency |", "|---|---:|---:|---:|"]
-    for name, r, ratio, eff in rows:
-        lines.append(f"| {name} | {r:,.0f} | {common.fmt_ratio(ratio)} | {'—' if eff is None else f'{eff:.0%}'} |")
+             "CPU time counts every thread and process of a configuration, and waiting costs none; its "
+             "efficiency (the 1-replica run's CPU time per tree over this one's) shows the work that distributing "
+             "adds, and depends much less than trees/s on how much of the cores other work took.", "",
+             "| configuration | trees/s | × its 1-replica run | scaling efficiency | CPU ms per tree | CPU efficiency |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, r, ratio, eff, cpu, cpu_eff in rows:
+        lines.append(f"| {name} | {r:,.0f} | {common.fmt_ratio(ratio)} | {'—' if eff is None else f'{eff:.0%}'} | "
+                     f"{cpu * 1e3:.2f} | {'—' if cpu_eff is None else f'{cpu_eff:.0%}'} |")
     if mpi_coll:
         lines += ["", f"treadle over MPI moved {mpi_coll['bytes_per_step'] / 1e6:.2f} MB per step and process "
                   f"(received) in {mpi_coll['calls_per_step']:.0f} collective round(s), taking "
