@@ -25,6 +25,8 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, ROOT)
@@ -37,21 +39,39 @@ CONFIGS = ["treadle 1 replica", "treadle mirrored 2", "treadle mpi 2", "torch 1 
 # ---------------------------------------------------------------- workers (run in child processes)
 
 def _load_batches(rank, world, steps, batch):
+    """This replica's `batch` trees for each step: every step's world * batch
+    trees are shared out with equal node counts (as near as the sizes allow),
+    so that no replica waits for one with more nodes to compute."""
     from bench.treelstm.data import DEFAULT_PATH, load_trees
     trees = load_trees(DEFAULT_PATH)
     need = (steps + 2) * world * batch
     trees = (trees * (need // len(trees) + 1))[:need]
-    return [trees[(k * world + rank) * batch:(k * world + rank + 1) * batch] for k in range(steps + 2)]
+    return [balanced_shares(trees[k * world * batch:(k + 1) * world * batch], world)[rank] for k in range(steps + 2)]
+
+
+def balanced_shares(trees, world):
+    """`trees` cut into `world` shares of equal length whose node counts are
+    balanced: the largest trees first, each to the share with the fewest nodes
+    that still has room."""
+    per_share = len(trees) // world
+    shares, nodes = [[] for _ in range(world)], [0] * world
+    for tree in sorted(trees, key=lambda t: -t.size):
+        open_shares = [r for r in range(world) if len(shares[r]) < per_share]
+        r = min(open_shares, key=lambda j: nodes[j])
+        shares[r].append(tree)
+        nodes[r] += tree.size
+    return shares
 
 
 def _timed(step, batches):
-    """Seconds of the timed steps (after two warm-up steps)."""
+    """Wall-clock and CPU seconds (this process's, all its threads) of the
+    timed steps, after two warm-up steps."""
     for b in batches[:2]:
         step(b)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for b in batches[2:]:
         step(b)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def _treadle_worker(kind, steps, batch):
@@ -61,8 +81,9 @@ def _treadle_worker(kind, steps, batch):
 
     if kind == "single":
         model = TreeLSTM(initial_weights())
-        seconds = _timed(lambda b: model.train(model.weave(b), [t.label for t in b]), _load_batches(0, 1, steps, batch))
-        return {"seconds": seconds, "trees": steps * batch}
+        seconds, cpu = _timed(lambda b: model.train(model.weave(b), [t.label for t in b]),
+                              _load_batches(0, 1, steps, batch))
+        return {"seconds": seconds, "cpu_seconds": cpu, "trees": steps * batch}
     if kind == "mirrored":
         cpu = td.config.list_physical_devices("CPU")[0]
         td.config.set_logical_device_configuration(cpu, [td.config.LogicalDeviceConfiguration()] * 2)
@@ -77,8 +98,9 @@ def _treadle_worker(kind, steps, batch):
         def step(k):
             return strategy.run(replica_step, args=(td.distribute.PerReplica([shards[0][k], shards[1][k]]),))
 
-        seconds = _timed(step, list(range(steps + 2)))
-        return {"seconds": seconds, "trees": 2 * steps * batch, "collectives": _per_step(strategy.stats, 1)}
+        seconds, cpu = _timed(step, list(range(steps + 2)))
+        return {"seconds": seconds, "cpu_seconds": cpu, "trees": 2 * steps * batch,
+                "collectives": _per_step(strategy.stats, 1)}
     strategy = td.distribute.MultiWorkerMirroredStrategy()
     rank, world = strategy.cluster_resolver.task_id, strategy.num_replicas_in_sync
     with strategy.scope():
@@ -92,13 +114,34 @@ def _treadle_worker(kind, steps, batch):
         mpi_step(b)
     strategy._group.barrier()
     strategy.stats.reset()
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     for b in batches[2:]:
         mpi_step(b)
     strategy._group.barrier()
     seconds = time.perf_counter() - start
-    return {"seconds": seconds, "trees": world * steps * batch, "rank": rank,
-            "collectives": _per_step(strategy.stats, steps)}
+    cpu = float(strategy._group.all_gather_equal(np.array(time.process_time() - cpu)).sum())   # all processes'
+    collectives = _per_step(strategy.stats, steps)
+    collectives["transfer_seconds"] = _transfer_seconds(strategy._group, model, batches[-1])
+    return {"seconds": seconds, "cpu_seconds": cpu, "trees": world * steps * batch, "rank": rank,
+            "collectives": collectives}
+
+
+def _transfer_seconds(group, model, trees, repeats=7):
+    """Seconds of the collectives of one step's gradients (the dense weights
+    all-reduced, the embedding rows of this replica's leaves gathered) when
+    every replica is already waiting: the median over `repeats` rounds, each
+    started after a barrier, so that no replica waits for a slower one."""
+    from bench.treelstm.model import EMBED
+    dense = [v.numpy() for k, v in model.vars.items() if k != "embedding"]
+    leaves = sum(t.num_leaves for t in trees)
+    rows = [np.ones((leaves, EMBED), np.float32), np.arange(leaves, dtype=np.int64)]
+    times = []
+    for _ in range(repeats):
+        group.barrier()
+        start = time.perf_counter()
+        group.all_reduce_and_gather(dense, None, rows)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
 
 
 def _per_step(stats, steps):
@@ -138,11 +181,14 @@ def _torch_worker(kind, steps, batch):
 
     if kind == "ddp":
         model.forward = model.batched_logits
-    seconds = _timed(step, _load_batches(rank, world, steps, batch))
+    seconds, cpu = _timed(step, _load_batches(rank, world, steps, batch))
     if kind == "ddp":
+        total = torch.tensor([cpu], dtype=torch.float64)
+        dist.all_reduce(total)   # all processes' CPU seconds
+        cpu = float(total[0])
         dist.barrier()
         dist.destroy_process_group()
-    return {"seconds": seconds, "trees": world * steps * batch, "rank": rank}
+    return {"seconds": seconds, "cpu_seconds": cpu, "trees": world * steps * batch, "rank": rank}
 
 
 def worker_main(argv):
@@ -213,8 +259,8 @@ def project(step_seconds, dense_bytes, sparse_bytes_per_replica, replicas, gbit,
     ring = 2 * (n - 1) / n * dense_bytes / bandwidth + 2 * (n - 1) * latency_us * 1e-6
     gather = (n - 1) * sparse_bytes_per_replica / bandwidth + (n - 1) * latency_us * 1e-6
     total = step_seconds + ring + gather
-    return {"replicas": n, "step_seconds": total, "communication_seconds": ring + gather,
-            "efficiency": step_seconds / total}
+    return {"replicas": n, "step_seconds": total, "communication_seconds": ring + gather, "ring_seconds": ring,
+            "gather_seconds": gather, "efficiency": step_seconds / total}
 
 
 def main():
@@ -250,13 +296,16 @@ def _median(runs, key):
 
 def summarize(runs, args, load_before, common):
     rate = {name: _median(rs, "trees_per_second") for name, rs in runs.items()}
+    cpu_per_tree = {name: statistics.median(r["cpu_seconds"] / r["trees"] for r in rs) for name, rs in runs.items()}
     single = rate["treadle 1 replica"]
     rows = []
     for name in runs:
-        base = single if name.startswith("treadle") else rate.get("torch 1 process")
+        one = "treadle 1 replica" if name.startswith("treadle") else "torch 1 process"
+        base = rate.get(one)
         replicas = 2 if name.endswith(" 2") else 1
         eff = rate[name] / (replicas * base) if base else None
-        rows.append((name, rate[name], rate[name] / base if base else None, eff))
+        cpu_eff = cpu_per_tree[one] / cpu_per_tree[name] if one in cpu_per_tree else None
+        rows.append((name, rate[name], rate[name] / base if base else None, eff, cpu_per_tree[name], cpu_eff))
     collectives = runs["treadle mpi 2"][0].get("collectives", {})
     mpi_coll = {k: statistics.median(r["collectives"][k] for r in runs["treadle mpi 2"]) for k in collectives}
     step_seconds = args.batch / single
@@ -265,24 +314,33 @@ def summarize(runs, args, load_before, common):
     machine = common.machine_info()
     lines = [f"# Data-parallel TreeLSTM training ({args.batch} trees per replica per step)", "",
              f"{machine['cpu_model']}, {machine['cores']} cores; {common.kernels_sentence(machine)} "
-             f"One BLAS thread per replica; load average before the run {load_before[0]:.1f}; "
+             f"One BLAS thread per replica; load average before the run {load_before[0]:.1f}"
+             f"{' (loaded: other work shared the cores, so the figures are low and noisy)' if load_before[0] >= 1.5 else ''}; "
              f"median of {args.rounds} interleaved rounds of {args.steps} timed steps.", "",
-             "| configuration | trees/s | × its 1-replica run | scaling efficiency |", "|---|---:|---:|---:|"]
-    for name, r, ratio, eff in rows:
-        lines.append(f"| {name} | {r:,.0f} | {common.fmt_ratio(ratio)} | {'—' if eff is None else f'{eff:.0%}'} |")
+             "CPU time counts every thread and process of a configuration, and waiting costs none; its "
+             "efficiency (the 1-replica run's CPU time per tree over this one's) shows the work that distributing "
+             "adds, and depends much less than trees/s on how much of the cores other work took.", "",
+             "| configuration | trees/s | × its 1-replica run | scaling efficiency | CPU ms per tree | CPU efficiency |",
+             "|---|---:|---:|---:|---:|---:|"]
+    for name, r, ratio, eff, cpu, cpu_eff in rows:
+        lines.append(f"| {name} | {r:,.0f} | {common.fmt_ratio(ratio)} | {'—' if eff is None else f'{eff:.0%}'} | "
+                     f"{cpu * 1e3:.2f} | {'—' if cpu_eff is None else f'{cpu_eff:.0%}'} |")
     if mpi_coll:
-        lines += ["", f"treadle over MPI moved {mpi_coll['bytes_per_step'] / 1e6:.2f} MB per step and process in "
-                  f"{mpi_coll['calls_per_step']:.0f} collectives, taking {mpi_coll['seconds_per_step'] * 1e3:.1f} ms "
-                  f"of a {2 * args.batch / rate['treadle mpi 2'] * 1e3:.0f} ms step (waiting for the slower replica "
-                  "included)."]
-    lines += ["", f"Projection from the 1-replica step ({step_seconds * 1e3:.0f} ms), dense gradients "
-              f"{dense_bytes / 1e6:.2f} MB (ring all-reduce) and embedding rows {sparse_bytes / 1e6:.2f} MB per "
-              "replica (all-gather), 10 µs per message, no overlap:", "",
-              "| network | replicas | communication per step | scaling efficiency |", "|---|---:|---:|---:|"]
+        lines += ["", f"treadle over MPI moved {mpi_coll['bytes_per_step'] / 1e6:.2f} MB per step and process "
+                  f"(received) in {mpi_coll['calls_per_step']:.0f} collective round(s), taking "
+                  f"{mpi_coll['seconds_per_step'] * 1e3:.1f} ms of a {2 * args.batch / rate['treadle mpi 2'] * 1e3:.0f} ms "
+                  "step, waiting for the slower replica included; the same collectives take "
+                  f"{mpi_coll['transfer_seconds'] * 1e3:.1f} ms when both replicas are already waiting."]
+    lines += ["", f"Projection from the 1-replica step (T = {step_seconds * 1e3:.0f} ms), dense gradients "
+              f"D = {dense_bytes / 1e6:.2f} MB (ring all-reduce) and embedding rows S = {sparse_bytes / 1e6:.2f} MB "
+              "per replica (all-gather), a network of B bytes/s, 10 µs per message, no overlap: for N replicas, "
+              "communication = 2(N-1)/N·D/B + 2(N-1)·10 µs + (N-1)·S/B + (N-1)·10 µs, and "
+              "efficiency = T / (T + communication).", "",
+              "| network | replicas | ring all-reduce | row gather | scaling efficiency |", "|---|---:|---:|---:|---:|"]
     for g, ps in projections.items():
         for p in ps:
-            lines.append(f"| {g:g} Gbit/s | {p['replicas']} | {p['communication_seconds'] * 1e3:.1f} ms | "
-                         f"{p['efficiency']:.0%} |")
+            lines.append(f"| {g:g} Gbit/s | {p['replicas']} | {p['ring_seconds'] * 1e3:.1f} ms | "
+                         f"{p['gather_seconds'] * 1e3:.1f} ms | {p['efficiency']:.0%} |")
     markdown = "\n".join(lines) + "\n"
     payload = {"machine": machine, "load_before": load_before, "args": vars(args), "runs": runs, "trees_per_second": rate,
                "mpi_collectives": mpi_coll, "projection": {str(g): ps for g, ps in projections.items()},

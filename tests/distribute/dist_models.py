@@ -79,13 +79,17 @@ def loom_data(count, seed=2, vocab=50):
 
 def loom_step(model, optimizer):
     def step(trees, labels):
-        schedule = model.schedule(trees)
-        with td.GradientTape() as tape:
-            loss = model.loss(schedule, labels)
-        grads = tape.gradient(loss, model.variables)
-        optimizer.apply_gradients(zip(grads, model.variables))
-        return loss
+        return loom_schedule_step(model, optimizer, model.schedule(trees), labels)
     return step
+
+
+def loom_schedule_step(model, optimizer, schedule, labels):
+    """One training step of `model` on a woven schedule (eager, or traced in a td.function)."""
+    with td.GradientTape() as tape:
+        loss = model.loss(schedule, labels)
+    grads = tape.gradient(loss, model.variables)
+    optimizer.apply_gradients(zip(grads, model.variables))
+    return loss
 
 
 # ------------------------------------------------------------------ looms fed by parallel weaving

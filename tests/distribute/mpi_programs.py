@@ -13,7 +13,7 @@ import time
 import numpy as np
 
 import treadle as td
-from tests.distribute.dist_models import (GLOBAL_BATCH, DenseModel, LoomModel, dense_data, loom_data, loom_step,
+from tests.distribute.dist_models import (GLOBAL_BATCH, DenseModel, LoomModel, dense_data, loom_data, loom_schedule_step, loom_step,
                                           train_step, train_woven, woven_reference)
 
 
@@ -63,22 +63,34 @@ def equivalence(strategy, directory):
             want = _reference_dense(make, 3, x, y)
             for got, w in zip(model.variables, want):
                 np.testing.assert_allclose(got.numpy(), w, rtol=1e-10, atol=1e-12, err_msg=f"{name} {mode}")
+    for name, make in (("sgd", lambda: td.optimizers.SGD(0.5, momentum=0.9)), ("adam", lambda: td.optimizers.Adam(0.05))):
+        for mode in ("eager", "function"):
+            _loom_equivalence(strategy, make, mode, f"loom {name} {mode}")
+    _woven_by_each_process(strategy)
+
+
+def _loom_equivalence(strategy, make_optimizer, mode, what):
+    """The TreeLSTM loom (IndexedSlices gradients of its embedding, gathered
+    across processes; in a td.function, the update traced after the gather)."""
+    rank = strategy.cluster_resolver.task_id
     trees, labels = loom_data(GLOBAL_BATCH)
     with strategy.scope():
         model = LoomModel(seed=0)
-        opt = td.optimizers.SGD(0.5)
+        opt = make_optimizer()
     step = loom_step(model, opt)
     half = GLOBAL_BATCH // 2
     mine = slice(rank * half, (rank + 1) * half)
+    if mode == "function":
+        body = td.function(lambda schedule, labels: loom_schedule_step(model, opt, schedule, labels))
+        step = (lambda ts, ls: body(td.constant(model.schedule(ts)), ls))
     for _ in range(2):
         strategy.run(step, args=(trees[mine], td.constant(labels[mine])))
     reference = LoomModel(seed=0)
-    ref_step = loom_step(reference, td.optimizers.SGD(0.5))
+    ref_step = loom_step(reference, make_optimizer())
     for _ in range(2):
         ref_step(trees, td.constant(labels))
     for got, w in zip(model.variables, reference.variables):
-        np.testing.assert_allclose(got.numpy(), w.numpy(), rtol=1e-10, atol=1e-12, err_msg="loom")
-    _woven_by_each_process(strategy)
+        np.testing.assert_allclose(got.numpy(), w.numpy(), rtol=1e-10, atol=1e-12, err_msg=what)
 
 
 def _woven_by_each_process(strategy):
@@ -176,6 +188,54 @@ def checkpoint_resume(strategy, directory):
         np.testing.assert_array_equal(per_process[0], per_process[1])
 
 
+def collectives(strategy, directory):
+    """The MPI group's collectives against NumPy, with different row counts
+    on the two processes (1 and 3 rows) and several buckets."""
+    group = strategy._group
+    group.bucket_bytes = 64   # several buckets of small arrays
+    rank = group.rank
+
+    def arrays_of(r):
+        rng = np.random.default_rng(r)
+        return ([rng.normal(size=(4, 5)), rng.normal(size=(3,)).astype(np.float32), np.arange(6, dtype=np.int64) * r],
+                [rng.normal(size=(1 + 2 * r, 2)), np.arange(1 + 2 * r, dtype=np.int64) + 10 * r, np.float64(r)])
+
+    reduce_arrays, gather_arrays = arrays_of(rank)
+    reduced, gathered = group.all_reduce_and_gather(reduce_arrays, td.distribute.ReduceOp.SUM, gather_arrays)
+    both = [arrays_of(r) for r in range(2)]
+    for got, want in zip(reduced, [a + b for a, b in zip(both[0][0], both[1][0])]):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+        assert got.dtype == want.dtype and got.shape == want.shape
+    for got, k in zip(gathered, range(3)):
+        want = np.concatenate([np.reshape(both[r][1][k], (-1,) + np.shape(both[r][1][k])[1:]) for r in range(2)])
+        np.testing.assert_array_equal(got, want)
+    means = group.all_reduce(reduce_arrays[:2], td.distribute.ReduceOp.MEAN)
+    np.testing.assert_allclose(means[0], (both[0][0][0] + both[1][0][0]) / 2)
+    parts = group.all_gather(gather_arrays)
+    for k in range(3):
+        for r in range(2):
+            np.testing.assert_array_equal(parts[k][r], both[r][1][k])
+            assert parts[k][r].shape == np.shape(both[r][1][k])
+
+
+def different_variables(strategy, directory):
+    """Processes that created other variables in scope() all raise, naming
+    them (then exit with an error, as a failed replica does)."""
+    rank = strategy.cluster_resolver.task_id
+    with strategy.scope():
+        kept = [td.Variable(np.zeros(3), name="both")]
+        if rank == 1:
+            kept.append(td.Variable(np.zeros(2), name="only_one"))
+    try:
+        strategy.run(lambda: None)
+    except ValueError as e:
+        assert "only_one" in str(e) and "created other variables" in str(e), e
+        print(f"RANK {rank} CAUGHT", flush=True)
+        raise
+    else:
+        raise AssertionError("no error")
+
+
 class _Tracked(td.Module):
     def __init__(self, model):
         super().__init__()
@@ -183,7 +243,7 @@ class _Tracked(td.Module):
 
 
 PROGRAMS = {f.__name__: f for f in (equivalence, identical_after_100_steps, replica_raises, replica_killed,
-                                    checkpoint_resume)}
+                                    checkpoint_resume, collectives, different_variables)}
 
 if __name__ == "__main__":
     # a hung program shows where each process waits, and ends, before the test's own timeout

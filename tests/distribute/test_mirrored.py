@@ -147,6 +147,7 @@ def test_replica_context_all_reduce_and_merge_call(two_cpus):
     for t in total.values:
         np.testing.assert_allclose(t.numpy(), [3.0, 6.0])
     assert [m.numpy() for m in mean.values] == [0.5, 0.5]
+    assert [m.shape for m in mean.values] == [(), ()]     # a scalar stays a scalar
     assert merged[0].values == (2, 2) and merged[1].values == (7, 7)
 
 

@@ -36,6 +36,17 @@ def test_two_processes_equal_one_process_on_the_whole_batch(tmp_path):
     _passed(_launch("equivalence", tmp_path)[0])
 
 
+def test_the_collectives_match_numpy_with_uneven_rows(tmp_path):
+    _passed(_launch("collectives", tmp_path)[0])
+
+
+def test_processes_with_other_variables_all_raise(tmp_path):
+    done = _launch("different_variables", tmp_path)[0]
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert "RANK 0 CAUGHT" in out and "RANK 1 CAUGHT" in out, out
+
+
 def test_mirrored_copies_stay_identical_over_100_steps(tmp_path):
     _passed(_launch("identical_after_100_steps", tmp_path)[0])
 

@@ -4,6 +4,9 @@ A group member (one per replica) offers:
 - `all_reduce(arrays, op)`: the element-wise sum (or mean) of each NumPy array
   over the replicas, returned to every replica;
 - `all_gather(arrays)`: for each array, the list of every replica's array;
+- `all_reduce_and_gather(reduce_arrays, op, gather_arrays)`: both at once
+  (a gradient's dense parts and its IndexedSlices' rows), each gathered array
+  concatenated along its first dimension in replica order;
 - `broadcast(arrays, root)`: root's arrays, returned to every replica;
 - `merge(fn)`: all replicas wait; `fn()` runs once and its result goes to all.
 
@@ -158,6 +161,20 @@ class _ThreadMember:
     def all_gather(self, arrays):
         per_replica = self._exchange([np.asarray(a) for a in arrays], lambda values: values)
         return [list(column) for column in zip(*per_replica)]
+
+    def all_reduce_and_gather(self, reduce_arrays, op, gather_arrays):
+        start = time.perf_counter()
+        mine = ([np.asarray(a) for a in reduce_arrays], [np.asarray(a) for a in gather_arrays])
+
+        def compute(per_replica):
+            reduced = combine([r for r, _ in per_replica], op)
+            gathered = [np.concatenate(column) for column in zip(*[g for _, g in per_replica])]
+            return reduced, gathered
+
+        reduced, gathered = self._exchange(mine, compute)
+        if self.replica_id == 0:
+            self.group.stats.add(sum(a.nbytes for a in reduced + gathered), time.perf_counter() - start)
+        return reduced, gathered
 
     def broadcast(self, arrays, root=0):
         return self._exchange(list(arrays), lambda values: values[root])

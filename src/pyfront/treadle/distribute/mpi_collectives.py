@@ -3,7 +3,8 @@
 Gradients cross as contiguous buffers: the arrays of one dtype are packed
 into buckets of at most `bucket_bytes`, and every bucket's all-reduce is in
 flight at once (non-blocking MPI_Iallreduce), so many small gradients cost
-one or a few collectives.
+one or a few collectives. The rows of sparse gradients are gathered in the
+same round (`all_reduce_and_gather`), straight into one buffer each.
 
 No collective waits forever on a failed peer:
 - a replica whose step raises tells every other process (a message on a
@@ -130,10 +131,30 @@ class MPIGroup:
     # ---------------------------------------------------------- collectives
     def all_reduce(self, arrays, op=ReduceOp.SUM):
         """Each array summed (or averaged) over the processes, bucketed."""
+        return self.all_reduce_and_gather(arrays, op, [])[0]
+
+    def all_gather(self, arrays):
+        """For each array (same dtype and trailing shape everywhere, any first
+        dimension), the list of every process's array."""
+        start = time.perf_counter()
+        self._check_failures("all_gather")
+        gathered, counts = self._gather(arrays, [], "all_gather")
+        self.stats.add(sum(g.nbytes for g in gathered), time.perf_counter() - start)
+        result = []
+        for k, (a, whole) in enumerate(zip(arrays, gathered)):
+            parts = np.split(whole, np.cumsum(counts[:, k])[:-1])
+            result.append(parts if np.ndim(a) else [p.reshape(()) for p in parts])
+        return result
+
+    def all_reduce_and_gather(self, reduce_arrays, op, gather_arrays):
+        """(each of `reduce_arrays` summed or averaged over the processes, each
+        of `gather_arrays` concatenated along its first dimension over the
+        processes in rank order), in one round: the all-reduces of the buckets,
+        the exchange of the row counts and then the gathers are all in flight
+        together, and a gathered array arrives as one contiguous buffer."""
         start = time.perf_counter()
         self._check_failures("all_reduce")
-        arrays = [np.asarray(a, order="C") for a in arrays]
-        out = [np.empty_like(a) for a in arrays]
+        arrays = [np.asarray(a, order="C") for a in reduce_arrays]
         requests, unpack = [], []
         for bucket in pack_buckets(arrays, self.bucket_bytes):
             send = np.concatenate([arrays[i].reshape(-1) for i in bucket]) if len(bucket) > 1 \
@@ -141,47 +162,53 @@ class MPIGroup:
             recv = np.empty_like(send)
             requests.append(self.comm.Iallreduce(send, recv, op=self.MPI.SUM))
             unpack.append((bucket, recv, send))
-        self._wait(requests, "all_reduce")
-        nbytes = 0
+        gathered, _counts = self._gather(gather_arrays, requests, "all_reduce")
+        out = [None] * len(arrays)
+        nbytes = sum(g.nbytes for g in gathered)
         for bucket, recv, _send in unpack:
             offset = 0
             for i in bucket:
                 n = arrays[i].size
-                out[i][...] = recv[offset:offset + n].reshape(arrays[i].shape)
+                out[i] = recv[offset:offset + n].reshape(arrays[i].shape)
                 offset += n
             nbytes += recv.nbytes
         if op is ReduceOp.MEAN:
             out = [(o / self.size).astype(o.dtype, copy=False) for o in out]
         self.stats.add(nbytes, time.perf_counter() - start)
-        return out
+        return out, gathered
 
-    def all_gather(self, arrays):
-        """For each array (same dtype and trailing shape everywhere, any first
-        dimension), the list of every process's array. One exchange of the
-        row counts of all arrays, then all the gathers in flight at once."""
-        start = time.perf_counter()
-        self._check_failures("all_gather")
+    def _gather(self, arrays, pending, what):
+        """Every process's `arrays` concatenated along their first dimension
+        (a scalar counts as one row), and the (processes x arrays) row counts.
+        One exchange of the counts of all arrays, then all the gathers in
+        flight at once; returns when they and the `pending` requests are done."""
         arrays = [np.asarray(a, order="C") for a in arrays]
+        if not arrays:
+            self._wait(pending, what)
+            return [], np.zeros((self.size, 0), np.int64)
         mine = np.array([a.shape[0] if a.ndim else 1 for a in arrays], np.int64)
         counts = np.empty((self.size, len(arrays)), np.int64)
-        self._wait([self.comm.Iallgather(mine, counts)], "all_gather")
-        requests, received = [], []
+        self._wait([self.comm.Iallgather(mine, counts)], what)
+        requests, gathered = list(pending), []
         for k, a in enumerate(arrays):
-            row = int(np.prod(a.shape[1:], dtype=np.int64)) if a.ndim else 1
+            row_shape = a.shape[1:] if a.ndim else ()
+            row = int(np.prod(row_shape, dtype=np.int64))
             sizes = counts[:, k] * row
-            recv = np.empty(int(sizes.sum()), a.dtype)
+            recv = np.empty((int(counts[:, k].sum()),) + row_shape, a.dtype)
             displs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-            requests.append(self.comm.Iallgatherv(a.reshape(-1), [recv, (sizes, displs)]))
-            received.append((recv, sizes))
-        self._wait(requests, "all_gather")
-        result = []
-        for k, (a, (recv, sizes)) in enumerate(zip(arrays, received)):
-            parts = np.split(recv, np.cumsum(sizes)[:-1])
-            result.append([p.reshape((int(c),) + a.shape[1:]) if a.ndim else p.reshape(())
-                           for p, c in zip(parts, counts[:, k])])
-            self.stats.add(recv.nbytes, 0.0)
-        self.stats.seconds += time.perf_counter() - start
-        return result
+            requests.append(self.comm.Iallgatherv(a.reshape(-1), [recv.reshape(-1), (sizes, displs)]))
+            gathered.append(recv)
+        self._wait(requests, what)
+        return gathered, counts
+
+    def all_gather_equal(self, array):
+        """Every process's `array` (the same shape and dtype everywhere), stacked
+        in rank order: one collective."""
+        array = np.ascontiguousarray(array)
+        out = np.empty((self.size,) + array.shape, array.dtype)
+        self._check_failures("all_gather")
+        self._wait([self.comm.Iallgather(array, out)], "all_gather")
+        return out
 
     def broadcast(self, arrays, root=0):
         """Process `root`'s arrays, on every process (same shapes and dtypes)."""

@@ -9,6 +9,8 @@ values, so all copies start equal. Optimizers then apply the same summed
 gradients to every copy. The collectives are MPI's (mpi4py), on contiguous
 buffers; see mpi_collectives.py for how failed peers are reported."""
 
+import hashlib
+
 import numpy as np
 
 from treadle.framework import context
@@ -84,8 +86,14 @@ class MultiWorkerMirroredStrategy(Strategy):
             if v is not None and key not in self._synced:
                 fresh.append((key, v))
         signature = [(v.name, tuple(v.shape.as_list()), v.dtype.name) for _, v in fresh]
-        # Every process compares every process's list, so all of them raise together.
-        for rank, theirs in enumerate(self._group.comm.allgather(signature)):
+        # Every process compares every process's list, so all of them raise together: a digest
+        # each step (one small collective that notices failed peers), the lists when they differ.
+        digests = self._group.all_gather_equal(_digest(signature))
+        if (digests == digests[0]).all():
+            theirs_by_rank = [signature] * self._group.size
+        else:
+            theirs_by_rank = self._group.comm.allgather(signature)
+        for rank, theirs in enumerate(theirs_by_rank):
             if theirs != signature:
                 raise ValueError(
                     f"replica {rank} created other variables in strategy.scope() than replica {self._group.rank} "
@@ -123,6 +131,12 @@ class MultiWorkerMirroredStrategy(Strategy):
         return input_lib.InputContext(self._group.size, self._group.rank, self._group.size)
 
 
+def _digest(signature):
+    """The variable list's length and a hash of it, as int64s."""
+    digest = hashlib.blake2b(repr(signature).encode(), digest_size=8).digest()
+    return np.array([len(signature), int.from_bytes(digest, "little", signed=True)], np.int64)
+
+
 class _ProcessMember:
     """The group as the one replica of this process sees it: merges run here
     (each process updates its own copy of the variables)."""
@@ -136,6 +150,9 @@ class _ProcessMember:
 
     def all_gather(self, arrays):
         return self.group.all_gather(arrays)
+
+    def all_reduce_and_gather(self, reduce_arrays, op, gather_arrays):
+        return self.group.all_reduce_and_gather(reduce_arrays, op, gather_arrays)
 
     def broadcast(self, arrays, root=0):
         return self.group.broadcast(arrays, root)

@@ -17,10 +17,10 @@ import traceback
 
 import numpy as np
 
-from treadle import errors
+from treadle import _core, errors
 from treadle.framework import context, distribution_context, dtypes
 from treadle.framework.indexed_slices import IndexedSlices
-from treadle.framework.tensor import Tensor, convert_to_tensor
+from treadle.framework.tensor import convert_to_tensor
 from treadle.ops import array_ops, math_ops
 from treadle.ops.script_ops import py_function
 from treadle.distribute.reduce_op import ReduceOp, as_reduce_op
@@ -147,6 +147,8 @@ class ReplicaContext:
         copy of the variables. Returns apply_fn's result (the step counter)."""
         mode = self._mode()
         if mode == "runtime":
+            if self._strategy._replicas_are_processes:
+                return apply_fn(_runtime_reduced_gradients(pairs, self._member_at_run_time()))
             return _runtime_apply(pairs, apply_fn, self._member_at_run_time())
         reduced = self.all_reduce_gradients(pairs)
         return self.merge_call(lambda _strategy: apply_fn(reduced))
@@ -167,27 +169,34 @@ def _graph_reduce(values, op):
 
 
 def _as_array(value):
-    return value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+    """A NumPy view of a tensor's buffer (read-only, no copy), or the array of a value."""
+    return np.asarray(value)
+
+
+def _shared_tensor(array):
+    """A tensor on a collective's result buffer, without a copy: the buffer is
+    fresh for each collective and nothing writes to it afterwards."""
+    return _core.tensor_from_numpy(np.require(array, requirements="C"), False)
 
 
 def _eager_all_reduce(member, flat, op):
-    dense = [i for i, v in enumerate(flat) if not isinstance(v, IndexedSlices)]
+    """Dense values all-reduced and IndexedSlices' rows gathered (values and
+    indices concatenated over the replicas, never densified), in one round."""
     out = list(flat)
-    reduced = member.all_reduce([_as_array(flat[i]) for i in dense], op)
+    dense = [i for i, v in enumerate(flat) if not isinstance(v, IndexedSlices)]
+    sparse = [i for i, v in enumerate(flat) if isinstance(v, IndexedSlices)]
+    gather = []
+    for i in sparse:
+        gather += [_as_array(flat[i].values), _as_array(flat[i].indices)]
+    reduced, gathered = member.all_reduce_and_gather([_as_array(flat[i]) for i in dense], op, gather)
     for i, r in zip(dense, reduced):
-        out[i] = convert_to_tensor(r)
-    for i, v in enumerate(flat):
-        if isinstance(v, IndexedSlices):
-            out[i] = _gather_slices(member, v)
-            if op is ReduceOp.MEAN:
-                out[i] = IndexedSlices(out[i].values / member.num_replicas, out[i].indices, out[i].dense_shape)
+        out[i] = _shared_tensor(r)
+    for k, i in enumerate(sparse):
+        values = gathered[2 * k]
+        if op is ReduceOp.MEAN:
+            values = (values / member.num_replicas).astype(values.dtype, copy=False)
+        out[i] = IndexedSlices(_shared_tensor(values), _shared_tensor(gathered[2 * k + 1]), flat[i].dense_shape)
     return out
-
-
-def _gather_slices(member, slices):
-    values, indices = member.all_gather([_as_array(slices.values), _as_array(slices.indices)])
-    return IndexedSlices(convert_to_tensor(np.concatenate(values)), convert_to_tensor(np.concatenate(indices)),
-                         slices.dense_shape)
 
 
 def _thread_member(what):
@@ -213,34 +222,93 @@ def _runtime_all_reduce(flat, op, member_of):
     return out
 
 
-def _runtime_apply(pairs, apply_fn, member_of):
-    """The gradients go into one py_function, which all-reduces them and
-    applies the update when the traced function runs."""
+def _flatten_gradients(grads):
+    """The tensors a py_function takes for `grads`: a dense gradient is one,
+    an IndexedSlices three (values, indices, dense shape); and the layout
+    (True for IndexedSlices) that `_unflatten_gradients` reads back."""
     layout, inputs = [], []
-    for grad, _ in pairs:
+    for grad in grads:
         if isinstance(grad, IndexedSlices):
             layout.append(True)
             inputs += [grad.values, grad.indices, convert_to_tensor(grad.dense_shape)]
         else:
             layout.append(False)
             inputs.append(grad)
+    return layout, inputs
+
+
+def _unflatten_gradients(layout, values):
+    grads, k = [], 0
+    for sparse in layout:
+        if sparse:
+            grads.append(IndexedSlices(values[k], values[k + 1], values[k + 2]))
+            k += 3
+        else:
+            grads.append(values[k])
+            k += 1
+    return grads
+
+
+def _runtime_apply(pairs, apply_fn, member_of):
+    """Replicas that are threads share one copy of the variables, which must be
+    updated once: the gradients go into one py_function, which all-reduces
+    them and applies the update (in a merge) when the traced function runs."""
+    layout, inputs = _flatten_gradients([g for g, _ in pairs])
     variables = [v for _, v in pairs]
 
     def run(*values):
         member = member_of("gradient all-reduce")
-        grads, k = [], 0
-        for sparse in layout:
-            if sparse:
-                grads.append(IndexedSlices(values[k], values[k + 1], values[k + 2]))
-                k += 3
-            else:
-                grads.append(values[k])
-                k += 1
-        reduced = _eager_all_reduce(member, grads, ReduceOp.SUM)
+        reduced = _eager_all_reduce(member, _unflatten_gradients(layout, values), ReduceOp.SUM)
         step = member.merge(lambda: apply_fn(list(zip(reduced, variables))))
         return convert_to_tensor(step.read_value() if hasattr(step, "read_value") else step)
 
     return py_function(run, inp=inputs, Tout=dtypes.int64)
+
+
+def _runtime_reduced_gradients(pairs, member_of):
+    """(summed gradient, variable) pairs as graph tensors, for a process's own
+    copy of the variables: one py_function all-reduces the dense gradients and
+    gathers the IndexedSlices' rows when the traced function runs, and the
+    optimizer's update that follows stays in the graph (no eager ops a step)."""
+    layout, inputs = _flatten_gradients([g for g, _ in pairs])
+
+    def run(*values):
+        reduced = _eager_all_reduce(member_of("gradient all-reduce"), _unflatten_gradients(layout, values),
+                                    ReduceOp.SUM)
+        flat = []
+        for g in reduced:
+            flat += [g.values, g.indices] if isinstance(g, IndexedSlices) else [g]
+        return flat
+
+    out = py_function(run, inp=inputs, Tout=_reduced_dtypes(layout, inputs))
+    reduced, k, i = [], 0, 0
+    for sparse in layout:
+        if sparse:
+            values, indices = out[k], out[k + 1]
+            if inputs[i].shape.rank is not None:
+                values.set_shape([None] + inputs[i].shape.as_list()[1:])
+            indices.set_shape([None])
+            reduced.append(IndexedSlices(values, indices, inputs[i + 2]))
+            k, i = k + 2, i + 3
+        else:
+            out[k].set_shape(inputs[i].shape)
+            reduced.append(out[k])
+            k, i = k + 1, i + 1
+    return [(g, v) for g, (_, v) in zip(reduced, pairs)]
+
+
+def _reduced_dtypes(layout, inputs):
+    """The dtypes of the reduced gradients' tensors: a dense gradient's, and an
+    IndexedSlices' values and indices (its shape stays the input's)."""
+    dtypes_out, i = [], 0
+    for sparse in layout:
+        if sparse:
+            dtypes_out += [inputs[i].dtype, inputs[i + 1].dtype]
+            i += 3
+        else:
+            dtypes_out.append(inputs[i].dtype)
+            i += 1
+    return dtypes_out
 
 
 def failure_text(error):
