@@ -123,23 +123,24 @@ class RaggedTensor:
     def from_nested_row_splits(cls, flat_values, nested_row_splits, name=None, validate=True):
         """A RaggedTensor with one ragged dimension per entry of
         `nested_row_splits` (outermost first) over `flat_values`."""
-        if isinstance(nested_row_splits, Tensor) or not nested_row_splits:
-            raise ValueError("td.RaggedTensor.from_nested_row_splits: nested_row_splits must be a non-empty list "
-                             "of row-splits vectors")
-        result = flat_values
-        for splits in reversed(list(nested_row_splits)):
-            result = cls.from_row_splits(result, splits, validate=validate)
-        return result
+        return cls._nested(flat_values, nested_row_splits, "nested_row_splits", "row-splits",
+                           lambda values, splits: cls.from_row_splits(values, splits, validate=validate))
 
     @classmethod
     def from_nested_row_lengths(cls, flat_values, nested_row_lengths, name=None, validate=True):
         """As from_nested_row_splits, from each ragged dimension's row lengths."""
-        if isinstance(nested_row_lengths, Tensor) or not nested_row_lengths:
-            raise ValueError("td.RaggedTensor.from_nested_row_lengths: nested_row_lengths must be a non-empty list "
-                             "of row-lengths vectors")
+        return cls._nested(flat_values, nested_row_lengths, "nested_row_lengths", "row-lengths",
+                           lambda values, lengths: cls.from_row_lengths(values, lengths, validate=validate))
+
+    @classmethod
+    def _nested(cls, flat_values, partitions, argument, what, one_level):
+        """flat_values partitioned by each of `partitions`, innermost (last) first."""
+        if isinstance(partitions, Tensor) or not partitions:
+            raise ValueError(f"td.RaggedTensor.from_{argument}: {argument} must be a non-empty list of {what} "
+                             "vectors")
         result = flat_values
-        for lengths in reversed(list(nested_row_lengths)):
-            result = cls.from_row_lengths(result, lengths, validate=validate)
+        for partition in reversed(list(partitions)):
+            result = one_level(result, partition)
         return result
 
     @classmethod
