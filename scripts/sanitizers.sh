@@ -62,6 +62,7 @@ TESTS=(tests/loom tests/graph tests/function tests/ops tests/autodiff/test_op_gr
        tests/training/test_checkpoint_integrity.py tests/io/test_saved_structures.py
        tests/data/test_data_python_loops_while_tracing.py
        tests/test_audit3_core.py tests/loom/test_audit3_loom.py tests/data/test_audit3_data.py
+       tests/test_exit_with_live_iterators.py
        tests/test_long_runs.py::test_threads_calling_one_function_get_identical_results
        tests/test_long_runs.py::test_threads_running_one_loom_get_identical_results)
 if [ $# -gt 0 ]; then TESTS=("$@"); fi

@@ -119,3 +119,52 @@ print("alive", flush=True)
 def test_exit_with_live_entry_points(tmp_path, how):
     code, status = EXITS[how]
     run_child(tmp_path, ENTRY_POINTS + code + "\n", status, timeout=180)
+
+
+STUCK_IN_NEXT = """
+# A generator whose next() never returns, behind a prefetch thread: the thread
+# outlasts the exit hook's wait inside Python, and Python ends it by a forced
+# unwind through treadle's frames when the interpreter finalizes.
+def stuck():
+    while True:
+        time.sleep(0.005)
+    yield 0
+ds = Dataset.from_generator(stuck, output_signature=td.TensorSpec([], td.int64)).prefetch(2)
+it = iter(ds)
+time.sleep(0.2)
+print("alive", flush=True)
+"""
+
+
+def test_exit_with_a_generator_stuck_inside_next(tmp_path):
+    run_child(tmp_path, STUCK_IN_NEXT, 0)
+
+
+GATE = """
+from treadle import _core
+calls = []
+def counted():
+    while True:
+        calls.append(1)
+        yield len(calls)
+spec = td.TensorSpec([], td.int64)
+ahead = iter(Dataset.from_generator(counted, output_signature=spec).prefetch(3))
+next(ahead)
+# The exit hook: treadle's threads come out of Python and enter it no more.
+assert _core._stop_entering_python()
+seen = len(calls)
+time.sleep(0.3)
+assert len(calls) == seen, (seen, len(calls))
+try:
+    while True:
+        next(ahead)  # the elements fetched before, then the prefetch thread's refusal
+except td.errors.CancelledError as e:
+    assert "interpreter is exiting" in str(e), e
+# The main thread is Python's own: it still runs a generator.
+assert [int(x) for x in Dataset.from_generator(counted, output_signature=spec).take(2)] == [seen + 1, seen + 2]
+print("alive", flush=True)
+"""
+
+
+def test_treadle_threads_enter_python_no_more_after_the_exit_hook(tmp_path):
+    run_child(tmp_path, GATE, 0)

@@ -15,6 +15,7 @@ PYBIND11_MODULE(_core, m) {
   treadle::python::RegisterDLPack(m);
   treadle::python::RegisterLoom(m);
   treadle::python::RegisterData(m);
+  treadle::python::RegisterExitHook(m);  // treadle's threads leave Python before the interpreter finalizes
   treadle::cancel::InstallInterruptHook();  // Ctrl-C reaches runs in C++ (util/cancel.h)
   treadle::parallel::NumThreads();  // BLAS single-threaded from the start: treadle's pool parallelises
 }

@@ -21,21 +21,47 @@ struct LibraryFunction;
 
 namespace treadle::python {
 
-// Whether a destructor on this thread may take the GIL to drop Python
-// objects. Not once the interpreter finalizes, unless the thread holds the
-// GIL already: Python ends any other thread that tries with a forced unwind,
-// which cannot leave a destructor (the process would abort). The objects are
-// then left to the dying interpreter.
-// The GIL for a call into Python from a thread of treadle's own (prefetch,
-// interleave and map workers, the executor's). Unlike py::gil_scoped_acquire
-// it gives the GIL back at the end of the scope only if the thread still
-// holds it: Python ends a thread that runs into the interpreter's
-// finalization inside Python code by a forced unwind, after giving the GIL
-// up; releasing it again on the way out would clear the interpreter's
-// current thread state under the thread that now holds it.
+// treadle's own threads (prefetch, interleave and map workers, the
+// executor's) and the interpreter's exit. Python ends a thread that takes the
+// GIL once the interpreter finalizes, by a forced unwind through our frames,
+// and finalization frees what such a thread may still be using. So treadle's
+// threads stop entering Python before it begins: an exit hook (registered with
+// atexit when _core is imported, so it runs after the program's own exit
+// functions registered later) closes the way in, then waits, with the GIL
+// released, for the threads inside to come out (StopEnteringPython). Python's
+// own threads (those with a thread state: the main thread, threading's) are
+// never refused.
+//
+// A PythonEntry is one stay inside Python of the thread that makes it.
+class PythonEntry {
+ public:
+  PythonEntry();
+  ~PythonEntry();
+  PythonEntry(const PythonEntry&) = delete;
+  PythonEntry& operator=(const PythonEntry&) = delete;
+  bool admitted() const { return admitted_; }
+
+ private:
+  bool admitted_ = true;
+  bool counted_ = false;
+};
+
+// The exit hook's work: refuses treadle's threads from now on and waits up to
+// wait_s for those inside Python to come out; whether they all did. Call it
+// without the GIL.
+bool StopEnteringPython(double wait_s);
+
+// The GIL for a call into Python from a thread of treadle's own. Refused once
+// the interpreter exits (Error kCancelled). Unlike py::gil_scoped_acquire it
+// gives the GIL back at the end of the scope only if the thread still holds
+// it: Python ends a thread that runs into the interpreter's finalization
+// inside Python code (one that outlasted the exit hook's wait) by a forced
+// unwind, after giving the GIL up; releasing it again on the way out would
+// clear the interpreter's current thread state under the thread that now
+// holds it.
 class GilForCall {
  public:
-  GilForCall() : state_(PyGILState_Ensure()) {}
+  GilForCall();
   ~GilForCall() {
     if (PyGILState_Check()) PyGILState_Release(state_);
   }
@@ -43,18 +69,29 @@ class GilForCall {
   GilForCall& operator=(const GilForCall&) = delete;
 
  private:
+  PythonEntry entry_;  // first: it outlives the GIL's hold
   PyGILState_STATE state_;
 };
 
-inline bool MayTakeGilInDestructor() {
-  if (!Py_IsInitialized()) return false;
-  if (PyGILState_Check()) return true;
-#if PY_VERSION_HEX >= 0x030D0000
-  return !Py_IsFinalizing();
-#else
-  return !_Py_IsFinalizing();
-#endif
-}
+// The GIL for a destructor that drops Python objects, when it may be taken
+// (held() says): always by a thread that holds it already; otherwise not by a
+// thread refused at the way in, nor once the interpreter finalizes. Python
+// would end the thread by a forced unwind, which cannot leave a destructor
+// (the process would abort). The objects are then left to the dying
+// interpreter.
+class GilForDrop {
+ public:
+  GilForDrop();
+  ~GilForDrop();
+  GilForDrop(const GilForDrop&) = delete;
+  GilForDrop& operator=(const GilForDrop&) = delete;
+  bool held() const { return held_; }
+
+ private:
+  PythonEntry entry_;
+  bool held_ = false, taken_ = false;
+  PyGILState_STATE state_;
+};
 
 // _core.Executable: a planned graph (py_graph.cc); td.data's map stages run it too.
 struct PyExecutable {
@@ -126,5 +163,6 @@ void RegisterFunctionAttrs(py::module_& m);
 void RegisterDLPack(py::module_& m);  // after RegisterTensor: adds EagerTensor methods
 void RegisterLoom(py::module_& m);
 void RegisterData(py::module_& m);
+void RegisterExitHook(py::module_& m);  // py_exit.cc
 
 }  // namespace treadle::python

@@ -173,9 +173,8 @@ Tensor TensorFromNumpy(py::array arr, bool copy) {
     PyObject* owner = arr.ptr();
     Py_INCREF(owner);
     auto buf = Buffer::Wrap(arr.mutable_data(), static_cast<size_t>(arr.nbytes()), [owner] {
-      if (!MayTakeGilInDestructor()) return;
-      py::gil_scoped_acquire gil;
-      Py_DECREF(owner);
+      GilForDrop gil;
+      if (gil.held()) Py_DECREF(owner);
     });
     return Tensor(t, dims, std::move(buf));
   }

@@ -6,8 +6,6 @@
 #include "py_common.h"
 #include "util/cancel.h"
 
-#include <cxxabi.h>
-
 #include <exception>
 #include <thread>
 #include <utility>
@@ -29,9 +27,8 @@ class PyIteratorStage : public data::Stage {
  public:
   explicit PyIteratorStage(py::object it) : it_(new py::object(std::move(it))) {}
   ~PyIteratorStage() override {
-    if (!MayTakeGilInDestructor()) return;
-    py::gil_scoped_acquire gil;
-    delete it_;
+    GilForDrop gil;
+    if (gil.held()) delete it_;
   }
   bool Next(data::Element* out) override {
     GilForCall gil;
@@ -57,9 +54,8 @@ struct PyStage {
 // ends the pipeline drops: the GIL is taken for its deletion.
 std::shared_ptr<py::object> SharedPyObject(py::object o) {
   return std::shared_ptr<py::object>(new py::object(std::move(o)), [](py::object* p) {
-    if (!MayTakeGilInDestructor()) return;
-    py::gil_scoped_acquire gil;
-    delete p;
+    GilForDrop gil;
+    if (gil.held()) delete p;
   });
 }
 
@@ -177,8 +173,10 @@ void RegisterData(py::module_& m) {
       py::object stage;
       try {
         stage = (*make)(items);
-      } catch (abi::__forced_unwind&) {
-        items.release();  // the thread ends without the GIL: no reference may be dropped on the way out
+      } catch (...) {
+        // A forced unwind (no C++ exception object, util/thread_errors.h):
+        // the thread ends without the GIL, so no reference may be dropped on the way out.
+        if (!std::current_exception()) items.release();
         throw;
       }
       if (!py::isinstance<PyStage>(stage)) throw py::type_error("interleave: the dataset factory must return a DataStage");

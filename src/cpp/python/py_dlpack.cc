@@ -85,9 +85,9 @@ py::capsule ExportCapsule(const Tensor& t, py::handle stream, py::handle max_ver
 template <typename Managed>
 std::function<void()> ReleaseWithGil(Managed* managed) {
   return [managed] {
-    if (!MayTakeGilInDestructor() || !managed->deleter) return;
-    py::gil_scoped_acquire gil;
-    managed->deleter(managed);
+    if (!managed->deleter) return;
+    GilForDrop gil;
+    if (gil.held()) managed->deleter(managed);
   };
 }
 

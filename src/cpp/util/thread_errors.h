@@ -6,9 +6,13 @@
 // running a generator at exit. A forced unwind that is caught and not
 // rethrown aborts the process ("FATAL: exception not rethrown"); it is
 // rethrown here, and the thread ends.
+//
+// It is told apart by having no C++ exception object: std::current_exception
+// is empty for it (and for any exception not thrown by C++). It is not caught
+// as abi::__forced_unwind&: that handler binds its reference to the null
+// object pointer the C++ runtime gives for such an exception, which is
+// undefined behaviour (UndefinedBehaviorSanitizer stops the process there).
 #pragma once
-
-#include <cxxabi.h>
 
 #include <exception>
 
@@ -19,10 +23,10 @@ template <typename Work>
 std::exception_ptr CaptureWorkError(Work&& work) {
   try {
     work();
-  } catch (abi::__forced_unwind&) {
-    throw;
   } catch (...) {
-    return std::current_exception();
+    std::exception_ptr error = std::current_exception();
+    if (!error) throw;  // a forced unwind: the thread is ending
+    return error;
   }
   return nullptr;
 }
