@@ -229,7 +229,7 @@ def _multiset(elements):
 
 class PipelineKind(Kind):
     name = "data_pipeline"
-    seconds_share = 0.5  # 30 s in the CI run
+    seconds_share = 0.5  # half the CI run's time of the other kinds
 
     def seeds(self):
         return [encode(0, 10, [("map", 1), ("batch", 3), ("unbatch", 0), ("take", 6)]),

@@ -233,7 +233,7 @@ def _values(ckpt):
 
 class CheckpointKind(Kind):
     name = "checkpoint"
-    seconds_share = 0.5  # 30 s in the CI run
+    seconds_share = 0.5  # half the CI run's time of the other kinds
 
     def seeds(self):
         return [_file_bytes(_trained(slots).write, ".ckpt") for slots in (False, True)]
@@ -314,7 +314,7 @@ def _model_seeds():
 
 class SavedModelKind(Kind):
     name = "saved_model"
-    seconds_share = 0.5  # 30 s in the CI run
+    seconds_share = 0.5  # half the CI run's time of the other kinds
 
     def seeds(self):
         return _model_seeds()

@@ -77,7 +77,7 @@ def _local(loom, examples, per_schedule):
 
 class WeaveFaultsKind(Kind):
     name = "weave_faults"
-    seconds_share = 0.5  # 30 s in the CI run
+    seconds_share = 0.5  # half the CI run's time of the other kinds
     rejections = REJECTIONS + FAULTS
     deadline_s = None  # the waits are bounded by parallel_weave's timeout, and hangs by the supervisor's
 
