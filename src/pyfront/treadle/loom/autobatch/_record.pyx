@@ -14,7 +14,9 @@ per round):
 - ReadHook: a variable read inside an example gives its shared value.
 - GatherHook: td.gather(variable, Python or NumPy int) inside an example
   is a row of the variable, before either argument becomes a tensor.
-- create_op: td.gather(variable, id) with a known id is a row of the variable.
+- create_op: a plain op seen before on values of the same signatures is
+  recorded from a cache (registry.fast_ops), as CallHook records cells;
+  td.gather(variable, id) with a known id is a row of the variable.
 - live_values: the values a round must keep, by reference count."""
 
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
@@ -434,14 +436,62 @@ cdef int64_t _row_code(Round r, tuple src) except? -1:
 
 
 def create_op(rec, op_name, inputs, attrs, name=None):
-    """Recorder.create_op: execute() of an op with a per-example input. A
-    gathered variable row is recorded here; every other op by
-    rec.record_op."""
+    """Recorder.create_op: execute() of an op with a per-example input. An
+    op seen before on values of the same signatures (registry.fast_ops) and
+    a gathered variable row are recorded here; every other op by
+    rec.record_op, which fills registry.fast_ops."""
+    if rec.current is not None:
+        key = _op_key(op_name, inputs, attrs)
+        if key is not None:
+            entry = rec.registry.fast_ops.get(key)
+            if entry is not None:
+                return list(_record_call(rec, <CallEntry> entry, tuple(inputs)))
     if op_name == "GatherV2" and rec.current is not None and len(inputs) == 3:
         gathered = variable_row(rec, inputs[0], inputs[1], inputs[2], attrs)
         if gathered is not None:
             return [gathered]
     return rec.record_op(op_name, inputs, attrs)
+
+
+cdef object _op_key(op_name, inputs, attrs):
+    """registry.fast_ops's key of an op whose inputs are all per-example
+    values or variable rows (each with a signature number): (op name,
+    attributes, signature numbers); None for any other op (an eager tensor
+    or a variable's shared value among the inputs, unhashable attributes),
+    recorded by the general path."""
+    cdef Py_ssize_t n = len(inputs), i
+    if attrs:
+        try:
+            frozen = frozenset(attrs.items())
+        except TypeError:  # a list-valued attribute: the general path freezes it
+            return None
+    else:
+        frozen = None
+    key = PyTuple_New(n + 2)
+    Py_INCREF(op_name)
+    PyTuple_SET_ITEM(key, 0, op_name)
+    Py_INCREF(frozen)
+    PyTuple_SET_ITEM(key, 1, frozen)
+    for i in range(n):
+        x = inputs[i]
+        if type(x) is not Value:
+            return None
+        sig = (<ValueFields> x)._autobatch_sig
+        if sig is None:  # a variable's shared value: a slot of the op, not an argument
+            return None
+        Py_INCREF(sig)
+        PyTuple_SET_ITEM(key, i + 2, sig)
+    return key
+
+
+def op_key(op_name, inputs, attrs):
+    """(Recorder.record_op) registry.fast_ops's key for the op, or None."""
+    return _op_key(op_name, inputs, attrs)
+
+
+def op_entry(info):
+    """The entry Recorder.record_op keeps in registry.fast_ops for `info`."""
+    return _unpacked(info)
 
 
 def variable_row(rec, params, indices, axis, attrs):

@@ -13,7 +13,7 @@ from treadle.framework import context
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor
 from treadle.framework.tensor_spec import TensorSpec
-from treadle.loom.autobatch._record import Round, Value, add_call_node, call_entry, create_op
+from treadle.loom.autobatch._record import Round, Value, add_call_node, call_entry, create_op, op_entry, op_key
 from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.list_calls import list_call_key
 from treadle.loom.autobatch.registry import type_shape
@@ -159,6 +159,9 @@ class Recorder:
         if info is None:
             info = self.registry.primitive(key, op_name, attrs, slots,
                                            [TensorSpec(_shape_of(x), x.dtype) for x in specs])
+        fast = op_key(op_name, inputs, attrs)
+        if fast is not None:  # all inputs per-example values: create_op records the next such op from the cache
+            self.registry.fast_ops[fast] = op_entry(info)
         return self._add_node(info, specs)
 
     def _check_inputs(self, op_name, inputs):
