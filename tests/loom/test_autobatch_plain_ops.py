@@ -157,3 +157,62 @@ def test_a_value_of_another_example_is_refused_on_the_fast_path():
         return w
     with pytest.raises(CrossExampleError, match="example 0"):
         td.loom.autobatch(fn)([0, 1])
+
+
+# -------------------------------------------------- td.constant inside an example
+
+def test_constants_made_inside_an_example_behave_as_td_constant():
+    emb = td.Variable(EMBEDDING)
+
+    @td.function
+    def cell(x, c):
+        return x * c
+
+    seen = []
+
+    def fn(row):
+        source = np.array([1.0, 2.0, 3.0]) * row
+        c = td.constant(source)          # float64 [3], copied: the change below must not reach it
+        source[:] = -100.0
+        seen.append((type(c).__name__, c.dtype, float(td.constant(1.5) * 2.0)))
+        half = td.constant(0.5)          # a Python float: float32, as in TensorFlow
+        shaped = td.reshape(td.gather(emb, row), td.constant([3, 1]))  # an int constant: a shape, as before
+        scaled = cell(td.gather(emb, row), c) + cell(td.gather(emb, row), c)  # twice: the cell's fast path too
+        return scaled, td.cast(half, td.float64) * td.reshape(shaped, [3]), c, td.constant(np.float64(row))
+    rows = [0, 2, 5]
+    scaled, halves, consts, scalars = td.loom.autobatch(fn)(rows)
+    np.testing.assert_allclose(scaled.numpy(), [2 * EMBEDDING[r] * np.array([1.0, 2.0, 3.0]) * r for r in rows],
+                               rtol=1e-12)
+    np.testing.assert_allclose(halves.numpy(), [0.5 * EMBEDDING[r] for r in rows], rtol=1e-12)
+    np.testing.assert_allclose(consts.numpy(), [np.array([1.0, 2.0, 3.0]) * r for r in rows], rtol=1e-12)
+    np.testing.assert_allclose(scalars.numpy(), rows)
+    assert seen == [("Value", td.float64, 3.0)] * len(rows)  # no eager tensor made; its value readable at once
+
+
+def test_constants_outside_examples_stay_eager_tensors():
+    made = []
+
+    @td.function
+    def traced(x):
+        made.append(type(td.constant(2.0)).__name__)  # while tracing: a graph constant, as usual
+        return x * 2.0
+
+    def fn(row):
+        return traced(td.constant(float(row)))
+    batched = td.loom.autobatch(fn)
+    np.testing.assert_allclose(batched([1, 2]).numpy(), [2.0, 4.0])
+    assert "Value" not in made
+    assert type(td.constant(1.0)).__name__ == "EagerTensor"  # after the call
+
+
+def test_a_constant_of_one_example_is_refused_in_another():
+    kept = []
+
+    def fn(row):
+        c = td.constant(float(row))
+        if kept:
+            return c + kept[0]
+        kept.append(c)
+        return c * 1.0
+    with pytest.raises(CrossExampleError, match="example 0"):
+        td.loom.autobatch(fn)([0, 1])

@@ -157,8 +157,15 @@ def _convert_value(value, dtype):
     return _core.tensor_from_numpy(arr, True)
 
 
+constant_interceptors = []  # td.loom.autobatch's: fn(value, dtype, shape) -> a constant of one example, or None
+
+
 def constant(value, dtype=None, shape=None, name="Const"):
     """A constant tensor from a Python value or NumPy array (always a copy)."""
+    if constant_interceptors:
+        made = constant_interceptors[-1](value, dtype, shape)
+        if made is not None:
+            return made
     if isinstance(value, EagerTensor):
         t = value if dtype is None or value.dtype == dtypes.as_dtype(dtype) else _cast_eager(value, dtype)
     elif isinstance(value, Tensor):

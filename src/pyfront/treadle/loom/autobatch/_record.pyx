@@ -14,6 +14,8 @@ per round):
 - ReadHook: a variable read inside an example gives its shared value.
 - GatherHook: td.gather(variable, Python or NumPy int) inside an example
   is a row of the variable, before either argument becomes a tensor.
+- ConstantHook: a floating-point td.constant made inside an example is a
+  value whose NumPy copy is a constant row, without an eager tensor.
 - create_op: a plain op seen before on values of the same signatures is
   recorded from a cache (registry.fast_ops), as CallHook records cells;
   td.gather(variable, id) with a known id is a row of the variable.
@@ -28,9 +30,12 @@ from libc.stdint cimport int64_t
 import numpy as np
 
 from treadle.framework import context
-from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor
+from treadle.framework import dtypes
+from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor, _python_to_numpy
 from treadle.framework.variables import Variable
-from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, ValueMethods
+from treadle.loom.autobatch.registry import type_shape
+from treadle.loom.autobatch.values import (CONST_ROW, CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE,
+                                          ValueMethods)
 
 cdef object _thread_context = context._context  # its graph_stack: the graphs being built in this thread
 cdef object _np_integer = np.integer
@@ -38,6 +43,9 @@ cdef int _PENDING = PENDING
 cdef int _STORED = STORED
 cdef int _VAR_ROW = VAR_ROW
 cdef int _VARIABLE = VARIABLE
+cdef int _CONST_ROW = CONST_ROW
+cdef object _np_floating = np.floating
+cdef object _np_ndarray = np.ndarray
 
 
 # ------------------------------------------------------------------ values
@@ -372,6 +380,57 @@ cdef class GatherHook:
         return value
 
 
+cdef class ConstantHook:
+    """td.constant's interceptor while `recorder` records: inside an example
+    (not while tracing, not in another thread), a floating-point constant
+    of a Python float or a NumPy value (no `shape` argument) is a value of
+    the example whose NumPy copy becomes a row of the round's constant
+    batch input where an op reads it: no eager tensor is made. Every other
+    constant (integers, which ops may read as attributes; strings; tensors)
+    is None, made as usual."""
+
+    cdef object recorder
+    cdef object registry
+    cdef unsigned long thread
+    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.registry = recorder.registry
+        self.thread = recorder.thread
+        self.graphs = _graphs_being_built()
+
+    def __call__(self, value, dtype, shape):
+        rec = self.recorder
+        if shape is not None or rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
+            return None
+        t = type(value)
+        if t is _np_ndarray:
+            if value.dtype.kind != "f":
+                return None
+        elif t is not float and not isinstance(value, _np_floating):
+            return None
+        if dtype is not None:
+            dtype = dtypes.as_dtype(dtype)
+            if not dtype.is_floating:
+                return None
+        arr = _python_to_numpy(value, dtype)
+        if arr is value or arr.base is not None:  # the user's array (or a view of it): td.constant copies
+            arr = arr.copy()
+        dtype = dtypes.as_dtype(arr.dtype)
+        shape = arr.shape
+        ts = type_shape(dtype, shape)
+        cdef ValueFields v = ValueFields.__new__(Value)
+        v.graph = rec
+        v.example = rec.current
+        v.kind = _CONST_ROW
+        v.other_src = (_CONST_ROW, ts, arr)
+        v._dtype = dtype
+        v._shape_tuple_ = shape
+        v._autobatch_sig = self.registry.signature(dtype, shape)
+        return v
+
+
 cdef object _record_call(rec, CallEntry entry, tuple args):
     """Appends a node of the entry's op reading `args` (per-example values
     and rows of variables, in the op's input order) to the recorder's
@@ -424,13 +483,19 @@ cdef int64_t _row_code(Round r, tuple src) except? -1:
     if src[0] == _PENDING:
         raise RuntimeError("td.loom.autobatch: a value was not kept by the round that computed it "
                            "(it seemed unreferenced then); please report this")
-    if src[0] != _VAR_ROW:
+    cdef list rows
+    if src[0] == _CONST_ROW:  # a td.constant made inside an example: a row of the constants
+        g = r.group(src[1], CONSTANT, None)
+        rows = r.groups[g][3]
+        rows.append(src[2])
+    elif src[0] != _VAR_ROW:
         raise AssertionError(f"a value of source {src[0]} is a node's argument")
-    g = r.group_index.get((id(src[1]), _VAR_ROW, id(src[2])))  # Round.group's key: its lookup, inline
-    if g is None:
-        g = r.group(src[1], _VAR_ROW, src[2])
-    cdef list rows = r.groups[g][3]
-    rows.append(src[3])
+    else:
+        g = r.group_index.get((id(src[1]), _VAR_ROW, id(src[2])))  # Round.group's key: its lookup, inline
+        if g is None:
+            g = r.group(src[1], _VAR_ROW, src[2])
+        rows = r.groups[g][3]
+        rows.append(src[3])
     cdef int64_t group = g
     return -1 - (((len(rows) - 1) << 16) | (group + 1))
 
