@@ -216,3 +216,49 @@ def test_a_constant_of_one_example_is_refused_in_another():
         return c * 1.0
     with pytest.raises(CrossExampleError, match="example 0"):
         td.loom.autobatch(fn)([0, 1])
+
+
+# -------------------------------------------------- Python numbers beside per-example values
+
+def test_python_numbers_beside_values_give_numpy_values_and_gradients():
+    emb = td.Variable(EMBEDDING)
+
+    def fn(row):
+        v = td.gather(emb, row)
+        w = 0.5 * v - 1 + v * 2.0      # reflected, int and float literals: constant rows of the round
+        return w / 4.0 + 3.0 ** 1.0 * w ** 2
+    rows = [1, 4, 4, 6]
+    batched = td.loom.autobatch(fn)
+    weights = RNG.uniform(-1, 1, (len(rows), 3))
+    with td.GradientTape() as tape:
+        out = batched(rows)
+        loss = td.reduce_sum(out * weights)
+
+    def numpy_fn(e, row):
+        w = 0.5 * e[row] - 1 + e[row] * 2.0
+        return w / 4.0 + 3.0 * w ** 2
+    np.testing.assert_allclose(out.numpy(), [numpy_fn(EMBEDDING, r) for r in rows], rtol=1e-12)
+    assert any(key[0] == "Mul" for key in batched._registry.fast_ops)
+    grad = _dense(tape.gradient(loss, emb))
+
+    def numpy_loss():
+        e = np.asarray(emb.read_value())
+        return float(np.sum(np.stack([numpy_fn(e, r) for r in rows]) * weights))
+    np.testing.assert_allclose(grad, finite_difference_gradient(numpy_loss, emb), rtol=1e-5, atol=1e-7)
+
+
+def test_numbers_beside_eager_tensors_variables_and_integers_convert_as_before():
+    emb = td.Variable(EMBEDDING)
+    kinds = []
+
+    def fn(row):
+        eager = td.ones([3], td.float64) * 2.0           # shared: runs eagerly, as before
+        shared = emb * 2.0                               # a variable read: runs eagerly, as before
+        count = td.reduce_sum(td.cast(td.gather(emb, row) > 0.0, td.int32)) * 2  # an integer value
+        kinds.append((type(eager).__name__, type(shared).__name__))
+        return td.gather(emb, row) * eager + td.gather(shared, row), td.cast(count, td.float64)
+    rows = [0, 3]
+    values, counts = td.loom.autobatch(fn)(rows)
+    np.testing.assert_allclose(values.numpy(), [4.0 * EMBEDDING[r] for r in rows], rtol=1e-12)
+    np.testing.assert_allclose(counts.numpy(), [2 * (EMBEDDING[r] > 0).sum() for r in rows])
+    assert kinds == [("EagerTensor", "EagerTensor")] * len(rows)

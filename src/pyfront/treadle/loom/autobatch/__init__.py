@@ -59,7 +59,7 @@ import threading
 from treadle.framework import context, tensor, variables
 from treadle.function import polymorphic_function
 from treadle.ops import array_ops
-from treadle.loom.autobatch._record import CallHook, ConstantHook, GatherHook, ReadHook
+from treadle.loom.autobatch._record import CallHook, ConstantHook, GatherHook, OperandHook, ReadHook
 from treadle.loom.autobatch.outputs import check_results, stacked_outputs
 from treadle.loom.autobatch.recorded import Recording, make_recording
 from treadle.loom.autobatch.recording import CrossExampleError, Recorder
@@ -143,6 +143,8 @@ class AutoBatched:
         array_ops.gather_interceptors.append(gather_hook)
         constant_hook = ConstantHook(recorder)
         tensor.constant_interceptors.append(constant_hook)
+        operand_hook = OperandHook(recorder)
+        tensor.operand_interceptors.append(operand_hook)
         # Recording makes many small objects that live until the round runs;
         # the cyclic collector would scan them again and again (about a fifth
         # of the recording time) and find no garbage (the round breaks the one
@@ -155,6 +157,7 @@ class AutoBatched:
         finally:
             if collecting:
                 gc.enable()
+            tensor.operand_interceptors.remove(operand_hook)
             tensor.constant_interceptors.remove(constant_hook)
             array_ops.gather_interceptors.remove(gather_hook)
             variables.read_overrides.remove(read_hook)

@@ -16,6 +16,8 @@ per round):
   is a row of the variable, before either argument becomes a tensor.
 - ConstantHook: a floating-point td.constant made inside an example is a
   value whose NumPy copy is a constant row, without an eager tensor.
+- OperandHook: a Python number beside a per-example value (`h * 0.5`) is a
+  shared constant value, a constant row, without an eager tensor.
 - create_op: a plain op seen before on values of the same signatures is
   recorded from a cache (registry.fast_ops), as CallHook records cells;
   td.gather(variable, id) with a known id is a row of the variable.
@@ -429,6 +431,47 @@ cdef class ConstantHook:
         v._shape_tuple_ = shape
         v._autobatch_sig = self.registry.signature(dtype, shape)
         return v
+
+
+cdef class OperandHook:
+    """convert_operand's interceptor while `recorder` records: inside an
+    example (not while tracing, not in another thread), a Python number
+    beside a per-example value of a floating-point dtype (`h * 0.5`) is a
+    constant value shared by the examples (one per number and dtype in the
+    call), a row of the round's constants where an op reads it: no eager
+    tensor is made, and the op takes the plain-op fast path. A number beside
+    an eager tensor or a variable is None, converted as usual (the op runs
+    eagerly, as before)."""
+
+    cdef object recorder
+    cdef object registry
+    cdef unsigned long thread
+    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
+    cdef dict literals    # (number, dtype) -> its shared value
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.registry = recorder.registry
+        self.thread = recorder.thread
+        self.graphs = _graphs_being_built()
+        self.literals = {}
+
+    def __call__(self, value, dtype, beside):
+        rec = self.recorder
+        if type(beside) is not Value or (<ValueFields> beside).graph is not rec:
+            return None
+        if (<ValueFields> beside).kind == _VARIABLE or type(value) is bool or not dtype.is_floating:
+            return None
+        if rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
+            return None
+        key = (type(value), value, dtype)
+        made = self.literals.get(key)
+        if made is None:
+            arr = np.asarray(value, dtype.as_numpy_dtype)
+            ts = type_shape(dtype, ())
+            made = self.literals[key] = _shared_value(rec, (_CONST_ROW, ts, arr), dtype, (),
+                                                      self.registry.signature(dtype, ()))
+        return made
 
 
 cdef object _record_call(rec, CallEntry entry, tuple args):
