@@ -467,7 +467,11 @@ cdef class OperandHook:
         key = (type(value), value, dtype)
         made = self.literals.get(key)
         if made is None:
-            arr = np.asarray(value, dtype.as_numpy_dtype)
+            try:
+                np_dtype = dtype.as_numpy_dtype
+            except TypeError:  # bfloat16 without ml_dtypes: converted as usual (with its message)
+                return None
+            arr = np.asarray(value, np_dtype)
             ts = type_shape(dtype, ())
             made = self.literals[key] = _shared_value(rec, (_CONST_ROW, ts, arr), dtype, (),
                                                       self.registry.signature(dtype, ()))
