@@ -134,14 +134,21 @@ def convert_to_tensor(value, dtype=None, dtype_hint=None, name=None):
     return _in_current_graph(_convert_value(value, dtype))
 
 
-def convert_operand(value, dtype):
+operand_interceptors = []  # td.loom.autobatch's: fn(literal, dtype, tensor beside it) -> its tensor, or None
+
+
+def convert_operand(value, dtype, beside=None):
     """convert_to_tensor(value, dtype_hint=dtype), for the operand of an op
-    beside a tensor of `dtype`. While tracing, a Python int or float (`x * 0.5`)
-    comes from the graph's cache of literals, so tracing converts each literal
-    once per graph."""
+    beside a tensor of `dtype` (`beside`, when given). While tracing, a Python
+    int or float (`x * 0.5`) comes from the graph's cache of literals, so
+    tracing converts each literal once per graph."""
     if type(value) in TENSOR_CLASSES:
         return value
     if type(value) in _literal_types:
+        if operand_interceptors and beside is not None:
+            made = operand_interceptors[-1](value, dtype, beside)
+            if made is not None:
+                return made
         graph = context.current_graph()
         if graph is not None:
             return graph.literal(value, dtype)
@@ -157,8 +164,15 @@ def _convert_value(value, dtype):
     return _core.tensor_from_numpy(arr, True)
 
 
+constant_interceptors = []  # td.loom.autobatch's: fn(value, dtype, shape) -> a constant of one example, or None
+
+
 def constant(value, dtype=None, shape=None, name="Const"):
     """A constant tensor from a Python value or NumPy array (always a copy)."""
+    if constant_interceptors:
+        made = constant_interceptors[-1](value, dtype, shape)
+        if made is not None:
+            return made
     if isinstance(value, EagerTensor):
         t = value if dtype is None or value.dtype == dtypes.as_dtype(dtype) else _cast_eager(value, dtype)
     elif isinstance(value, Tensor):
@@ -411,7 +425,7 @@ def _symbolic_operator(row):
     def forward(self, other):
         try:
             if type(other) not in TENSOR_CLASSES:
-                other = convert_operand(other, self.dtype)
+                other = convert_operand(other, self.dtype, self)
         except (TypeError, ValueError):
             if row.name in ("equal", "not_equal"):
                 return row.name == "not_equal"
@@ -425,7 +439,7 @@ def _symbolic_reflected(fn):
     def reflected(self, other):
         try:
             if type(other) not in TENSOR_CLASSES:
-                other = convert_operand(other, self.dtype)
+                other = convert_operand(other, self.dtype, self)
         except (TypeError, ValueError):
             return NotImplemented
         return fn(other, self)

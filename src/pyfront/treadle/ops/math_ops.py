@@ -14,9 +14,9 @@ def _binary_inputs(x, y):
     if type(x) in TENSOR_CLASSES or isinstance(x, Tensor):
         if type(y) in TENSOR_CLASSES or isinstance(y, Tensor):
             return x, y
-        return x, convert_operand(y, x.dtype)
+        return x, convert_operand(y, x.dtype, x)
     if isinstance(y, Tensor):
-        return convert_operand(x, y.dtype), y
+        return convert_operand(x, y.dtype, y), y
     x = convert_to_tensor(x)
     return x, convert_to_tensor(y, dtype_hint=x.dtype)
 

@@ -56,10 +56,10 @@ batches the tensor work of all of them:
 import gc
 import threading
 
-from treadle.framework import context, variables
+from treadle.framework import context, tensor, variables
 from treadle.function import polymorphic_function
 from treadle.ops import array_ops
-from treadle.loom.autobatch._record import CallHook, GatherHook, ReadHook
+from treadle.loom.autobatch._record import CallHook, ConstantHook, GatherHook, OperandHook, ReadHook
 from treadle.loom.autobatch.outputs import check_results, stacked_outputs
 from treadle.loom.autobatch.recorded import Recording, make_recording
 from treadle.loom.autobatch.recording import CrossExampleError, Recorder
@@ -141,6 +141,10 @@ class AutoBatched:
         variables.read_overrides.append(read_hook)
         gather_hook = GatherHook(recorder)
         array_ops.gather_interceptors.append(gather_hook)
+        constant_hook = ConstantHook(recorder)
+        tensor.constant_interceptors.append(constant_hook)
+        operand_hook = OperandHook(recorder)
+        tensor.operand_interceptors.append(operand_hook)
         # Recording makes many small objects that live until the round runs;
         # the cyclic collector would scan them again and again (about a fifth
         # of the recording time) and find no garbage (the round breaks the one
@@ -153,6 +157,8 @@ class AutoBatched:
         finally:
             if collecting:
                 gc.enable()
+            tensor.operand_interceptors.remove(operand_hook)
+            tensor.constant_interceptors.remove(constant_hook)
             array_ops.gather_interceptors.remove(gather_hook)
             variables.read_overrides.remove(read_hook)
             polymorphic_function.call_interceptors.remove(hook)

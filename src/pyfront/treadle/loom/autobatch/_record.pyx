@@ -14,7 +14,13 @@ per round):
 - ReadHook: a variable read inside an example gives its shared value.
 - GatherHook: td.gather(variable, Python or NumPy int) inside an example
   is a row of the variable, before either argument becomes a tensor.
-- create_op: td.gather(variable, id) with a known id is a row of the variable.
+- ConstantHook: a floating-point td.constant made inside an example is a
+  value whose NumPy copy is a constant row, without an eager tensor.
+- OperandHook: a Python number beside a per-example value (`h * 0.5`) is a
+  shared constant value, a constant row, without an eager tensor.
+- create_op: a plain op seen before on values of the same signatures is
+  recorded from a cache (registry.fast_ops), as CallHook records cells;
+  td.gather(variable, id) with a known id is a row of the variable.
 - live_values: the values a round must keep, by reference count."""
 
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
@@ -26,9 +32,12 @@ from libc.stdint cimport int64_t
 import numpy as np
 
 from treadle.framework import context
-from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor
+from treadle.framework import dtypes
+from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor, _python_to_numpy
 from treadle.framework.variables import Variable
-from treadle.loom.autobatch.values import CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE, ValueMethods
+from treadle.loom.autobatch.registry import type_shape
+from treadle.loom.autobatch.values import (CONST_ROW, CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE,
+                                          ValueMethods)
 
 cdef object _thread_context = context._context  # its graph_stack: the graphs being built in this thread
 cdef object _np_integer = np.integer
@@ -36,6 +45,9 @@ cdef int _PENDING = PENDING
 cdef int _STORED = STORED
 cdef int _VAR_ROW = VAR_ROW
 cdef int _VARIABLE = VARIABLE
+cdef int _CONST_ROW = CONST_ROW
+cdef object _np_floating = np.floating
+cdef object _np_ndarray = np.ndarray
 
 
 # ------------------------------------------------------------------ values
@@ -370,6 +382,102 @@ cdef class GatherHook:
         return value
 
 
+cdef class ConstantHook:
+    """td.constant's interceptor while `recorder` records: inside an example
+    (not while tracing, not in another thread), a floating-point constant
+    of a Python float or a NumPy value (no `shape` argument) is a value of
+    the example whose NumPy copy becomes a row of the round's constant
+    batch input where an op reads it: no eager tensor is made. Every other
+    constant (integers, which ops may read as attributes; strings; tensors)
+    is None, made as usual."""
+
+    cdef object recorder
+    cdef object registry
+    cdef unsigned long thread
+    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.registry = recorder.registry
+        self.thread = recorder.thread
+        self.graphs = _graphs_being_built()
+
+    def __call__(self, value, dtype, shape):
+        rec = self.recorder
+        if shape is not None or rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
+            return None
+        t = type(value)
+        if t is _np_ndarray:
+            if value.dtype.kind != "f":
+                return None
+        elif t is not float and not isinstance(value, _np_floating):
+            return None
+        if dtype is not None:
+            dtype = dtypes.as_dtype(dtype)
+            if not dtype.is_floating:
+                return None
+        arr = _python_to_numpy(value, dtype)
+        if arr is value or arr.base is not None:  # the user's array (or a view of it): td.constant copies
+            arr = arr.copy()
+        dtype = dtypes.as_dtype(arr.dtype)
+        shape = arr.shape
+        ts = type_shape(dtype, shape)
+        cdef ValueFields v = ValueFields.__new__(Value)
+        v.graph = rec
+        v.example = rec.current
+        v.kind = _CONST_ROW
+        v.other_src = (_CONST_ROW, ts, arr)
+        v._dtype = dtype
+        v._shape_tuple_ = shape
+        v._autobatch_sig = self.registry.signature(dtype, shape)
+        return v
+
+
+cdef class OperandHook:
+    """convert_operand's interceptor while `recorder` records: inside an
+    example (not while tracing, not in another thread), a Python number
+    beside a per-example value of a floating-point dtype (`h * 0.5`) is a
+    constant value shared by the examples (one per number and dtype in the
+    call), a row of the round's constants where an op reads it: no eager
+    tensor is made, and the op takes the plain-op fast path. A number beside
+    an eager tensor or a variable is None, converted as usual (the op runs
+    eagerly, as before)."""
+
+    cdef object recorder
+    cdef object registry
+    cdef unsigned long thread
+    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
+    cdef dict literals    # (number, dtype) -> its shared value
+
+    def __init__(self, recorder):
+        self.recorder = recorder
+        self.registry = recorder.registry
+        self.thread = recorder.thread
+        self.graphs = _graphs_being_built()
+        self.literals = {}
+
+    def __call__(self, value, dtype, beside):
+        rec = self.recorder
+        if type(beside) is not Value or (<ValueFields> beside).graph is not rec:
+            return None
+        if (<ValueFields> beside).kind == _VARIABLE or type(value) is bool or not dtype.is_floating:
+            return None
+        if rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
+            return None
+        key = (type(value), value, dtype)
+        made = self.literals.get(key)
+        if made is None:
+            try:
+                np_dtype = dtype.as_numpy_dtype
+            except TypeError:  # bfloat16 without ml_dtypes: converted as usual (with its message)
+                return None
+            arr = np.asarray(value, np_dtype)
+            ts = type_shape(dtype, ())
+            made = self.literals[key] = _shared_value(rec, (_CONST_ROW, ts, arr), dtype, (),
+                                                      self.registry.signature(dtype, ()))
+        return made
+
+
 cdef object _record_call(rec, CallEntry entry, tuple args):
     """Appends a node of the entry's op reading `args` (per-example values
     and rows of variables, in the op's input order) to the recorder's
@@ -422,26 +530,80 @@ cdef int64_t _row_code(Round r, tuple src) except? -1:
     if src[0] == _PENDING:
         raise RuntimeError("td.loom.autobatch: a value was not kept by the round that computed it "
                            "(it seemed unreferenced then); please report this")
-    if src[0] != _VAR_ROW:
+    cdef list rows
+    if src[0] == _CONST_ROW:  # a td.constant made inside an example: a row of the constants
+        g = r.group(src[1], CONSTANT, None)
+        rows = r.groups[g][3]
+        rows.append(src[2])
+    elif src[0] != _VAR_ROW:
         raise AssertionError(f"a value of source {src[0]} is a node's argument")
-    g = r.group_index.get((id(src[1]), _VAR_ROW, id(src[2])))  # Round.group's key: its lookup, inline
-    if g is None:
-        g = r.group(src[1], _VAR_ROW, src[2])
-    cdef list rows = r.groups[g][3]
-    rows.append(src[3])
+    else:
+        g = r.group_index.get((id(src[1]), _VAR_ROW, id(src[2])))  # Round.group's key: its lookup, inline
+        if g is None:
+            g = r.group(src[1], _VAR_ROW, src[2])
+        rows = r.groups[g][3]
+        rows.append(src[3])
     cdef int64_t group = g
     return -1 - (((len(rows) - 1) << 16) | (group + 1))
 
 
 def create_op(rec, op_name, inputs, attrs, name=None):
-    """Recorder.create_op: execute() of an op with a per-example input. A
-    gathered variable row is recorded here; every other op by
-    rec.record_op."""
+    """Recorder.create_op: execute() of an op with a per-example input. An
+    op seen before on values of the same signatures (registry.fast_ops) and
+    a gathered variable row are recorded here; every other op by
+    rec.record_op, which fills registry.fast_ops."""
+    if rec.current is not None:
+        key = _op_key(op_name, inputs, attrs)
+        if key is not None:
+            entry = rec.registry.fast_ops.get(key)
+            if entry is not None:
+                return list(_record_call(rec, <CallEntry> entry, tuple(inputs)))
     if op_name == "GatherV2" and rec.current is not None and len(inputs) == 3:
         gathered = variable_row(rec, inputs[0], inputs[1], inputs[2], attrs)
         if gathered is not None:
             return [gathered]
     return rec.record_op(op_name, inputs, attrs)
+
+
+cdef object _op_key(op_name, inputs, attrs):
+    """registry.fast_ops's key of an op whose inputs are all per-example
+    values or variable rows (each with a signature number): (op name,
+    attributes, signature numbers); None for any other op (an eager tensor
+    or a variable's shared value among the inputs, unhashable attributes),
+    recorded by the general path."""
+    cdef Py_ssize_t n = len(inputs), i
+    if attrs:
+        try:
+            frozen = frozenset(attrs.items())
+        except TypeError:  # a list-valued attribute: the general path freezes it
+            return None
+    else:
+        frozen = None
+    key = PyTuple_New(n + 2)
+    Py_INCREF(op_name)
+    PyTuple_SET_ITEM(key, 0, op_name)
+    Py_INCREF(frozen)
+    PyTuple_SET_ITEM(key, 1, frozen)
+    for i in range(n):
+        x = inputs[i]
+        if type(x) is not Value:
+            return None
+        sig = (<ValueFields> x)._autobatch_sig
+        if sig is None:  # a variable's shared value: a slot of the op, not an argument
+            return None
+        Py_INCREF(sig)
+        PyTuple_SET_ITEM(key, i + 2, sig)
+    return key
+
+
+def op_key(op_name, inputs, attrs):
+    """(Recorder.record_op) registry.fast_ops's key for the op, or None."""
+    return _op_key(op_name, inputs, attrs)
+
+
+def op_entry(info):
+    """The entry Recorder.record_op keeps in registry.fast_ops for `info`."""
+    return _unpacked(info)
 
 
 def variable_row(rec, params, indices, axis, attrs):

@@ -11,13 +11,13 @@ import numpy as np
 
 from treadle.framework import context
 from treadle.framework.op_execution import execute
-from treadle.framework.tensor import EagerTensor
+from treadle.framework.tensor import EagerTensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
-from treadle.loom.autobatch._record import Round, Value, add_call_node, call_entry, create_op
+from treadle.loom.autobatch._record import Round, Value, add_call_node, call_entry, create_op, op_entry, op_key
 from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.list_calls import list_call_key
 from treadle.loom.autobatch.registry import type_shape
-from treadle.loom.autobatch.values import CONSTANT, PENDING, STORED, VAR_ROW, VARIABLE
+from treadle.loom.autobatch.values import CONST_ROW, CONSTANT, PENDING, STORED, VAR_ROW, VARIABLE
 from treadle.util import nest
 
 _signature_of = attrgetter("_autobatch_sig")  # a Value's signature number; AttributeError for other arguments
@@ -96,6 +96,8 @@ class Recorder:
             return self._variable_value(src[2])[src[3]]
         if src[0] == VARIABLE:
             return self._variable_value(src[1])
+        if src[0] == CONST_ROW:
+            return src[2]
         raise AssertionError("a pending value is read before its round ran")
 
     def _variable_value(self, var):
@@ -115,6 +117,8 @@ class Recorder:
             return src[2].read_value()[src[3]]
         if src[0] == VARIABLE:
             return src[1].read_value()
+        if src[0] == CONST_ROW:
+            return convert_to_tensor(src[2], dtype=src[1].dtype)
         raise AssertionError("a pending value is read before its round ran")
 
     def shared_variable_value(self, var):
@@ -159,6 +163,9 @@ class Recorder:
         if info is None:
             info = self.registry.primitive(key, op_name, attrs, slots,
                                            [TensorSpec(_shape_of(x), x.dtype) for x in specs])
+        fast = op_key(op_name, inputs, attrs)
+        if fast is not None:  # all inputs per-example values: create_op records the next such op from the cache
+            self.registry.fast_ops[fast] = op_entry(info)
         return self._add_node(info, specs)
 
     def _check_inputs(self, op_name, inputs):
@@ -270,6 +277,11 @@ class Recorder:
                 append(src[4])
             elif kind == STORED:
                 append(src[3])
+            elif kind == CONST_ROW:  # a td.constant made inside an example: a constant row
+                g = r.group(src[1], CONSTANT, None)
+                rows = r.groups[g][3]
+                append(-1 - ((len(rows) << 16) | (g + 1)))
+                rows.append(src[2])
             else:  # VAR_ROW (a variable itself is a shared input, never a node's argument)
                 g = r.group(src[1], VAR_ROW, src[2])
                 rows = r.groups[g][3]

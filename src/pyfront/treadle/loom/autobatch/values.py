@@ -12,6 +12,7 @@ STORED = 1    # (STORED, type shape, row, argument code): computed by an earlier
 CONSTANT = 2  # not a value's source: the rows of eager tensors (constants) an op reads, by type shape
 VAR_ROW = 3   # (VAR_ROW, type shape, variable, row): a row of a variable (td.gather(variable, id))
 VARIABLE = 4  # (VARIABLE, variable): a variable read inside the function (shared by every example)
+CONST_ROW = 5  # (CONST_ROW, type shape, NumPy value): a td.constant made inside an example, a row of a batch input
 
 # A node's argument is recorded as one int (decoded once per round, by
 # rounds.decode_arguments): output `k` of node `n` is n << 8 | k (>= 0);
