@@ -180,3 +180,21 @@ def test_a_td_function_keeps_its_own_features_inside_another():
     assert td.function(lambda x: checked(x))(td.constant(2)).numpy() == 2
     with pytest.raises(td.errors.InvalidArgumentError, match="Assertion error"):
         td.function(lambda x: checked(x))(td.constant(-2))
+
+
+def test_print_replaced_by_a_library_wrapper_still_runs_with_the_graph(capsys, monkeypatch):
+    # Ray, for one, replaces builtins.print with a Python wrapper and leaves it
+    # there after ray.shutdown(); print of a tensor must still be staged.
+    import builtins
+    original = builtins.print
+
+    @td.autograph.experimental.do_not_convert  # as library code is: run as it is
+    def wrapper(*args, **kwargs):
+        return original(*args, **kwargs)
+    monkeypatch.setattr(builtins, "print", wrapper)
+    f = td.function(print_values, experimental_autograph_options=Feature.BUILTIN_FUNCTIONS)
+    y = np.array([1, 2, 3])
+    f(td.constant(3), td.constant(y))
+    assert capsys.readouterr().out == "x is 3 {'k': 'v'}\n[1 2 3]\n"
+    f(td.constant(3), td.constant(y))
+    assert capsys.readouterr().out == "x is 3 {'k': 'v'}\n[1 2 3]\n"

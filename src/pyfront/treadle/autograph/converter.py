@@ -16,6 +16,7 @@ source cannot be read run unconverted with a warning."""
 
 import __future__
 import ast
+import builtins as python_builtins
 import copy
 import functools
 import inspect
@@ -145,6 +146,11 @@ def _convert_callable(f, for_call):
     converted code, so builtins get their stand-ins and opaque callables run
     as they are without a warning."""
     t = type(f)
+    if for_call and t is types.FunctionType and f is python_builtins.print:
+        # `print` replaced by a library's wrapper (Ray installs one and leaves
+        # it after ray.shutdown()) is still print: it gets print's stand-in.
+        stand_in = builtins.optional_override(_BUILTIN_PRINT) if features.active() else None
+        return f if stand_in is None else stand_in
     if t is types.FunctionType:
         # Defined inside converted code: converted already (the common case, so tested first).
         return f if f.__code__ in errors.CONVERTED_CODE else converted_function(f)
@@ -174,6 +180,9 @@ def _convert_callable(f, for_call):
         conv = converted_function(call)
         return f if conv is call else types.MethodType(conv, f)
     return f if for_call else _opaque(f)
+
+
+_BUILTIN_PRINT = print  # as at import: the key of print's stand-in in builtins.OPTIONAL_OVERRIDES
 
 
 def _opaque(fn):
