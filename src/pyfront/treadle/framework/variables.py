@@ -161,8 +161,21 @@ class Variable(metaclass=VariableMetaclass):
         raise TypeError("Variable is unhashable. Instead, use variable.ref() as the key.")
 
     def __tf_tracing_type__(self, context):
-        """As a td.function argument: the variable itself, by identity."""
-        return VariableType(self)
+        """As a td.function argument: its dtype, shape and trainability."""
+        return VariableType.of(self)
+
+    @classmethod
+    def _of_handle(cls, handle, dtype, shape, trainable, name):
+        """A variable of a handle that is a traced function's argument (the
+        variable a call passes), made without creating a resource."""
+        var = cls.__new__(cls)
+        var._dtype = dtype
+        var._shape = TensorShape(shape)
+        var._unique_id = next(_ids)
+        var._name = name
+        var._trainable = trainable
+        var._handle = handle
+        return var
 
     def __repr__(self):
         if not hasattr(self, "_handle"):  # seen by a creation hook, or its creation failed
@@ -198,30 +211,59 @@ class Variable(metaclass=VariableMetaclass):
 CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 
 
-class VariableType(trace_type.ExactType):
-    """A td.Variable as a td.function argument: its dtype, shape and identity
-    (the resource it refers to)."""
+class VariableType(trace_type.TraceType):
+    """A td.Variable as a td.function argument, as TensorFlow's VariableSpec:
+    its dtype, shape and trainability, not its identity. The trace sees a
+    variable of its own whose handle is an argument of the graph, and each
+    call passes the handle of the variable it is given, so two variables of
+    one dtype and shape share a trace and each call reads and assigns the
+    variable passed."""
 
-    __slots__ = ("dtype", "shape", "resource_id", "_ref")
+    __slots__ = ("dtype", "shape", "trainable")
 
-    def __init__(self, variable):
-        self.dtype = variable.dtype
-        self.shape = variable.shape
-        self.resource_id = variable._unique_id
-        self._ref = weakref.ref(variable)
+    def __init__(self, dtype, shape, trainable):
+        self.dtype = dtype
+        self.shape = TensorShape(shape)
+        self.trainable = trainable
+
+    def is_subtype_of(self, other):
+        return (type(other) is VariableType and self.dtype == other.dtype and self.trainable == other.trainable
+                and self.shape.is_subtype_of(other.shape))
+
+    def most_specific_common_supertype(self, others):
+        shape = self.shape
+        for o in others:
+            if type(o) is not VariableType or o.dtype != self.dtype or o.trainable != self.trainable:
+                return None
+            shape = shape.most_specific_compatible_shape(o.shape)
+        return VariableType(self.dtype, shape, self.trainable)
 
     def placeholder_value(self, placeholder_context=None):
-        return self._ref()
+        handle = placeholder_context.graph.add_placeholder(dtypes.resource, TensorShape([]),
+                                                           placeholder_context.name)
+        return Variable._of_handle(handle, self.dtype, self.shape, self.trainable, placeholder_context.name)
+
+    def to_tensors(self, value):
+        return [value.handle]
+
+    def cast(self, value, casting_context=None):
+        if isinstance(value, Variable) and VariableType.of(value).is_subtype_of(self):
+            return value
+        raise ValueError(f"Can not cast {value!r} to {self!r}")
+
+    @staticmethod
+    def of(variable):
+        return VariableType(variable.dtype, variable.shape, variable.trainable)
 
     def __eq__(self, other):
-        return (type(other) is VariableType and self.resource_id == other.resource_id and self.dtype == other.dtype
-                and self.shape == other.shape)
+        return (type(other) is VariableType and self.dtype == other.dtype and self.shape == other.shape
+                and self.trainable == other.trainable)
 
     def __hash__(self):
-        return hash((self.resource_id, self.dtype))
+        return hash((self.dtype, self.shape, self.trainable))
 
     def __repr__(self):
-        return f"Variable(shape={self.shape}, dtype={self.dtype!r}, id={self.resource_id})"
+        return f"VariableSpec(shape={self.shape}, dtype={self.dtype!r}, trainable={self.trainable})"
 
 
 # A variable's operators are its value's (the operator table's, installed by treadle/ops).
