@@ -88,3 +88,14 @@ def test_a_spec_with_rows_accepts_only_that_many():
     np.testing.assert_array_equal(identity(td.ragged.constant([[1], [2, 3]], dtype=td.int32)).numpy(), [1, 2, 3])
     with pytest.raises(TypeError, match="Can not cast"):
         identity(td.ragged.constant([[1], [2], [3]], dtype=td.int32))
+
+
+def test_a_misfit_names_the_component_that_does_not_fit():
+    # TensorFlow: "Binding inputs ... failed ... dtype=tf.float32 ... to ... dtype=tf.int32"
+    @td.function(input_signature=[td.RaggedTensorSpec([None, None], td.int32)])
+    def identity(x):
+        return x
+
+    with pytest.raises(TypeError, match=r"Can not cast TensorSpec\(shape=\(1,\), dtype=td.float32, name=None\) "
+                                        r"to TensorSpec\(shape=\(None,\), dtype=td.int32, name=None\)"):
+        identity(td.ragged.constant([[1.0]]))

@@ -661,8 +661,19 @@ class RaggedTensorType(TypeSpec, TraceType):
                 raise ValueError(f"Can not cast {value!r} to {self!r}")
             return value
         if not isinstance(value, RaggedTensor) or not RaggedTensorType.of(value).is_subtype_of(self):
-            raise ValueError(f"Can not cast {value!r} to {self!r}")
+            raise ValueError(f"Can not cast {value!r} to {self!r}{self._misfit(value)}")
         return value
+
+    def _misfit(self, value):
+        """Which component of a ragged `value` does not fit, as TensorFlow's
+        message names it: the flat values' or row splits' spec."""
+        if not isinstance(value, RaggedTensor) or value.ragged_rank != self.ragged_rank:
+            return ""
+        for component, spec in zip(self.to_tensors(value), self._component_specs()):
+            given = TensorSpec(component.shape, component.dtype)
+            if not given.is_subtype_of(spec):
+                return f": Can not cast {given!r} to {spec!r}"
+        return ""
 
     def _outer_splits(self):
         return None if self.nrows is None else self.nrows + 1
