@@ -16,6 +16,10 @@ from treadle.framework.variable_creators import VariableMetaclass
 from treadle.function import trace_type
 
 _ids = itertools.count(1)
+# While a td.function traces for its first call: a function of a tensor of
+# that trace (a variable's initial value) giving the list where the variable
+# and its value are left for the call to compute and assign, or None to refuse.
+_lifted_initializers = []
 _by_handle = weakref.WeakValueDictionary()  # id(handle tensor) -> Variable, to recognise captured handles
 _creation_hooks = []  # callables(variable) run when a variable is created (td.function's first-call rule)
 _read_hooks = []  # callables(variable) run before each read while a GradientTape records (it may watch it)
@@ -35,14 +39,20 @@ class Variable(metaclass=VariableMetaclass):
             raise ValueError("initial_value must be specified.")
         # The initial value is checked before anything else: a refused one
         # leaves no variable (a half-built one would reach creation hooks).
-        with context.init_scope():
-            if callable(initial_value):
-                initial_value = initial_value()
-            if isinstance(initial_value, Tensor) and not hasattr(initial_value, "_numpy_view"):
+        lifted = None  # where a traced initial value goes to be computed by the first call
+        if isinstance(initial_value, Tensor) and not hasattr(initial_value, "_numpy_view"):
+            lifted = _lifted_initializers[-1](initial_value) if _lifted_initializers else None
+            if lifted is None:
                 raise ValueError(
                     "A td.Variable created inside a td.function cannot take its initial value from a tensor "
                     "computed in that function. Create the variable outside, or pass a Python value or callable.")
-            value = convert_to_tensor(initial_value, dtype=dtype)
+            if dtype is not None and dtypes.as_dtype(dtype) != initial_value.dtype:
+                raise ValueError(f"initial value of dtype {initial_value.dtype.name} is not of the variable's dtype "
+                                 f"{dtypes.as_dtype(dtype).name}")
+        with context.init_scope():
+            if callable(initial_value):
+                initial_value = initial_value()
+            value = initial_value if lifted is not None else convert_to_tensor(initial_value, dtype=dtype)
             if shape is not None:
                 var_shape = TensorShape(shape)
             elif validate_shape:
@@ -61,8 +71,12 @@ class Variable(metaclass=VariableMetaclass):
         with context.init_scope():
             self._handle = execute("VarHandleOp", [], {"dtype": self._dtype, "shape": self._shape.dims,
                                                        "shared_name": self._name})[0]
-            execute("AssignVariableOp", [self._handle, value], {"dtype": self._dtype})
+            if lifted is None:
+                execute("AssignVariableOp", [self._handle, value], {"dtype": self._dtype})
             _by_handle[id(self._handle)] = self
+        if lifted is not None:  # assigned by the trace, as its first call runs it
+            execute("AssignVariableOp", [self._handle, value], {"dtype": self._dtype})
+            lifted.append((self, value))
 
     # ---------------------------------------------------------- properties
     @property

@@ -109,6 +109,7 @@ class Function(InterceptedCall):
         self._lock = threading.RLock()
         self._tracing = set()  # (thread, FunctionType) of the traces under way
         self._traced_once = False
+        self._lifted_initialization = None  # the first trace, when the first call must run it (it initializes)
         self._retracing = RetracingDetector()
         self._per_instance = False
         self._instances = weakref.WeakKeyDictionary()
@@ -211,6 +212,9 @@ class Function(InterceptedCall):
         else:
             self._fast_cache.tick()  # counts the call
         concrete, flat = self._dispatch(args, kwargs)
+        if self._lifted_initialization is not None:
+            first, self._lifted_initialization = self._lifted_initialization, None
+            return first._call_flat(flat)
         if not kwargs and is_specific(concrete.function_type):
             self._fast_cache.insert(args, flat, concrete)
         return concrete._call_flat(flat)
@@ -327,7 +331,14 @@ class Function(InterceptedCall):
             first = not self._concrete_functions and not self._traced_once
             self._traced_once = True
             created = []
-            concrete = self._trace_unguarded(ftype, allow_variables=first, created=created)
+            # As in TensorFlow, a variable made on the first call may take its
+            # initial value from the arguments: that value is computed by the call.
+            lifted = [] if first and from_call and context.executing_eagerly() else None
+            concrete = self._trace_unguarded(ftype, allow_variables=first, created=created, lifted=lifted)
+            if lifted:
+                # The call runs this first trace, which assigns the initial
+                # values; later calls run the trace made once the variables exist.
+                self._lifted_initialization = concrete
             if created:
                 # As TensorFlow does: a first trace that made variables is
                 # traced again, and that trace must find them made.
@@ -341,11 +352,13 @@ class Function(InterceptedCall):
                                    eager=context.executing_eagerly())
         return concrete
 
-    def _trace_unguarded(self, ftype, allow_variables, created):
+    def _trace_unguarded(self, ftype, allow_variables, created, lifted=None):
         graph = FuncGraph(self._name, outer_graph=context.current_graph())
         graph.automatic_control_dependencies = function_attributes.automatic_control_dependencies(self._attributes)
         hook = self._variable_creation_hook(graph, allow_variables, created)
         variables._creation_hooks.append(hook)
+        variables._lifted_initializers.append(
+            lambda t: lifted if lifted is not None and getattr(t, "graph", None) is graph else None)
         try:
             with graph:
                 arguments = ftype.placeholder_arguments(graph)
@@ -384,6 +397,7 @@ class Function(InterceptedCall):
                 graph.outputs = flat_out
         finally:
             variables._creation_hooks.remove(hook)
+            variables._lifted_initializers.pop()
         arg_specs = {p.name: _spec_structure(p.type, p.name) for p in ftype.parameters}
         structured_args = (tuple(arg_specs[n] for n in arg_specs), {})
         concrete = finish_function(graph, unique_function_name(self._name), flat_out, structured_args,
