@@ -148,8 +148,7 @@ def test_function_parameters_and_attributes():
     with pytest.warns(UserWarning, match="uncompiled"):
         h = td.function(add_one, jit_compile=True)
     assert h(td.constant(1)).numpy() == 2
-    with pytest.raises(NotImplementedError, match="experimental_attributes"):
-        td.function(add_one, experimental_attributes={"_noinline": True})
+    assert td.function(add_one, experimental_attributes={"_noinline": True})(td.constant(1)).numpy() == 2
     with pytest.raises(NotImplementedError, match="LISTS is not implemented"):
         td.function(add_one, experimental_autograph_options=(td.autograph.experimental.Feature.LISTS,))
     with warnings.catch_warnings():

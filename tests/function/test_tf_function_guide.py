@@ -514,7 +514,9 @@ def test_namedtuple_and_attrs_arguments():
     assert f.experimental_get_tracing_count() == 2
 
 
-def test_variables_as_arguments_trace_by_identity():
+def test_variables_as_arguments_trace_by_dtype_and_shape():
+    # TensorFlow traces a variable argument by its VariableSpec (dtype, shape,
+    # trainable): variables alike share a trace, and each call reads the one passed.
     @td.function
     def read(v):
         return v + 1.0
@@ -523,9 +525,11 @@ def test_variables_as_arguments_trace_by_identity():
     assert read(a).numpy() == 2.0
     assert read(a).numpy() == 2.0
     assert read(b).numpy() == 3.0
-    assert read.experimental_get_tracing_count() == 2
+    assert read.experimental_get_tracing_count() == 1
     a.assign(10.0)
     assert read(a).numpy() == 11.0
+    read(td.Variable([1.0, 2.0]))  # another shape: a new trace
+    assert read.experimental_get_tracing_count() == 2
 
 
 def test_closures_and_globals_are_read_at_trace_time():

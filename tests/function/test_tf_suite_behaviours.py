@@ -54,8 +54,11 @@ def test_a_variable_reports_the_cpu_as_its_device():
 
 def test_ragged_tensor_spec_is_the_type_of_ragged_arguments():
     spec = td.RaggedTensorSpec([None, None], td.int32)
-    # As in TensorFlow's traces, the number of rows and values is not part of it.
-    assert spec == td.RaggedTensorSpec([3, None], td.int32)
+    # As in TensorFlow's traces, the number of values is not part of it; the
+    # number of rows is where given, and a spec of any rows is its supertype.
+    assert spec != td.RaggedTensorSpec([3, None], td.int32)
+    assert td.RaggedTensorSpec([3, None], td.int32).is_subtype_of(spec)
+    assert not spec.is_subtype_of(td.RaggedTensorSpec([3, None], td.int32))
     assert spec != td.RaggedTensorSpec([None, None], td.int64)
     assert spec != td.RaggedTensorSpec([None, None, 2], td.int32, ragged_rank=1)
     assert spec.dtype == td.int32

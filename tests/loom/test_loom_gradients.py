@@ -166,6 +166,18 @@ def test_unrolled_mode_batch_input_gradient_stays_dense():
     np.testing.assert_allclose(g_table.numpy(), _table_reference(table, x, (2, 0, 2))[0], rtol=1e-12)
 
 
+def _sgd_step(loom, table, x, opt, sparse):
+    # The variables are captured: passed as (default) arguments, a td.function
+    # traces each as a variable of its own, as TensorFlow does.
+    @td.function
+    def step(s):
+        g_table, g_x = _table_gradients(loom, table, x, s)
+        if not sparse:
+            g_table = td.convert_to_tensor(g_table)
+        opt.apply_gradients([(g_table, table), (g_x, x)])
+    return step
+
+
 @pytest.mark.parametrize("momentum", [0.0, 0.9])
 def test_sgd_on_a_batch_input_equals_the_dense_update(momentum):
     results = []
@@ -174,12 +186,7 @@ def test_sgd_on_a_batch_input_equals_the_dense_update(momentum):
         opt = td.optimizers.SGD(0.01, momentum=momentum)
         schedule = td.constant(_table_weaver(loom).serialize())
 
-        @td.function
-        def step(s, loom=loom, table=table, x=x, opt=opt):
-            g_table, g_x = _table_gradients(loom, table, x, s)
-            if not sparse:
-                g_table = td.convert_to_tensor(g_table)
-            opt.apply_gradients([(g_table, table), (g_x, x)])
+        step = _sgd_step(loom, table, x, opt, sparse)
 
         for _ in range(3):
             step(schedule)

@@ -86,6 +86,19 @@ def test_values_and_gradients_read_rows_many_depths_down(unrolled):
     np.testing.assert_allclose(dense(gt), want_t, rtol=1e-11, atol=1e-13)
 
 
+def _layout_step(loom, x, table, seed):
+    # The variables are captured (not default arguments: a td.function traces a
+    # variable argument as a variable of its own, as TensorFlow does, which the
+    # loom, built on the captured ones, does not read).
+    @td.function
+    def step(schedule):
+        with td.GradientTape() as tape:
+            out = loom.output_tensor(VEC3, schedule)
+            loss = td.reduce_sum(out * seed)
+        return [out] + tape.gradient(loss, [x, table])
+    return step
+
+
 def test_loop_and_unrolled_modes_agree_inside_a_function():
     results = []
     seed = np.random.default_rng(3).normal(size=(7, 3))
@@ -93,14 +106,7 @@ def test_loop_and_unrolled_modes_agree_inside_a_function():
         loom, x, table = make_loom(max_depth)
         msg = weave(loom).serialize()
 
-        @td.function
-        def step(schedule, loom=loom, x=x, table=table):
-            with td.GradientTape() as tape:
-                out = loom.output_tensor(VEC3, schedule)
-                loss = td.reduce_sum(out * seed)
-            return [out] + tape.gradient(loss, [x, table])
-
-        results.append(step(td.constant(msg)))
+        results.append(_layout_step(loom, x, table, seed)(td.constant(msg)))
     for a, b in zip(*results):
         np.testing.assert_allclose(dense(a), dense(b), rtol=1e-13, atol=1e-15)
 

@@ -78,12 +78,17 @@ def test_rows_slices_and_iteration_eagerly():
 
 
 def test_a_stepped_slice_needs_the_number_of_rows():
-    @td.function
+    rt = td.ragged.constant(ROWS)
+
     def every_other(r):
         return r[::2]
 
+    # A ragged argument's trace knows its number of rows (TensorFlow's spec keeps it) ...
+    assert td.function(every_other)(rt).to_list() == ROWS[::2]
+    # ... a signature that leaves it unknown does not.
+    unknown_rows = td.function(every_other, input_signature=[td.RaggedTensorSpec([None, None, None], rt.dtype)])
     with pytest.raises(ValueError, match="step other than 1 only when the number of rows is known"):
-        every_other(td.ragged.constant(ROWS))
+        unknown_rows(rt)
 
 
 def test_dense_and_numpy_forms():
@@ -132,7 +137,7 @@ def _nested_sum(r):
 def test_inside_td_function_one_trace_per_ragged_rank():
     f = td.function(_nested_sum)
     assert f(td.ragged.constant(ROWS)).numpy() == 21
-    assert f(td.ragged.constant([[[7]], [[1, 1], []]])).numpy() == 9
+    assert f(td.ragged.constant([[[7]], [[1, 1], []], []])).numpy() == 9  # as many rows: the same trace
     assert f.experimental_get_tracing_count() == 1
     assert f(td.ragged.constant([[1, 2], [3]])).numpy() == 6  # ragged_rank 1: its own trace
     assert f.experimental_get_tracing_count() == 2

@@ -1,6 +1,7 @@
 """A td.RaggedTensor argument of a td.function traces once per spec (dtype,
-ragged rank, row-splits dtype, inner shape of its flat values), not once per
-object, and reaches the function as its components."""
+ragged rank, row-splits dtype, number of rows, inner shape of its flat
+values, as TensorFlow's RaggedTensorSpec), not once per object, and reaches
+the function as its components."""
 
 import numpy as np
 import pytest
@@ -24,7 +25,7 @@ def test_no_retrace_across_ragged_tensors_of_one_spec():
         calls.append(1)
         return td.reduce_sum(x, axis=1)
 
-    for rows in ([[1.0, 2.0], [3.0]], [[4.0], [], [5.0, 6.0, 7.0]], [[8.0, 9.0]]):
+    for rows in ([[1.0, 2.0], [3.0]], [[4.0], [5.0, 6.0, 7.0]], [[8.0, 9.0], []]):
         got = row_sums(rt(rows))
         np.testing.assert_allclose(got.numpy(), [sum(r) for r in rows])
     assert len(calls) == 1 and row_sums.experimental_get_tracing_count() == 1
@@ -36,7 +37,7 @@ def test_retrace_on_another_dtype_or_inner_shape():
         return td.reduce_sum(x.flat_values)
 
     total(rt([[1.0], [2.0, 3.0]]))
-    total(rt([[1.0, 2.0]]))
+    total(rt([[1.0, 2.0], []]))
     assert total.experimental_get_tracing_count() == 1
     assert total(rt([[1, 2], [3]], dtype=np.int32)).numpy() == 6
     assert total.experimental_get_tracing_count() == 2
@@ -55,8 +56,8 @@ def test_the_function_sees_a_ragged_tensor_of_its_components():
     lengths, dense = describe(rt([[1.0, 2.0], [], [3.0]]))
     np.testing.assert_array_equal(lengths.numpy(), [2, 0, 1])
     np.testing.assert_array_equal(dense.numpy(), [[1.0, 2.0], [-1.0, -1.0], [3.0, -1.0]])
-    lengths, dense = describe(rt([[4.0], [5.0, 6.0, 7.0]]))
-    np.testing.assert_array_equal(dense.numpy(), [[4.0, -1.0, -1.0], [5.0, 6.0, 7.0]])
+    lengths, dense = describe(rt([[4.0], [5.0, 6.0, 7.0], []]))
+    np.testing.assert_array_equal(dense.numpy(), [[4.0, -1.0, -1.0], [5.0, 6.0, 7.0], [-1.0, -1.0, -1.0]])
     assert describe.experimental_get_tracing_count() == 1
 
 

@@ -97,7 +97,7 @@ def _record_call(fn, args):
     function with intermediates and is recorded as one op."""
     graph = context.current_graph()
     captured = [ext for ext, _ in fn.graph.captures.values()]
-    for ext in captured:
+    for ext in list(args) + captured:  # variables passed as arguments pass their handles
         var = variables.variable_for_handle(ext)
         if var is not None:
             _watch_read_variable(var)

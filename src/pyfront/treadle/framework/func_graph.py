@@ -124,6 +124,9 @@ class FuncGraph:
         self.structured_outputs = None
         self.captures = {}          # id(external) -> (external tensor, internal placeholder)
         self.stateful_ops = []
+        # Whether stateful ops are ordered one after another and all run, needed by
+        # a result or not (TensorFlow's automatic control dependencies).
+        self.automatic_control_dependencies = True
         self.functions = {}         # name -> ConcreteFunction (.library_function(), .graph) it calls
         self.finalized = False
         self._builder = _core.GraphBuilder()  # the nodes, in C++; names are made unique there
@@ -136,6 +139,11 @@ class FuncGraph:
         self._control_dependencies = []  # lists of ops, one per open td.control_dependencies block
         self.name_scope_prefix = ""  # the open td.name_scope's full name ("outer/inner/"), prefixed to op names
         self.used_scope_names = {}  # lowercased scope name -> times opened (td.name_scope makes them unique)
+
+    @property
+    def control_outputs(self):
+        """The ops the function runs for their effects, needed by a result or not."""
+        return list(self.stateful_ops) if self.automatic_control_dependencies else []
 
     # -------------------------------------------------------------- scoping
     def __enter__(self):
@@ -268,7 +276,7 @@ class FuncGraph:
         kind = _op_kinds.get(op_type) or _op_kind(op_type)
         stateful = kind[1]
         control = []
-        if stateful and self.stateful_ops:
+        if stateful and self.stateful_ops and self.automatic_control_dependencies:
             control.append(self.stateful_ops[-1])
         for ops in self._control_dependencies:
             control.extend(op for op in ops if op not in control)

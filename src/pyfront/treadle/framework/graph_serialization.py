@@ -36,9 +36,25 @@ def library_function(graph, name, outputs):
             raise ValueError(f"function {name} returns {t!r}, which is not a tensor of its graph {graph.name}")
     if graph._rewritten_ops:
         graph._retype_rewritten()
+    ops = graph.operations if graph.automatic_control_dependencies else _needed_ops(graph, outputs)
     return graph._builder.make_function(
-        name, [op._node for op in graph.operations], [t.op._node for t in graph.inputs], outputs,
-        [(t.dtype, t.shape.dims) for t in outputs], [op._node for op in graph.stateful_ops], bool(graph.stateful_ops))
+        name, [op._node for op in ops], [t.op._node for t in graph.inputs], outputs,
+        [(t.dtype, t.shape.dims) for t in outputs], [op._node for op in graph.control_outputs], bool(graph.stateful_ops))
+
+
+def _needed_ops(graph, outputs):
+    """The ops the outputs need (and the placeholders), in graph order: without
+    automatic control dependencies, as in TensorFlow, the rest is pruned."""
+    needed = {id(t.op) for t in graph.inputs}
+    stack = [t.op for t in outputs]
+    while stack:
+        op = stack.pop()
+        if id(op) in needed:
+            continue
+        needed.add(id(op))
+        stack.extend(t.op for t in op.inputs)
+        stack.extend(op.control_inputs)
+    return [op for op in graph.operations if id(op) in needed]
 
 
 def library_functions(roots=(), graph=None):

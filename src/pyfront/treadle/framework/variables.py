@@ -16,6 +16,10 @@ from treadle.framework.variable_creators import VariableMetaclass
 from treadle.function import trace_type
 
 _ids = itertools.count(1)
+# While a td.function traces for its first call: a function of a tensor of
+# that trace (a variable's initial value) giving the list where the variable
+# and its value are left for the call to compute and assign, or None to refuse.
+_lifted_initializers = []
 _by_handle = weakref.WeakValueDictionary()  # id(handle tensor) -> Variable, to recognise captured handles
 _creation_hooks = []  # callables(variable) run when a variable is created (td.function's first-call rule)
 _read_hooks = []  # callables(variable) run before each read while a GradientTape records (it may watch it)
@@ -35,14 +39,20 @@ class Variable(metaclass=VariableMetaclass):
             raise ValueError("initial_value must be specified.")
         # The initial value is checked before anything else: a refused one
         # leaves no variable (a half-built one would reach creation hooks).
-        with context.init_scope():
-            if callable(initial_value):
-                initial_value = initial_value()
-            if isinstance(initial_value, Tensor) and not hasattr(initial_value, "_numpy_view"):
+        lifted = None  # where a traced initial value goes to be computed by the first call
+        if isinstance(initial_value, Tensor) and not hasattr(initial_value, "_numpy_view"):
+            lifted = _lifted_initializers[-1](initial_value) if _lifted_initializers else None
+            if lifted is None:
                 raise ValueError(
                     "A td.Variable created inside a td.function cannot take its initial value from a tensor "
                     "computed in that function. Create the variable outside, or pass a Python value or callable.")
-            value = convert_to_tensor(initial_value, dtype=dtype)
+            if dtype is not None and dtypes.as_dtype(dtype) != initial_value.dtype:
+                raise ValueError(f"initial value of dtype {initial_value.dtype.name} is not of the variable's dtype "
+                                 f"{dtypes.as_dtype(dtype).name}")
+        with context.init_scope():
+            if callable(initial_value):
+                initial_value = initial_value()
+            value = initial_value if lifted is not None else convert_to_tensor(initial_value, dtype=dtype)
             if shape is not None:
                 var_shape = TensorShape(shape)
             elif validate_shape:
@@ -61,8 +71,12 @@ class Variable(metaclass=VariableMetaclass):
         with context.init_scope():
             self._handle = execute("VarHandleOp", [], {"dtype": self._dtype, "shape": self._shape.dims,
                                                        "shared_name": self._name})[0]
-            execute("AssignVariableOp", [self._handle, value], {"dtype": self._dtype})
+            if lifted is None:
+                execute("AssignVariableOp", [self._handle, value], {"dtype": self._dtype})
             _by_handle[id(self._handle)] = self
+        if lifted is not None:  # assigned by the trace, as its first call runs it
+            execute("AssignVariableOp", [self._handle, value], {"dtype": self._dtype})
+            lifted.append((self, value))
 
     # ---------------------------------------------------------- properties
     @property
@@ -161,8 +175,21 @@ class Variable(metaclass=VariableMetaclass):
         raise TypeError("Variable is unhashable. Instead, use variable.ref() as the key.")
 
     def __tf_tracing_type__(self, context):
-        """As a td.function argument: the variable itself, by identity."""
-        return VariableType(self)
+        """As a td.function argument: its dtype, shape and trainability."""
+        return VariableType.of(self)
+
+    @classmethod
+    def _of_handle(cls, handle, dtype, shape, trainable, name):
+        """A variable of a handle that is a traced function's argument (the
+        variable a call passes), made without creating a resource."""
+        var = cls.__new__(cls)
+        var._dtype = dtype
+        var._shape = TensorShape(shape)
+        var._unique_id = next(_ids)
+        var._name = name
+        var._trainable = trainable
+        var._handle = handle
+        return var
 
     def __repr__(self):
         if not hasattr(self, "_handle"):  # seen by a creation hook, or its creation failed
@@ -198,30 +225,59 @@ class Variable(metaclass=VariableMetaclass):
 CPU_DEVICE = "/job:localhost/replica:0/task:0/device:CPU:0"
 
 
-class VariableType(trace_type.ExactType):
-    """A td.Variable as a td.function argument: its dtype, shape and identity
-    (the resource it refers to)."""
+class VariableType(trace_type.TraceType):
+    """A td.Variable as a td.function argument, as TensorFlow's VariableSpec:
+    its dtype, shape and trainability, not its identity. The trace sees a
+    variable of its own whose handle is an argument of the graph, and each
+    call passes the handle of the variable it is given, so two variables of
+    one dtype and shape share a trace and each call reads and assigns the
+    variable passed."""
 
-    __slots__ = ("dtype", "shape", "resource_id", "_ref")
+    __slots__ = ("dtype", "shape", "trainable")
 
-    def __init__(self, variable):
-        self.dtype = variable.dtype
-        self.shape = variable.shape
-        self.resource_id = variable._unique_id
-        self._ref = weakref.ref(variable)
+    def __init__(self, dtype, shape, trainable):
+        self.dtype = dtype
+        self.shape = TensorShape(shape)
+        self.trainable = trainable
+
+    def is_subtype_of(self, other):
+        return (type(other) is VariableType and self.dtype == other.dtype and self.trainable == other.trainable
+                and self.shape.is_subtype_of(other.shape))
+
+    def most_specific_common_supertype(self, others):
+        shape = self.shape
+        for o in others:
+            if type(o) is not VariableType or o.dtype != self.dtype or o.trainable != self.trainable:
+                return None
+            shape = shape.most_specific_compatible_shape(o.shape)
+        return VariableType(self.dtype, shape, self.trainable)
 
     def placeholder_value(self, placeholder_context=None):
-        return self._ref()
+        handle = placeholder_context.graph.add_placeholder(dtypes.resource, TensorShape([]),
+                                                           placeholder_context.name)
+        return Variable._of_handle(handle, self.dtype, self.shape, self.trainable, placeholder_context.name)
+
+    def to_tensors(self, value):
+        return [value.handle]
+
+    def cast(self, value, casting_context=None):
+        if isinstance(value, Variable) and VariableType.of(value).is_subtype_of(self):
+            return value
+        raise ValueError(f"Can not cast {value!r} to {self!r}")
+
+    @staticmethod
+    def of(variable):
+        return VariableType(variable.dtype, variable.shape, variable.trainable)
 
     def __eq__(self, other):
-        return (type(other) is VariableType and self.resource_id == other.resource_id and self.dtype == other.dtype
-                and self.shape == other.shape)
+        return (type(other) is VariableType and self.dtype == other.dtype and self.shape == other.shape
+                and self.trainable == other.trainable)
 
     def __hash__(self):
-        return hash((self.resource_id, self.dtype))
+        return hash((self.dtype, self.shape, self.trainable))
 
     def __repr__(self):
-        return f"Variable(shape={self.shape}, dtype={self.dtype!r}, id={self.resource_id})"
+        return f"VariableSpec(shape={self.shape}, dtype={self.dtype!r}, trainable={self.trainable})"
 
 
 # A variable's operators are its value's (the operator table's, installed by treadle/ops).

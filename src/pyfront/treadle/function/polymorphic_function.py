@@ -19,6 +19,7 @@ from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.framework.type_spec import TypeSpec
 from treadle.function import argument_mutation, trace_type
+from treadle.function import attributes as function_attributes
 from treadle.function._call import InterceptedCall, call_interceptors  # noqa: F401 (call_interceptors: autobatch's)
 from treadle.function.concrete_function import extension_parts, extension_rebuilt, finish_function, is_extension_value
 from treadle.function.function_type import FunctionCache, FunctionType, Parameter, is_specific
@@ -83,8 +84,10 @@ class Function(InterceptedCall):
     _weak_instance = None
 
     def __init__(self, python_function, name=None, input_signature=None, autograph=True,
-                 reduce_retracing=False, jit_compile=None, follow_type_hints=False, autograph_options=frozenset()):
+                 reduce_retracing=False, jit_compile=None, follow_type_hints=False, autograph_options=frozenset(),
+                 attributes=None):
         self._python_function = python_function
+        self._attributes = dict(attributes or {})  # experimental_attributes (function/attributes.py)
         self._autograph_options = autograph_options  # AutoGraph's optional features (autograph/features.py)
         self._name = name or getattr(python_function, "__name__", "function")
         self._autograph = autograph
@@ -106,6 +109,7 @@ class Function(InterceptedCall):
         self._lock = threading.RLock()
         self._tracing = set()  # (thread, FunctionType) of the traces under way
         self._traced_once = False
+        self._lifted_initialization = None  # the first trace, when the first call must run it (it initializes)
         self._retracing = RetracingDetector()
         self._per_instance = False
         self._instances = weakref.WeakKeyDictionary()
@@ -186,7 +190,8 @@ class Function(InterceptedCall):
         if bound is None:
             bound = Function(self._python_function.__get__(instance, owner), self._name,
                              self._input_signature, self._autograph, self._reduce_retracing,
-                             self._jit_compile, self._follow_type_hints, self._autograph_options)
+                             self._jit_compile, self._follow_type_hints, self._autograph_options,
+                             self._attributes)
             bound._per_instance = True
             bound._plain_function = self._plain_function
             bound._weak_instance = weakref.ref(instance)
@@ -207,6 +212,9 @@ class Function(InterceptedCall):
         else:
             self._fast_cache.tick()  # counts the call
         concrete, flat = self._dispatch(args, kwargs)
+        if self._lifted_initialization is not None:
+            first, self._lifted_initialization = self._lifted_initialization, None
+            return first._call_flat(flat)
         if not kwargs and is_specific(concrete.function_type):
             self._fast_cache.insert(args, flat, concrete)
         return concrete._call_flat(flat)
@@ -323,7 +331,14 @@ class Function(InterceptedCall):
             first = not self._concrete_functions and not self._traced_once
             self._traced_once = True
             created = []
-            concrete = self._trace_unguarded(ftype, allow_variables=first, created=created)
+            # As in TensorFlow, a variable made on the first call may take its
+            # initial value from the arguments: that value is computed by the call.
+            lifted = [] if first and from_call and context.executing_eagerly() else None
+            concrete = self._trace_unguarded(ftype, allow_variables=first, created=created, lifted=lifted)
+            if lifted:
+                # The call runs this first trace, which assigns the initial
+                # values; later calls run the trace made once the variables exist.
+                self._lifted_initialization = concrete
             if created:
                 # As TensorFlow does: a first trace that made variables is
                 # traced again, and that trace must find them made.
@@ -337,10 +352,13 @@ class Function(InterceptedCall):
                                    eager=context.executing_eagerly())
         return concrete
 
-    def _trace_unguarded(self, ftype, allow_variables, created):
+    def _trace_unguarded(self, ftype, allow_variables, created, lifted=None):
         graph = FuncGraph(self._name, outer_graph=context.current_graph())
+        graph.automatic_control_dependencies = function_attributes.automatic_control_dependencies(self._attributes)
         hook = self._variable_creation_hook(graph, allow_variables, created)
         variables._creation_hooks.append(hook)
+        variables._lifted_initializers.append(
+            lambda t: lifted if lifted is not None and getattr(t, "graph", None) is graph else None)
         try:
             with graph:
                 arguments = ftype.placeholder_arguments(graph)
@@ -379,6 +397,7 @@ class Function(InterceptedCall):
                 graph.outputs = flat_out
         finally:
             variables._creation_hooks.remove(hook)
+            variables._lifted_initializers.pop()
         arg_specs = {p.name: _spec_structure(p.type, p.name) for p in ftype.parameters}
         structured_args = (tuple(arg_specs[n] for n in arg_specs), {})
         concrete = finish_function(graph, unique_function_name(self._name), flat_out, structured_args,
@@ -558,7 +577,10 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
     warns, at most twice (TensorFlow's "triggered tf.function retracing"
     warning), naming the argument whose change caused the last trace.
     `experimental_implements` is accepted as TensorFlow's annotation for graph
-    rewriters; treadle has none, so the function runs as written."""
+    rewriters; treadle has none, so the function runs as written.
+    `experimental_attributes` takes TensorFlow's function attributes (a dict
+    of the names TensorFlow allows); `{"_disable_acd": True}` traces without
+    automatic control dependencies: stateful ops no result needs are pruned."""
     if experimental_relax_shapes:
         reduce_retracing = True
     if experimental_compile is not None and jit_compile is None:
@@ -572,8 +594,7 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
     # experimental_implements is TensorFlow's annotation for graph rewriters (TF Lite's
     # converter) that may swap the function for a fused kernel; the function itself runs as
     # written. treadle has no such rewriters, so the annotation changes nothing here.
-    _refuse("experimental_attributes", experimental_attributes or None,
-            "treadle's FunctionDef has no attribute map to record them in")
+    attributes = function_attributes.parse(experimental_attributes)
     autograph_options = features.normalize(experimental_autograph_options)
     if input_signature is not None and not isinstance(input_signature, (list, tuple)):
         raise TypeError(f"input_signature must be a list or tuple of TensorSpecs, got {input_signature!r}")
@@ -581,14 +602,9 @@ def function(func=None, input_signature=None, autograph=True, jit_compile=None, 
     def decorate(f):
         return Function(f, name=name, input_signature=input_signature, autograph=autograph,
                         reduce_retracing=reduce_retracing, jit_compile=jit_compile,
-                        follow_type_hints=bool(experimental_follow_type_hints), autograph_options=autograph_options)
+                        follow_type_hints=bool(experimental_follow_type_hints), autograph_options=autograph_options,
+                        attributes=attributes)
 
     if func is not None:
         return decorate(func)
     return decorate
-
-
-def _refuse(parameter, value, why):
-    if value is not None:
-        raise NotImplementedError(f"td.function({parameter}=...) is not supported: {why}.")
-

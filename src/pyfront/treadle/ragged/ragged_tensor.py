@@ -13,6 +13,8 @@ from treadle.framework import dtypes
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
+from treadle.framework.tensor_spec import TensorSpec
+from treadle.framework.type_spec import TypeSpec
 from treadle.function.trace_type import TraceType
 from treadle.ops import debugging_ops, math_ops
 
@@ -582,19 +584,23 @@ math_ops.REDUCTION_DISPATCH[RaggedTensor] = _reduce
 # The TraceType lives with its class (as TensorFlow's RaggedTensorSpec does).
 # The TraceType of a td.RaggedTensor argument of a td.function: its dtype, its
 # ragged rank, the row-splits dtype and the shape of its flat values with the
-# varying dimensions (the number of values; with it the number of rows) left
-# unknown. Every ragged tensor of that spec shares one trace; it reaches the
+# number of values left unknown; the number of rows is kept where known (as
+# TensorFlow's RaggedTensorSpec keeps shape[0]), so another number of rows
+# traces again unless reduce_retracing relaxes it. Every ragged tensor of that spec shares one trace; it reaches the
 # traced function as its components (flat values, then row splits), from which
 # the function's placeholder RaggedTensor is rebuilt.
-class RaggedTensorType(TraceType):
+class RaggedTensorType(TypeSpec, TraceType):
     """`RaggedTensorType(dtype, flat_values_shape, row_splits_dtype,
     ragged_rank)`. Dimension 0 of the flat values is always unknown; the
-    inner dimensions are as given (None for any)."""
+    inner dimensions are as given (None for any). As a TypeSpec (what
+    td.RaggedTensorSpec makes) it may stand in an input_signature and be
+    given to get_concrete_function."""
 
-    __slots__ = ("dtype", "flat_values_shape", "row_splits_dtype", "ragged_rank")
+    __slots__ = ("dtype", "flat_values_shape", "row_splits_dtype", "ragged_rank", "nrows")
 
-    def __init__(self, dtype, flat_values_shape, row_splits_dtype=dtypes.int64, ragged_rank=1):
+    def __init__(self, dtype, flat_values_shape, row_splits_dtype=dtypes.int64, ragged_rank=1, nrows=None):
         self.dtype = dtypes.as_dtype(dtype)
+        self.nrows = nrows  # the number of rows (TensorFlow's shape[0]), None for any
         shape = TensorShape(flat_values_shape)
         if shape.rank is None or shape.rank < 1:
             raise ValueError(f"RaggedTensorType: flat values need a known rank >= 1, got {shape}")
@@ -606,7 +612,9 @@ class RaggedTensorType(TraceType):
 
     @classmethod
     def of(cls, rt):
-        return cls(rt.flat_values.dtype, rt.flat_values.shape, rt.row_splits.dtype, rt.ragged_rank)
+        n = rt.row_splits.shape[0]
+        return cls(rt.flat_values.dtype, rt.flat_values.shape, rt.row_splits.dtype, rt.ragged_rank,
+                   None if n is None else n - 1)
 
     def _same_kind(self, other):
         return (type(other) is RaggedTensorType and other.dtype == self.dtype
@@ -614,38 +622,72 @@ class RaggedTensorType(TraceType):
                 and other.flat_values_shape.rank == self.flat_values_shape.rank)
 
     def is_subtype_of(self, other):
-        return self._same_kind(other) and self.flat_values_shape.is_subtype_of(other.flat_values_shape)
+        return (self._same_kind(other) and self.flat_values_shape.is_subtype_of(other.flat_values_shape)
+                and other.nrows in (None, self.nrows))
 
     def most_specific_common_supertype(self, others):
-        shape = self.flat_values_shape
+        shape, nrows = self.flat_values_shape, self.nrows
         for o in others:
             if not self._same_kind(o):
                 return None
             shape = shape.most_specific_compatible_shape(o.flat_values_shape)
-        return RaggedTensorType(self.dtype, shape, self.row_splits_dtype, self.ragged_rank)
+            nrows = nrows if o.nrows == nrows else None
+        return RaggedTensorType(self.dtype, shape, self.row_splits_dtype, self.ragged_rank, nrows)
 
     def placeholder_value(self, placeholder_context=None):
         graph, name = placeholder_context.graph, placeholder_context.name
         values = graph.add_placeholder(self.dtype, self.flat_values_shape, f"{name}_flat_values")
         suffixes = ["" if self.ragged_rank == 1 else f"_{k}" for k in range(self.ragged_rank)]
-        splits = [graph.add_placeholder(self.row_splits_dtype, TensorShape([None]), f"{name}_row_splits{k}")
-                  for k in suffixes]
+        splits = [graph.add_placeholder(self.row_splits_dtype, TensorShape([self._outer_splits() if i == 0 else None]),
+                                        f"{name}_row_splits{k}") for i, k in enumerate(suffixes)]
         return _from_nested(values, splits)
 
+    @property
+    def value_type(self):
+        return RaggedTensor
+
+    def _component_specs(self):
+        splits = [TensorSpec([self._outer_splits() if i == 0 else None], self.row_splits_dtype)
+                  for i in range(self.ragged_rank)]
+        return [TensorSpec(self.flat_values_shape, self.dtype), *splits]
+
     def to_tensors(self, value):
+        if isinstance(value, RaggedTensorType):  # get_concrete_function(spec): the components' specs
+            return value._component_specs()
         return [value.flat_values, *value.nested_row_splits]
 
     def cast(self, value, casting_context=None):
+        if isinstance(value, RaggedTensorType):  # get_concrete_function(spec)
+            if not value.is_subtype_of(self):
+                raise ValueError(f"Can not cast {value!r} to {self!r}")
+            return value
         if not isinstance(value, RaggedTensor) or not RaggedTensorType.of(value).is_subtype_of(self):
-            raise ValueError(f"Can not cast {value!r} to {self!r}")
+            raise ValueError(f"Can not cast {value!r} to {self!r}{self._misfit(value)}")
         return value
 
+    def _misfit(self, value):
+        """Which component of a ragged `value` does not fit, as TensorFlow's
+        message names it: the flat values' or row splits' spec."""
+        if not isinstance(value, RaggedTensor) or value.ragged_rank != self.ragged_rank:
+            return ""
+        for component, spec in zip(self.to_tensors(value), self._component_specs()):
+            given = TensorSpec(component.shape, component.dtype)
+            if not given.is_subtype_of(spec):
+                return f": Can not cast {given!r} to {spec!r}"
+        return ""
+
+    def _outer_splits(self):
+        return None if self.nrows is None else self.nrows + 1
+
     def __eq__(self, other):
-        return self._same_kind(other) and other.flat_values_shape == self.flat_values_shape
+        return (self._same_kind(other) and other.flat_values_shape == self.flat_values_shape
+                and other.nrows == self.nrows)
 
     def __hash__(self):
-        return hash((RaggedTensorType, self.dtype, self.flat_values_shape, self.row_splits_dtype, self.ragged_rank))
+        return hash((RaggedTensorType, self.dtype, self.flat_values_shape, self.row_splits_dtype, self.ragged_rank,
+                     self.nrows))
 
     def __repr__(self):
-        return (f"RaggedTensor[{self.dtype.name}, ragged_rank={self.ragged_rank}, flat_values_shape="
+        rows = "" if self.nrows is None else f"nrows={self.nrows}, "
+        return (f"RaggedTensor[{self.dtype.name}, {rows}ragged_rank={self.ragged_rank}, flat_values_shape="
                 f"{self.flat_values_shape}, row_splits_dtype={self.row_splits_dtype.name}]")

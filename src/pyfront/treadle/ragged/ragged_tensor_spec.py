@@ -10,7 +10,8 @@ def RaggedTensorSpec(shape=None, dtype=dtypes.float32, ragged_rank=None, row_spl
 
     `shape` is the ragged tensor's shape (rows first, None for the ragged dimensions);
     `ragged_rank` defaults to rank - 1. Usable in `input_signature` and `get_concrete_function`;
-    the number of rows and of values is not part of the type, as in TensorFlow's traces.
+    the number of rows (shape[0]) is part of the type where given, the number of values never,
+    as in TensorFlow's traces.
     """
     if flat_values_spec is not None:
         raise ValueError("td.RaggedTensorSpec: flat_values_spec is not supported; give shape and dtype")
@@ -22,9 +23,10 @@ def RaggedTensorSpec(shape=None, dtype=dtypes.float32, ragged_rank=None, row_spl
         raise ValueError(f"td.RaggedTensorSpec: ragged_rank must be in [1, {shape.rank - 1}] for shape {shape}, "
                          f"got {ragged_rank!r}")
     flat_values_shape = [None] + shape.as_list()[rank + 1:]
+    nrows = shape.as_list()[0]
     if rank == 1:
-        return RaggedTensorType(dtype, flat_values_shape, row_splits_dtype)
+        return RaggedTensorType(dtype, flat_values_shape, row_splits_dtype, nrows=nrows)
     if "ragged_rank" not in RaggedTensorType.__slots__:
         raise ValueError(f"td.RaggedTensorSpec: ragged_rank {rank} is not supported; td.RaggedTensor has one "
                          "ragged dimension")
-    return RaggedTensorType(dtype, flat_values_shape, row_splits_dtype, ragged_rank=rank)
+    return RaggedTensorType(dtype, flat_values_shape, row_splits_dtype, ragged_rank=rank, nrows=nrows)
