@@ -17,6 +17,7 @@ from treadle.autodiff import batching_registry
 from treadle.autodiff.batching_registry import NeedsWholeFunction, NotBatchable, Unbatched
 from treadle.framework import context, dtypes
 from treadle.framework.func_graph import FuncGraph, unique_function_name
+from treadle.framework.graph_serialization import ops_needed
 from treadle.framework.op_def_library import SIGNATURES, function_attrs
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import Tensor, convert_to_tensor
@@ -173,16 +174,7 @@ def reemit(op, inputs):
 
 def _needed_ops(graph, outputs):
     """The ops that the outputs depend on, or that have effects, in graph order."""
-    needed = set()
-    stack = [t.op for t in outputs] + list(graph.stateful_ops)
-    while stack:
-        op = stack.pop()
-        if id(op) in needed:
-            continue
-        needed.add(id(op))
-        stack.extend(t.op for t in op.inputs)
-        stack.extend(op.control_inputs)
-    return [op for op in graph.operations if id(op) in needed]
+    return ops_needed(graph, [t.op for t in outputs] + list(graph.stateful_ops))
 
 
 def vectorize_graph(ctx, graph, outputs, inputs, batched):

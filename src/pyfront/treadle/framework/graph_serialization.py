@@ -36,17 +36,20 @@ def library_function(graph, name, outputs):
             raise ValueError(f"function {name} returns {t!r}, which is not a tensor of its graph {graph.name}")
     if graph._rewritten_ops:
         graph._retype_rewritten()
-    ops = graph.operations if graph.automatic_control_dependencies else _needed_ops(graph, outputs)
+    # Without automatic control dependencies, as in TensorFlow, the ops the
+    # outputs do not need are pruned.
+    ops = (graph.operations if graph.automatic_control_dependencies
+           else ops_needed(graph, [t.op for t in outputs], given=[t.op for t in graph.inputs]))
     return graph._builder.make_function(
         name, [op._node for op in ops], [t.op._node for t in graph.inputs], outputs,
         [(t.dtype, t.shape.dims) for t in outputs], [op._node for op in graph.control_outputs], bool(graph.stateful_ops))
 
 
-def _needed_ops(graph, outputs):
-    """The ops the outputs need (and the placeholders), in graph order: without
-    automatic control dependencies, as in TensorFlow, the rest is pruned."""
-    needed = {id(t.op) for t in graph.inputs}
-    stack = [t.op for t in outputs]
+def ops_needed(graph, roots, given=()):
+    """The ops of `graph` that the ops `roots` need, through inputs and control
+    inputs, in graph order; the search stops at the ops `given` (and keeps them)."""
+    needed = {id(op) for op in given}
+    stack = list(roots)
     while stack:
         op = stack.pop()
         if id(op) in needed:
