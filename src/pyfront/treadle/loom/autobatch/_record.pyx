@@ -266,26 +266,40 @@ def call_entry(info):
     return CallEntry(info)
 
 
-cdef class CallHook:
-    """Function.__call__'s interceptor while `recorder` records: records a
-    known cell call (the fast path) or hands it to recorder.call."""
+cdef class ExampleHook:
+    """What every hook below shares: its recorder, and whether a call it sees
+    comes from inside an example (the recording thread, an example running,
+    no graph being traced); anything else is left to run as usual."""
 
     cdef object recorder
-    cdef dict fast_calls  # (function, argument signature numbers) -> CallEntry
-    cdef object general   # recorder.call
     cdef unsigned long thread
     cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
 
     def __init__(self, recorder):
         self.recorder = recorder
-        self.fast_calls = recorder.registry.fast_calls
-        self.general = recorder.call
         self.thread = recorder.thread
         self.graphs = _graphs_being_built()
 
+    cdef inline bint outside_example(self):
+        return (self.recorder.current is None or PyThread_get_thread_ident() != self.thread
+                or bool(self.graphs))
+
+
+cdef class CallHook(ExampleHook):
+    """Function.__call__'s interceptor while `recorder` records: records a
+    known cell call (the fast path) or hands it to recorder.call."""
+
+    cdef dict fast_calls  # (function, argument signature numbers) -> CallEntry
+    cdef object general   # recorder.call
+
+    def __init__(self, recorder):
+        ExampleHook.__init__(self, recorder)
+        self.fast_calls = recorder.registry.fast_calls
+        self.general = recorder.call
+
     def __call__(self, function, tuple args, dict kwargs):
         rec = self.recorder
-        if kwargs or rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
+        if kwargs or self.outside_example():
             return self.general(function, args, kwargs)
         cdef Py_ssize_t n = len(args), i
         key = PyTuple_New(n + 1)
@@ -306,24 +320,19 @@ cdef class CallHook:
         return _record_call(rec, <CallEntry> entry, args)
 
 
-cdef class ReadHook:
+cdef class ReadHook(ExampleHook):
     """Variable.read_value's override while `recorder` records: inside an
     example (not while tracing, not in another thread) reading a variable
     gives its shared Value; elsewhere the variable is read as usual."""
 
-    cdef object recorder
     cdef dict values  # id(variable) -> its shared Value
-    cdef unsigned long thread
-    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
 
     def __init__(self, recorder):
-        self.recorder = recorder
+        ExampleHook.__init__(self, recorder)
         self.values = recorder._variable_values
-        self.thread = recorder.thread
-        self.graphs = _graphs_being_built()
 
     def __call__(self, var):
-        if self.recorder.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
+        if self.outside_example():
             return None
         value = self.values.get(id(var))
         if value is None:
@@ -331,7 +340,7 @@ cdef class ReadHook:
         return value
 
 
-cdef class GatherHook:
+cdef class GatherHook(ExampleHook):
     """td.gather's interceptor while `recorder` records: inside an example
     (not while tracing, not in another thread), td.gather(variable, row)
     with a Python or NumPy integer row in range is the row's Value, as
@@ -339,22 +348,17 @@ cdef class GatherHook:
     gather (and a row out of range, for the usual error) is NotImplemented,
     gathered as usual."""
 
-    cdef object recorder
     cdef dict values  # id(variable) -> its shared Value (ReadHook's)
-    cdef unsigned long thread
-    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
     cdef object last_variable  # the variable gathered last, and its row values (a leaf's embedding):
     cdef list last_rows        # a row gathered before is answered from them
 
     def __init__(self, recorder):
-        self.recorder = recorder
+        ExampleHook.__init__(self, recorder)
         self.values = recorder._variable_values
-        self.thread = recorder.thread
-        self.graphs = _graphs_being_built()
 
     def __call__(self, params, index):
         rec = self.recorder
-        if rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
+        if self.outside_example():
             return NotImplemented
         if type(index) is not int:
             if not isinstance(index, _np_integer):
@@ -382,7 +386,7 @@ cdef class GatherHook:
         return value
 
 
-cdef class ConstantHook:
+cdef class ConstantHook(ExampleHook):
     """td.constant's interceptor while `recorder` records: inside an example
     (not while tracing, not in another thread), a floating-point constant
     of a Python float or a NumPy value (no `shape` argument) is a value of
@@ -391,20 +395,15 @@ cdef class ConstantHook:
     constant (integers, which ops may read as attributes; strings; tensors)
     is None, made as usual."""
 
-    cdef object recorder
     cdef object registry
-    cdef unsigned long thread
-    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
 
     def __init__(self, recorder):
-        self.recorder = recorder
+        ExampleHook.__init__(self, recorder)
         self.registry = recorder.registry
-        self.thread = recorder.thread
-        self.graphs = _graphs_being_built()
 
     def __call__(self, value, dtype, shape):
         rec = self.recorder
-        if shape is not None or rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
+        if shape is not None or self.outside_example():
             return None
         t = type(value)
         if t is _np_ndarray:
@@ -433,7 +432,7 @@ cdef class ConstantHook:
         return v
 
 
-cdef class OperandHook:
+cdef class OperandHook(ExampleHook):
     """convert_operand's interceptor while `recorder` records: inside an
     example (not while tracing, not in another thread), a Python number
     beside a per-example value of a floating-point dtype (`h * 0.5`) is a
@@ -443,17 +442,12 @@ cdef class OperandHook:
     an eager tensor or a variable is None, converted as usual (the op runs
     eagerly, as before)."""
 
-    cdef object recorder
     cdef object registry
-    cdef unsigned long thread
-    cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
     cdef dict literals    # (number, dtype) -> its shared value
 
     def __init__(self, recorder):
-        self.recorder = recorder
+        ExampleHook.__init__(self, recorder)
         self.registry = recorder.registry
-        self.thread = recorder.thread
-        self.graphs = _graphs_being_built()
         self.literals = {}
 
     def __call__(self, value, dtype, beside):
@@ -462,7 +456,7 @@ cdef class OperandHook:
             return None
         if (<ValueFields> beside).kind == _VARIABLE or type(value) is bool or not dtype.is_floating:
             return None
-        if rec.current is None or PyThread_get_thread_ident() != self.thread or self.graphs:
+        if self.outside_example():
             return None
         key = (type(value), value, dtype)
         made = self.literals.get(key)
