@@ -17,7 +17,8 @@ import textwrap
 
 import pytest
 
-from test_interruptibility import DATASET_RECIPES, PRELUDE, ROOT, THREADED_RECIPES, as_main
+from test_interruptibility import (DATASET_RECIPES, LOOP_AND_WEAVE_HELPERS, PRELUDE, ROOT, THREADED_RECIPES,
+                                   as_main)
 
 EXITS = {
     "end": ("", 0),
@@ -92,19 +93,7 @@ def test_item10_exit_with_prefetch_and_parallel_interleave_over_a_generator(tmp_
     run_child(tmp_path, PREFETCH_GENERATOR, 0)
 
 
-ENTRY_POINTS = """
-sys.path.insert(0, os.path.join(os.getcwd(), "tests", "data"))
-sys.path.insert(0, os.path.join(os.getcwd(), "tests", "loom"))
-from audit3_helpers import weave_hangs_on_3
-from loom_testlib import vector_loom
-
-@td.function
-def loop_over(ds):
-    total = td.constant(0, td.int64)
-    for x in ds:
-        total += x
-    return total
-
+ENTRY_POINTS = LOOP_AND_WEAVE_HELPERS + """
 loop_over(PYINF.take(100).prefetch(2))
 woven = td.data.experimental.parallel_weave(range(100), weave_hangs_on_3, vector_loom()[0], processes=2,
                                             chunk_size=1)

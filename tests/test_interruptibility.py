@@ -197,8 +197,9 @@ ENTRY_POINTS = {
     "parallel_weave": "drain(woven)",
 }
 
-ENTRY_PRELUDE = """
-from treadle import cli
+# The test helpers' import paths, and a td.function that loops over a
+# dataset (the exit tests' child scripts use them too).
+LOOP_AND_WEAVE_HELPERS = """
 sys.path.insert(0, os.path.join(os.getcwd(), "tests", "data"))
 sys.path.insert(0, os.path.join(os.getcwd(), "tests", "loom"))
 from audit3_helpers import weave_hangs_on_3
@@ -210,7 +211,9 @@ def loop_over(ds):
     for x in ds:
         total += x
     return total
+"""
 
+ENTRY_PRELUDE = "\nfrom treadle import cli" + LOOP_AND_WEAVE_HELPERS + """
 @td.function
 def spin(x):
     while x > 0:
