@@ -6,6 +6,7 @@ import concurrent.futures
 import concurrent.futures.process
 import functools
 import multiprocessing
+import multiprocessing.connection
 import os
 import pickle
 import signal
@@ -122,6 +123,29 @@ def _dead_workers(processes, ended_by_us):
             how = f"exit status {code}" if code >= 0 else f"killed by {_signal_name(-code)}"
             dead.append(f"worker process {process.pid} ({how})")
     return " and ".join(dead) or None
+
+
+def _await_exit_codes(processes, seconds=1.0):
+    """Lets the processes of a broken pool end and their exit codes be known.
+
+    The pool sees a worker's pipe close before the process has ended: join
+    each one (a second at most) before the others are killed. The pool's own
+    thread joins them too, and when it reaps a process between our wait and
+    our waitpid, the exit code is unknown to us until that thread records
+    it: poll for it a little longer."""
+    deadline = time.monotonic() + seconds
+    for process in processes:
+        process.join(max(0.0, deadline - time.monotonic()))
+    deadline += seconds
+    while time.monotonic() < deadline and any(p.exitcode is None and _has_ended(p) for p in processes):
+        time.sleep(0.005)
+
+
+def _has_ended(process):
+    try:
+        return bool(multiprocessing.connection.wait([process.sentinel], 0))
+    except (ValueError, OSError):  # closed: nothing more to learn from it
+        return False
 
 
 def _signal_name(number):
@@ -253,11 +277,7 @@ class WovenDataset(Dataset):
         if not self._use_ray:
             self._workers.note_processes()
             processes = list(self._workers.seen.values())
-            # The pool sees a worker's pipe close before the process has ended:
-            # let it end (a second at most) before the others are killed.
-            deadline = time.monotonic() + 1.0
-            for process in processes:
-                process.join(max(0.0, deadline - time.monotonic()))
+            _await_exit_codes(processes)
             ended_by_us = self._workers.stop(wait=False)  # the next iteration starts a new pool
             who = _dead_workers(processes, ended_by_us) or who
         return weaving.WorkerDiedError(
