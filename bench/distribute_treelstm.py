@@ -10,7 +10,9 @@ BLAS thread per replica, interleaved round by round:
 - treadle, 1 replica (one process, no strategy);
 - treadle, MirroredStrategy, 2 replicas as threads of one process;
 - treadle, MultiWorkerMirroredStrategy, 2 processes under mpiexec;
-- PyTorch batched by height, 1 process; and DDP (gloo), 2 processes.
+- PyTorch batched by height, 1 process; and DDP (gloo), 2 processes;
+- for each engine, two 1-replica processes side by side with no
+  communication: the ceiling that two replicas can reach on this machine.
 Reported: trees/s (median over rounds), scaling efficiency (2-replica
 trees/s over twice the 1-replica trees/s), the bytes and time of treadle's
 collectives per step, and a projection to 8 and 64 replicas from the measured
@@ -33,7 +35,12 @@ sys.path.insert(0, ROOT)
 sys.path.insert(0, HERE)
 
 PER_REPLICA_BATCH = 256
-CONFIGS = ["treadle 1 replica", "treadle mirrored 2", "treadle mpi 2", "torch 1 process", "torch ddp 2"]
+CONFIGS = ["treadle 1 replica", "treadle mirrored 2", "treadle mpi 2", "treadle 2 alone", "torch 1 process",
+           "torch ddp 2", "torch 2 alone"]
+# "2 alone": two 1-replica processes side by side, each training on its own
+# with no communication at all. No data-parallel run on this machine can beat
+# their summed trees/s: it is the machine's ceiling for two replicas (two
+# processes share the L3 cache and the memory bandwidth).
 
 
 # ---------------------------------------------------------------- workers (run in child processes)
@@ -234,6 +241,8 @@ def run_config(name, steps, batch):
         mpiexec = os.path.join(os.path.dirname(sys.executable), "mpiexec")
         done = subprocess.run([mpiexec, "-n", "2"] + me + ["mpi", str(steps), str(batch)], env=_env(1),
                               capture_output=True, text=True)
+    elif name.endswith(" 2 alone"):
+        return _side_by_side(me + ["single" if name.startswith("treadle") else "torch-single", str(steps), str(batch)])
     elif name == "torch 1 process":
         done = subprocess.run(me + ["torch-single", str(steps), str(batch)], env=_env(1), capture_output=True, text=True)
     else:
@@ -247,6 +256,16 @@ def run_config(name, steps, batch):
         outs = [p.communicate()[0] for p in procs]
         return _result(outs[0], name)
     return _result(done.stdout + done.stderr, name)
+
+
+def _side_by_side(command, copies=2):
+    """Runs `copies` independent processes at once; their trees and CPU
+    seconds add up, and the slowest one's wall time is the run's."""
+    procs = [subprocess.Popen(command, env=_env(1), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for _ in range(copies)]
+    results = [_result(p.communicate()[0], " ".join(command[-3:])) for p in procs]
+    return {"seconds": max(r["seconds"] for r in results), "cpu_seconds": sum(r["cpu_seconds"] for r in results),
+            "trees": sum(r["trees"] for r in results)}
 
 
 def project(step_seconds, dense_bytes, sparse_bytes_per_replica, replicas, gbit, latency_us=10.0):
@@ -300,12 +319,15 @@ def summarize(runs, args, load_before, common):
     single = rate["treadle 1 replica"]
     rows = []
     for name in runs:
-        one = "treadle 1 replica" if name.startswith("treadle") else "torch 1 process"
+        engine = name.split()[0]
+        one = "treadle 1 replica" if engine == "treadle" else "torch 1 process"
         base = rate.get(one)
-        replicas = 2 if name.endswith(" 2") else 1
+        replicas = 2 if name.endswith((" 2", " 2 alone")) else 1
         eff = rate[name] / (replicas * base) if base else None
         cpu_eff = cpu_per_tree[one] / cpu_per_tree[name] if one in cpu_per_tree else None
-        rows.append((name, rate[name], rate[name] / base if base else None, eff, cpu_per_tree[name], cpu_eff))
+        ceiling = rate.get(f"{engine} 2 alone") if name.endswith(" 2") else None
+        rows.append((name, rate[name], rate[name] / base if base else None, eff, cpu_per_tree[name], cpu_eff,
+                     rate[name] / ceiling if ceiling else None))
     collectives = runs["treadle mpi 2"][0].get("collectives", {})
     mpi_coll = {k: statistics.median(r["collectives"][k] for r in runs["treadle mpi 2"]) for k in collectives}
     step_seconds = args.batch / single
@@ -320,10 +342,15 @@ def summarize(runs, args, load_before, common):
              "CPU time counts every thread and process of a configuration, and waiting costs none; its "
              "efficiency (the 1-replica run's CPU time per tree over this one's) shows the work that distributing "
              "adds, and depends much less than trees/s on how much of the cores other work took.", "",
-             "| configuration | trees/s | × its 1-replica run | scaling efficiency | CPU ms per tree | CPU efficiency |",
-             "|---|---:|---:|---:|---:|---:|"]
-    for name, r, ratio, eff, cpu, cpu_eff in rows:
+             "\"2 alone\" is two 1-replica processes side by side that never communicate: the most two replicas "
+             "can reach on this machine, where two processes share the L3 cache and the memory bandwidth. "
+             "\"Of the ceiling\" is a 2-replica run's trees/s over that.", "",
+             "| configuration | trees/s | × its 1-replica run | scaling efficiency | of the ceiling | "
+             "CPU ms per tree | CPU efficiency |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for name, r, ratio, eff, cpu, cpu_eff, of_ceiling in rows:
         lines.append(f"| {name} | {r:,.0f} | {common.fmt_ratio(ratio)} | {'—' if eff is None else f'{eff:.0%}'} | "
+                     f"{'—' if of_ceiling is None else f'{of_ceiling:.0%}'} | "
                      f"{cpu * 1e3:.2f} | {'—' if cpu_eff is None else f'{cpu_eff:.0%}'} |")
     if mpi_coll:
         lines += ["", f"treadle over MPI moved {mpi_coll['bytes_per_step'] / 1e6:.2f} MB per step and process "
