@@ -8,6 +8,7 @@ import pytest
 
 import treadle as td
 from treadle.function import polymorphic_function
+from treadle.function._call import register_c_interceptor
 from treadle.loom.autobatch._record import Int64s, Round, Value
 from treadle.loom.autobatch.values import PENDING, STORED, VAR_ROW, VARIABLE
 
@@ -116,6 +117,24 @@ def test_function_call_is_offered_to_the_last_interceptor_first():
     assert [c[0] for c in calls] == [double, double]
     assert calls[1][2].keys() == {"x"}
     assert double(td.constant(4.0)).numpy() == 8.0
+
+
+def test_the_recording_hook_called_from_c_and_from_python_records_alike():
+    # Function.__call__ calls autobatch's hook through its C function
+    # (register_c_interceptor); called as a Python object, or with keyword
+    # arguments (the general path), it records alike.
+    @td.function
+    def double(x):
+        return x * 2.0
+
+    def fn(x):
+        hook = polymorphic_function.call_interceptors[-1]
+        v = td.constant(x)
+        return double(v) + hook(double, (v,), {}) + double(x=v)
+    out = td.loom.autobatch(fn)([np.array([1.0, 2.0]), np.array([3.0, -1.0])])
+    np.testing.assert_allclose(out.numpy(), 6.0 * np.array([[1.0, 2.0], [3.0, -1.0]]), rtol=1e-12)
+    with pytest.raises(TypeError, match="register_c_interceptor takes a type"):
+        register_c_interceptor(object(), None)
 
 
 def test_examples_that_wait_and_examples_that_finish_share_greenlets_in_order():

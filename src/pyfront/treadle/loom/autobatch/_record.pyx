@@ -24,6 +24,8 @@ per round):
 - live_values: the values a round must keep, by reference count."""
 
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.object cimport PyTypeObject
+from cpython.pycapsule cimport PyCapsule_New
 from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.ref cimport Py_INCREF, Py_REFCNT, PyObject
 from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
@@ -35,6 +37,7 @@ from treadle.framework import context
 from treadle.framework import dtypes
 from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor, _python_to_numpy
 from treadle.framework.variables import Variable
+from treadle.function._call import register_c_interceptor
 from treadle.loom.autobatch.registry import type_shape
 from treadle.loom.autobatch.values import (CONST_ROW, CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE,
                                           ValueMethods)
@@ -117,10 +120,21 @@ class Value(ValueFields, ValueMethods):
 
 TENSOR_CLASSES.add(Value)  # `type(x) in TENSOR_CLASSES` answers isinstance(x, Tensor) without ABCMeta
 
+cdef object _value_type = Value
+cdef PyTypeObject* _value_slots = <PyTypeObject*> Value
+cdef tuple _no_arguments = ()
+
+
+cdef inline ValueFields _new_value():
+    """A Value with its fields unset, made by its type's C constructor:
+    `ValueFields.__new__(Value)` would be a Python call of `__new__` (a
+    tuple of arguments, its checks), most of a new value's cost."""
+    return <ValueFields> _value_slots.tp_new(_value_type, <PyObject*> _no_arguments, NULL)
+
 
 cdef inline ValueFields _pending_value(rec, Py_ssize_t example, Py_ssize_t node, Py_ssize_t k, r, int64_t code,
                                        dtype, shape, sig):
-    cdef ValueFields v = ValueFields.__new__(Value)
+    cdef ValueFields v = _new_value()
     v.graph = rec
     v.example = example
     v.kind = _PENDING
@@ -211,6 +225,9 @@ cdef class Round:
     cdef public list groups       # (type shape, kind, variable or None, rows list)
     cdef public dict group_index
     cdef public object fresh      # the PENDING values made this round (live ones are outputs); None once planned
+    cdef object rows_type_shape   # the group of a variable's rows last looked up (_var_row_code):
+    cdef object rows_variable     # (type shape, variable) and its number
+    cdef Py_ssize_t rows_group
 
     def __init__(self):
         self.node_op = Int64s()
@@ -232,6 +249,35 @@ cdef class Round:
             g = self.group_index[key] = len(self.groups)
             self.groups.append((ts, kind, var, []))
         return g
+
+
+# ------------------------------------------------------------------ the recorder's fields
+
+cdef class RecorderFields:
+    """The fields of a Recorder (recording.py) that every recorded call
+    reads, as C fields: the example running now, the round being recorded
+    and the thread whose examples record."""
+
+    cdef Py_ssize_t example   # the example running now; -1: none
+    cdef public Round round
+    cdef public unsigned long thread
+
+    def __cinit__(self):
+        self.example = -1
+
+    @property
+    def current(self):
+        """The index of the example running now (None: no example runs)."""
+        return None if self.example < 0 else self.example
+
+    @current.setter
+    def current(self, example):
+        if example is None:
+            self.example = -1
+        elif example < 0:
+            raise ValueError(f"an example's index is never negative, got {example}")
+        else:
+            self.example = example
 
 
 # ------------------------------------------------------------------ the hooks
@@ -271,17 +317,17 @@ cdef class ExampleHook:
     comes from inside an example (the recording thread, an example running,
     no graph being traced); anything else is left to run as usual."""
 
-    cdef object recorder
+    cdef RecorderFields recorder
     cdef unsigned long thread
     cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
 
-    def __init__(self, recorder):
+    def __init__(self, RecorderFields recorder):
         self.recorder = recorder
         self.thread = recorder.thread
         self.graphs = _graphs_being_built()
 
     cdef inline bint outside_example(self):
-        return (self.recorder.current is None or PyThread_get_thread_ident() != self.thread
+        return (self.recorder.example < 0 or PyThread_get_thread_ident() != self.thread
                 or bool(self.graphs))
 
 
@@ -298,26 +344,34 @@ cdef class CallHook(ExampleHook):
         self.general = recorder.call
 
     def __call__(self, function, tuple args, dict kwargs):
-        rec = self.recorder
-        if kwargs or self.outside_example():
+        return _intercept_call(self, function, args, kwargs)
+
+
+cdef object _intercept_call(hook, function, tuple args, dict kwargs):
+    """CallHook's call, as InterceptedCall calls it from C (no Python call)."""
+    cdef CallHook self = <CallHook> hook
+    if kwargs or self.outside_example():
+        return self.general(function, args, kwargs)
+    cdef Py_ssize_t n = len(args), i
+    key = PyTuple_New(n + 1)
+    Py_INCREF(function)
+    PyTuple_SET_ITEM(key, 0, function)
+    for i in range(n):
+        x = args[i]
+        if type(x) is not Value:
             return self.general(function, args, kwargs)
-        cdef Py_ssize_t n = len(args), i
-        key = PyTuple_New(n + 1)
-        Py_INCREF(function)
-        PyTuple_SET_ITEM(key, 0, function)
-        for i in range(n):
-            x = args[i]
-            if type(x) is not Value:
-                return self.general(function, args, kwargs)
-            sig = (<ValueFields> x)._autobatch_sig
-            if sig is None:  # a variable read inside the function: the general path
-                return self.general(function, args, kwargs)
-            Py_INCREF(sig)
-            PyTuple_SET_ITEM(key, i + 1, sig)
-        entry = self.fast_calls.get(key)
-        if entry is None:
+        sig = (<ValueFields> x)._autobatch_sig
+        if sig is None:  # a variable read inside the function: the general path
             return self.general(function, args, kwargs)
-        return _record_call(rec, <CallEntry> entry, args)
+        Py_INCREF(sig)
+        PyTuple_SET_ITEM(key, i + 1, sig)
+    entry = self.fast_calls.get(key)
+    if entry is None:
+        return self.general(function, args, kwargs)
+    return _record_call(self.recorder, <CallEntry> entry, args)
+
+
+register_c_interceptor(CallHook, PyCapsule_New(<void*> _intercept_call, "treadle.function._call.c_interceptor", NULL))
 
 
 cdef class ReadHook(ExampleHook):
@@ -349,25 +403,25 @@ cdef class GatherHook(ExampleHook):
     gathered as usual."""
 
     cdef dict values  # id(variable) -> its shared Value (ReadHook's)
-    cdef object last_variable  # the variable gathered last, and its row values (a leaf's embedding):
-    cdef list last_rows        # a row gathered before is answered from them
+    cdef object last_variable  # the variable gathered last (a leaf's embedding), and for it:
+    cdef list last_rows        # its row values (None: not gathered yet in this call),
+    cdef object last_type_shape  # a row's TypeShape and signature number: a row is made
+    cdef object last_sig         # or answered here without a Python call
 
     def __init__(self, recorder):
         ExampleHook.__init__(self, recorder)
         self.values = recorder._variable_values
 
     def __call__(self, params, index):
-        rec = self.recorder
         if self.outside_example():
             return NotImplemented
         if type(index) is not int:
             if not isinstance(index, _np_integer):
                 return NotImplemented
             index = int(index)
-        if params is self.last_variable and 0 <= index < len(self.last_rows):
-            value = self.last_rows[index]
-            if value is not None:
-                return value
+        if params is self.last_variable:
+            return self.last_variable_row(params, index)
+        rec = self.recorder
         if type(params) is Variable:  # what reading it inside the example gives (ReadHook)
             var = params
             params = self.values.get(id(var))
@@ -383,6 +437,25 @@ cdef class GatherHook(ExampleHook):
         if type(var) is Variable:
             self.last_variable = var
             self.last_rows = rec._variable_rows[id(var)]
+            self.last_type_shape, self.last_sig = rec._row_type_shapes[id(var)]
+        return value
+
+    cdef object last_variable_row(self, var, index):
+        """Row `index` (a Python int) of the variable gathered last: its
+        Value (made here at its first gather, as _row_value makes it), or
+        NotImplemented for a row out of range."""
+        cdef Py_ssize_t i
+        try:
+            i = index
+        except OverflowError:
+            return NotImplemented
+        if not 0 <= i < len(self.last_rows):
+            return NotImplemented
+        value = self.last_rows[i]
+        if value is None:
+            ts = self.last_type_shape
+            value = _shared_value(self.recorder, (_VAR_ROW, ts, var, index), ts[0], ts[1], self.last_sig)
+            self.last_rows[i] = value
         return value
 
 
@@ -421,9 +494,9 @@ cdef class ConstantHook(ExampleHook):
         dtype = dtypes.as_dtype(arr.dtype)
         shape = arr.shape
         ts = type_shape(dtype, shape)
-        cdef ValueFields v = ValueFields.__new__(Value)
+        cdef ValueFields v = _new_value()
         v.graph = rec
-        v.example = rec.current
+        v.example = self.recorder.example
         v.kind = _CONST_ROW
         v.other_src = (_CONST_ROW, ts, arr)
         v._dtype = dtype
@@ -476,9 +549,8 @@ cdef object _record_call(rec, CallEntry entry, tuple args):
     """Appends a node of the entry's op reading `args` (per-example values
     and rows of variables, in the op's input order) to the recorder's
     round; returns the call's outputs, packed."""
-    cdef Round r = rec.round
-    current = rec.current
-    cdef Py_ssize_t example = current
+    cdef Round r = (<RecorderFields> rec).round
+    cdef Py_ssize_t example = (<RecorderFields> rec).example
     cdef Py_ssize_t node = r.node_op.n
     cdef ValueFields x
     r.node_op.push(entry.index)
@@ -489,6 +561,8 @@ cdef object _record_call(rec, CallEntry entry, tuple args):
             rec.check_owner(x, entry.info.op.what)
         if (x.kind == _PENDING and x.round is r) or x.kind == _STORED:
             codes.push(x.code)
+        elif x.kind == _VAR_ROW:
+            codes.push(_var_row_code(r, x))
         else:
             codes.push(_row_code(r, x.src))
     r.arg_splits.push(codes.n)
@@ -518,6 +592,30 @@ cdef CallEntry _unpacked(info):
     return entry
 
 
+cdef int64_t _var_row_code(Round r, ValueFields x) except? -1:
+    """_row_code of a row of a variable (a leaf's embedding, read by many
+    calls): its group in the round is kept in the value's fields (`round`
+    and `node`, which only a pending value uses otherwise), so that each
+    further read of it in the round costs no group lookup, and the round
+    keeps the group of the variable's rows last looked up (the next row
+    read is most often of the same variable)."""
+    cdef tuple src = x.other_src
+    if x.round is not r:
+        ts, var = src[1], src[2]
+        if ts is not r.rows_type_shape or var is not r.rows_variable:
+            g = r.group_index.get((id(ts), _VAR_ROW, id(var)))  # Round.group's key: its lookup, inline
+            if g is None:
+                g = r.group(ts, _VAR_ROW, var)
+            r.rows_group = g
+            r.rows_type_shape = ts
+            r.rows_variable = var
+        x.node = r.rows_group
+        x.round = r
+    cdef list rows = r.groups[x.node][3]
+    rows.append(src[3])
+    return -1 - ((<int64_t> (len(rows) - 1) << 16) | (x.node + 1))
+
+
 cdef int64_t _row_code(Round r, tuple src) except? -1:
     """The argument code of a node's input that is neither this round's node
     output nor stored: a row of a variable (numbered in its group of rows)."""
@@ -541,18 +639,18 @@ cdef int64_t _row_code(Round r, tuple src) except? -1:
     return -1 - (((len(rows) - 1) << 16) | (group + 1))
 
 
-def create_op(rec, op_name, inputs, attrs, name=None):
+def create_op(RecorderFields rec, op_name, inputs, attrs, name=None):
     """Recorder.create_op: execute() of an op with a per-example input. An
     op seen before on values of the same signatures (registry.fast_ops) and
     a gathered variable row are recorded here; every other op by
     rec.record_op, which fills registry.fast_ops."""
-    if rec.current is not None:
+    if rec.example >= 0:
         key = _op_key(op_name, inputs, attrs)
         if key is not None:
             entry = rec.registry.fast_ops.get(key)
             if entry is not None:
                 return list(_record_call(rec, <CallEntry> entry, tuple(inputs)))
-    if op_name == "GatherV2" and rec.current is not None and len(inputs) == 3:
+    if op_name == "GatherV2" and rec.example >= 0 and len(inputs) == 3:
         gathered = variable_row(rec, inputs[0], inputs[1], inputs[2], attrs)
         if gathered is not None:
             return [gathered]
@@ -643,7 +741,7 @@ cdef object _row_value(rec, params, row):
 
 cdef ValueFields _shared_value(rec, tuple src, dtype, shape, sig):
     """A value every example may use (not PENDING: its src is kept whole)."""
-    cdef ValueFields v = ValueFields.__new__(Value)
+    cdef ValueFields v = _new_value()
     v.graph = rec
     v.example = -1
     v.kind = src[0]
