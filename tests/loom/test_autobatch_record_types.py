@@ -3,6 +3,8 @@ arrays (read by NumPy when a round is planned), the per-example Value whose
 `src` a pending value keeps as C fields, and td.function's call slot, which
 offers each call to the recording interceptor before any Python frame."""
 
+import weakref
+
 import numpy as np
 import pytest
 
@@ -182,3 +184,27 @@ def test_an_error_after_finished_examples_names_its_example():
     with pytest.raises(KeyError) as info:
         td.loom.autobatch(fn)(range(6))
     assert any("example 4" in note for note in info.value.__notes__)
+
+
+def test_values_carry_no_instance_dictionary_yet_are_tensors_that_weak_references_reach():
+    # td.Tensor declares no instance dictionary, so the values recording
+    # makes by the thousand carry none; they stay weakly referenceable
+    # (td.custom_gradient keys its outputs by weak reference).
+    seen = []
+
+    @td.custom_gradient
+    def scaled(x):
+        return x * 3.0, lambda dy: dy * 3.0
+
+    def fn(x):
+        v = td.constant(x)
+        seen.append(v)
+        return scaled(v)
+    xs = [np.array([1.0, -2.0]), np.array([0.5, 4.0])]
+    out = td.loom.autobatch(fn)(xs)
+    np.testing.assert_allclose(out.numpy(), 3.0 * np.stack(xs), rtol=1e-12)
+    v = seen[0]
+    assert isinstance(v, td.Tensor) and not hasattr(v, "__dict__")
+    assert weakref.ref(v)() is v
+    with pytest.raises(AttributeError):
+        v.note = 1

@@ -73,6 +73,7 @@ cdef class ValueFields:
     cdef public object _dtype
     cdef public object _shape_tuple_
     cdef public object _autobatch_sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
+    cdef object __weakref__            # a tensor may be weakly referenced (td.custom_gradient's outputs are)
 
     def __init__(self, recorder, example, src, dtype, shape, sig=None):
         self.graph = recorder
