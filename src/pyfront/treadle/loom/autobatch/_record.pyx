@@ -396,12 +396,12 @@ cdef class ReadHook(ExampleHook):
 
 
 cdef class GatherHook(ExampleHook):
-    """td.gather's interceptor while `recorder` records: inside an example
-    (not while tracing, not in another thread), td.gather(variable, row)
-    with a Python or NumPy integer row in range is the row's Value, as
-    variable_row gives it after the arguments became tensors; any other
-    gather (and a row out of range, for the usual error) is NotImplemented,
-    gathered as usual."""
+    """td.gather's interceptor (its method `gather`) while `recorder`
+    records: inside an example (not while tracing, not in another thread),
+    td.gather(variable, row) with a Python or NumPy integer row in range is
+    the row's Value, as variable_row gives it after the arguments became
+    tensors; any other gather (and a row out of range, for the usual
+    error) is NotImplemented, gathered as usual."""
 
     cdef dict values  # id(variable) -> its shared Value (ReadHook's)
     cdef object last_variable  # the variable gathered last (a leaf's embedding), and for it:
@@ -413,7 +413,9 @@ cdef class GatherHook(ExampleHook):
         ExampleHook.__init__(self, recorder)
         self.values = recorder._variable_values
 
-    def __call__(self, params, index):
+    def gather(self, params, index):
+        """The interceptor (array_ops.gather_interceptors holds this bound
+        method: a method of a C type is called without an argument tuple)."""
         if self.outside_example():
             return NotImplemented
         if type(index) is not int:
