@@ -299,6 +299,7 @@ cdef class CallEntry:
     cdef tuple outputs   # per output: (dtype, shape, signature number)
     cdef object pack
     cdef bint as_tuple   # pack is tuple: the outputs are packed here
+    cdef tuple key       # a cell's: its key in registry.fast_calls, once CallHook found it there
 
     def __init__(self, info):
         self.info = info
@@ -338,14 +339,23 @@ cdef class CallHook(ExampleHook):
 
     cdef dict fast_calls  # (function, argument signature numbers) -> CallEntry
     cdef object general   # recorder.call
+    cdef list recent      # the entries of the last RECENT_CALLS distinct calls (their keys compared in place)
+    cdef Py_ssize_t next_recent  # the one replaced next
 
     def __init__(self, recorder):
         ExampleHook.__init__(self, recorder)
         self.fast_calls = recorder.registry.fast_calls
         self.general = recorder.call
+        self.recent = []
 
     def __call__(self, function, tuple args, dict kwargs):
         return _intercept_call(self, function, args, kwargs)
+
+
+# A model calls a few cells in turn (a TreeLSTM's leaf and node): their
+# entries are found by comparing the arguments' signature numbers with the
+# keys of the last few calls', without making and hashing a key.
+cdef Py_ssize_t RECENT_CALLS = 4
 
 
 cdef object _intercept_call(hook, function, tuple args, dict kwargs):
@@ -354,22 +364,49 @@ cdef object _intercept_call(hook, function, tuple args, dict kwargs):
     if kwargs or self.outside_example():
         return self.general(function, args, kwargs)
     cdef Py_ssize_t n = len(args), i
+    for i in range(n):
+        x = args[i]
+        # not a value (an eager tensor, a Python value), or a variable read
+        # inside the function (no signature number): the general path
+        if type(x) is not Value or (<ValueFields> x)._autobatch_sig is None:
+            return self.general(function, args, kwargs)
+    cdef CallEntry entry
+    for e in self.recent:
+        entry = <CallEntry> e
+        if entry.key[0] is function and _same_signatures(entry.key, args, n):
+            return _record_call(self.recorder, entry, args)
     key = PyTuple_New(n + 1)
     Py_INCREF(function)
     PyTuple_SET_ITEM(key, 0, function)
     for i in range(n):
-        x = args[i]
-        if type(x) is not Value:
-            return self.general(function, args, kwargs)
-        sig = (<ValueFields> x)._autobatch_sig
-        if sig is None:  # a variable read inside the function: the general path
-            return self.general(function, args, kwargs)
+        sig = (<ValueFields> args[i])._autobatch_sig
         Py_INCREF(sig)
         PyTuple_SET_ITEM(key, i + 1, sig)
-    entry = self.fast_calls.get(key)
-    if entry is None:
+    found = self.fast_calls.get(key)
+    if found is None:
         return self.general(function, args, kwargs)
-    return _record_call(self.recorder, <CallEntry> entry, args)
+    entry = <CallEntry> found
+    if entry.key is None:
+        entry.key = key
+    if len(self.recent) < RECENT_CALLS:
+        self.recent.append(entry)
+    else:
+        self.recent[self.next_recent] = entry
+        self.next_recent = (self.next_recent + 1) % RECENT_CALLS
+    return _record_call(self.recorder, entry, args)
+
+
+cdef inline bint _same_signatures(tuple key, tuple args, Py_ssize_t n):
+    """Whether the values `args` have the signature numbers of `key` (after
+    its function); the numbers are the registry's own objects, compared by
+    identity (an equal number that is another object only misses here)."""
+    if len(key) != n + 1:
+        return False
+    cdef Py_ssize_t i
+    for i in range(n):
+        if (<ValueFields> args[i])._autobatch_sig is not key[i + 1]:
+            return False
+    return True
 
 
 register_c_interceptor(CallHook, PyCapsule_New(<void*> _intercept_call, "treadle.function._call.c_interceptor", NULL))
