@@ -28,7 +28,7 @@ from cpython.object cimport PyTypeObject
 from cpython.pycapsule cimport PyCapsule_New
 from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.ref cimport Py_INCREF, Py_REFCNT, PyObject
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
 import numpy as np
@@ -443,8 +443,8 @@ cdef class GatherHook(ExampleHook):
     cdef dict values  # id(variable) -> its shared Value (ReadHook's)
     cdef object last_variable  # the variable gathered last (a leaf's embedding), and for it:
     cdef list last_rows        # its row values (None: not gathered yet in this call),
-    cdef object last_type_shape  # a row's TypeShape and signature number: a row is made
-    cdef object last_sig         # or answered here without a Python call
+    cdef object last_type_shape  # a row's TypeShape (a tuple: dtype, shape) and signature
+    cdef object last_sig         # number: a row is made or answered here without a Python call
 
     def __init__(self, recorder):
         ExampleHook.__init__(self, recorder)
@@ -477,7 +477,8 @@ cdef class GatherHook(ExampleHook):
         if type(var) is Variable:
             self.last_variable = var
             self.last_rows = rec._variable_rows[id(var)]
-            self.last_type_shape, self.last_sig = rec._row_type_shapes[id(var)]
+            ts, self.last_sig = rec._row_type_shapes[id(var)]
+            self.last_type_shape = ts
         return value
 
     cdef object last_variable_row(self, var, index):
@@ -493,9 +494,7 @@ cdef class GatherHook(ExampleHook):
             return NotImplemented
         value = self.last_rows[i]
         if value is None:
-            ts = self.last_type_shape
-            value = _shared_value(self.recorder, (_VAR_ROW, ts, var, index), ts[0], ts[1], self.last_sig)
-            self.last_rows[i] = value
+            value = self.last_rows[i] = _new_row_value(self.recorder, self.last_type_shape, var, index, self.last_sig)
         return value
 
 
@@ -775,8 +774,17 @@ cdef object _row_value(rec, params, row):
     value = rows[row]
     if value is None:
         ts, sig = rec._row_type_shapes[id(var)]
-        value = rows[row] = _shared_value(rec, (_VAR_ROW, ts, var, row), ts[0], ts[1], sig)
+        value = rows[row] = _new_row_value(rec, ts, var, row, sig)
     return value
+
+
+cdef inline ValueFields _new_row_value(rec, ts, var, row, sig):
+    """The shared Value of row `row` of variable `var`, whose rows have
+    TypeShape `ts` (a tuple (dtype, shape, tag): its items are read in
+    place, not by a Python call of TypeShape's __getitem__) and signature
+    number `sig`."""
+    return _shared_value(rec, (_VAR_ROW, ts, var, row), <object> PyTuple_GET_ITEM(ts, 0),
+                         <object> PyTuple_GET_ITEM(ts, 1), sig)
 
 
 cdef ValueFields _shared_value(rec, tuple src, dtype, shape, sig):
