@@ -230,3 +230,27 @@ def test_the_call_leaves_no_reference_cycle_behind():
         if collecting:
             gc.enable()
     np.testing.assert_allclose(out.numpy(), np.stack([_numpy(t) for t in TREES]), rtol=1e-12, atol=1e-12)
+
+
+def test_the_collector_does_not_run_for_the_values_a_call_made_and_freed():
+    """The collector stays off until the call's values are freed, so that
+    the thousands it made (and freed) start no collection after it."""
+    emb, _, positional, _ = _model()
+    batched = td.loom.autobatch(positional)
+    trees = TREES * 100  # about 4,000 values recorded (and freed) by the call
+    batched(trees)  # tracing, the loom
+    started = []
+
+    def note(phase, info):
+        if phase == "start":
+            started.append(info["generation"])
+    gc.collect()
+    gc.callbacks.append(note)
+    try:
+        out = batched(trees)
+        np.asarray(out)  # the caller's next allocations
+    finally:
+        gc.callbacks.remove(note)
+    assert gc.isenabled() and started == []
+    np.testing.assert_allclose(out.numpy()[:len(TREES)], np.stack([_numpy(t) for t in TREES]), rtol=1e-12,
+                               atol=1e-12)
