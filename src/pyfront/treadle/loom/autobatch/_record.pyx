@@ -7,10 +7,12 @@ per round):
   from, its argument code) are C fields, made without the interpreter.
 - Round: the schedule being recorded, as growable int64 arrays (Int64s)
   that recording appends to in C and planning reads as NumPy arrays.
+- RecorderFields: the recorder's example running now, round and thread,
+  as C fields the hooks read.
 - CallHook: a td.function called positionally with per-example values whose
   (function, signature numbers) was seen before is recorded without the
-  interpreter; every other call goes to Recorder.call, which fills the
-  cache this path reads.
+  interpreter (Function.__call__ calls it as a C function); every other
+  call goes to Recorder.call, which fills the cache this path reads.
 - ReadHook: a variable read inside an example gives its shared value.
 - GatherHook: td.gather(variable, Python or NumPy int) inside an example
   is a row of the variable, before either argument becomes a tensor.
