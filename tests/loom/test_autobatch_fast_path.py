@@ -103,6 +103,34 @@ def test_a_new_signature_falls_back_and_gets_its_own_op():
     assert len(batched._registry.fast_calls) == 2  # [3] and [4] rows: two signatures, two cell ops
 
 
+def test_more_cells_and_signatures_in_turn_than_the_recent_calls_kept_each_record_their_own_op():
+    # The hook compares a call with the last few distinct calls' keys
+    # before the cache's; six (cell, signature) pairs in turn, more than it
+    # keeps, must each still be recorded as their own op.
+    cells = []
+    for k in range(3):
+        @td.function
+        def cell(x, k=float(k + 1)):
+            return x * k + 1.0
+        cells.append(cell)
+    emb3, emb4 = td.Variable(EMBEDDING), td.Variable(RNG.uniform(-1, 1, (5, 4)))
+
+    def fn(rows):
+        total = 0.0
+        for step, row in enumerate(rows):
+            cell, table = cells[step % 3], (emb3, emb4)[step // 3 % 2]
+            total = total + td.reduce_sum(cell(td.gather(table, row)))
+        return total
+    tables = (EMBEDDING, np.asarray(emb4.read_value()))
+    examples = [[1, 0, 2, 3, 4, 0, 2, 1, 0, 4, 1, 3], [0, 1, 2, 0, 1, 2, 3, 4, 0, 1, 2, 3]]
+    batched = td.loom.autobatch(fn)
+    out = batched(examples).numpy()
+    expected = [sum((tables[step // 3 % 2][row] * (step % 3 + 1) + 1.0).sum() for step, row in enumerate(rows))
+                for rows in examples]
+    np.testing.assert_allclose(out, expected, rtol=1e-12)
+    assert len(batched._registry.fast_calls) == 6
+
+
 def test_eager_tensor_and_python_arguments_take_the_general_path():
     @td.function
     def scale(x, factor):
@@ -202,3 +230,27 @@ def test_the_call_leaves_no_reference_cycle_behind():
         if collecting:
             gc.enable()
     np.testing.assert_allclose(out.numpy(), np.stack([_numpy(t) for t in TREES]), rtol=1e-12, atol=1e-12)
+
+
+def test_the_collector_does_not_run_for_the_values_a_call_made_and_freed():
+    """The collector stays off until the call's values are freed, so that
+    the thousands it made (and freed) start no collection after it."""
+    emb, _, positional, _ = _model()
+    batched = td.loom.autobatch(positional)
+    trees = TREES * 100  # about 4,000 values recorded (and freed) by the call
+    batched(trees)  # tracing, the loom
+    started = []
+
+    def note(phase, info):
+        if phase == "start":
+            started.append(info["generation"])
+    gc.collect()
+    gc.callbacks.append(note)
+    try:
+        out = batched(trees)
+        np.asarray(out)  # the caller's next allocations
+    finally:
+        gc.callbacks.remove(note)
+    assert gc.isenabled() and started == []
+    np.testing.assert_allclose(out.numpy()[:len(TREES)], np.stack([_numpy(t) for t in TREES]), rtol=1e-12,
+                               atol=1e-12)

@@ -120,6 +120,32 @@ def test_rows_out_of_range_are_refused_alike(row_as):
     assert array_ops.gather_interceptors == []
 
 
+def test_a_row_beyond_any_index_gets_the_usual_error_after_rows_of_the_same_variable():
+    # The variable gathered last answers its rows without a Python call;
+    # an index no C integer holds still goes the usual way (its error).
+    emb = td.Variable(EMBEDDING)
+
+    def fn(row):
+        return td.gather(emb, row) * 1.0
+    for examples in ([2 ** 70], [1, 2 ** 70]):
+        with pytest.raises(TypeError, match="Failed to convert elements of 1180591620717411303424 to Tensor"):
+            td.loom.autobatch(fn)(examples)
+
+
+def test_rows_of_two_variables_in_turn_are_each_their_own_row():
+    # Each row is a row of its own variable's group, whichever variable
+    # was gathered (or its group looked up) last.
+    emb = td.Variable(EMBEDDING)
+    other = td.Variable(EMBEDDING[::-1] * 2.0)
+
+    def fn(row):
+        return td.gather(emb, row) + td.gather(other, row) * td.gather(emb, 5 - row)
+    out = td.loom.autobatch(fn)([0, 3, 3, 5])
+    rows = np.array([0, 3, 3, 5])
+    expected = EMBEDDING[rows] + (EMBEDDING[::-1] * 2.0)[rows] * EMBEDDING[5 - rows]
+    np.testing.assert_allclose(out.numpy(), expected, rtol=1e-12)
+
+
 def test_installed_only_while_a_call_records():
     emb = td.Variable(EMBEDDING)
     assert array_ops.gather_interceptors == []

@@ -3,11 +3,14 @@ arrays (read by NumPy when a round is planned), the per-example Value whose
 `src` a pending value keeps as C fields, and td.function's call slot, which
 offers each call to the recording interceptor before any Python frame."""
 
+import weakref
+
 import numpy as np
 import pytest
 
 import treadle as td
 from treadle.function import polymorphic_function
+from treadle.function._call import register_c_interceptor
 from treadle.loom.autobatch._record import Int64s, Round, Value
 from treadle.loom.autobatch.values import PENDING, STORED, VAR_ROW, VARIABLE
 
@@ -118,6 +121,24 @@ def test_function_call_is_offered_to_the_last_interceptor_first():
     assert double(td.constant(4.0)).numpy() == 8.0
 
 
+def test_the_recording_hook_called_from_c_and_from_python_records_alike():
+    # Function.__call__ calls autobatch's hook through its C function
+    # (register_c_interceptor); called as a Python object, or with keyword
+    # arguments (the general path), it records alike.
+    @td.function
+    def double(x):
+        return x * 2.0
+
+    def fn(x):
+        hook = polymorphic_function.call_interceptors[-1]
+        v = td.constant(x)
+        return double(v) + hook(double, (v,), {}) + double(x=v)
+    out = td.loom.autobatch(fn)([np.array([1.0, 2.0]), np.array([3.0, -1.0])])
+    np.testing.assert_allclose(out.numpy(), 6.0 * np.array([[1.0, 2.0], [3.0, -1.0]]), rtol=1e-12)
+    with pytest.raises(TypeError, match="register_c_interceptor takes a type"):
+        register_c_interceptor(object(), None)
+
+
 def test_examples_that_wait_and_examples_that_finish_share_greenlets_in_order():
     # A greenlet whose example finished runs the next one; examples that
     # wait keep theirs. Every result must still be its own example's.
@@ -163,3 +184,27 @@ def test_an_error_after_finished_examples_names_its_example():
     with pytest.raises(KeyError) as info:
         td.loom.autobatch(fn)(range(6))
     assert any("example 4" in note for note in info.value.__notes__)
+
+
+def test_values_carry_no_instance_dictionary_yet_are_tensors_that_weak_references_reach():
+    # td.Tensor declares no instance dictionary, so the values recording
+    # makes by the thousand carry none; they stay weakly referenceable
+    # (td.custom_gradient keys its outputs by weak reference).
+    seen = []
+
+    @td.custom_gradient
+    def scaled(x):
+        return x * 3.0, lambda dy: dy * 3.0
+
+    def fn(x):
+        v = td.constant(x)
+        seen.append(v)
+        return scaled(v)
+    xs = [np.array([1.0, -2.0]), np.array([0.5, 4.0])]
+    out = td.loom.autobatch(fn)(xs)
+    np.testing.assert_allclose(out.numpy(), 3.0 * np.stack(xs), rtol=1e-12)
+    v = seen[0]
+    assert isinstance(v, td.Tensor) and not hasattr(v, "__dict__")
+    assert weakref.ref(v)() is v
+    with pytest.raises(AttributeError):
+        v.note = 1

@@ -69,7 +69,7 @@ class SymbolicTensor(Tensor):
     """A tensor of a graph being traced: it has a dtype and a static shape,
     and stands for a value the graph computes when it runs."""
 
-    __slots__ = ("op", "value_index", "_dtype", "_shape")
+    __slots__ = ("op", "value_index", "_dtype", "_shape", "__dict__", "__weakref__")
 
     def __init__(self, op, value_index, dtype, shape):
         self.op = op

@@ -22,6 +22,11 @@ class Tensor(metaclass=abc.ABCMeta):
     # The operators, indexing and iteration of every tensor kind go through
     # the op functions of treadle/ops, which install them (register_operators).
 
+    # No instance dictionary here: a subclass that wants one (or weak
+    # references) declares it, or has it by not declaring __slots__. The
+    # values td.loom.autobatch makes by the thousand then carry none.
+    __slots__ = ()
+
 
 Tensor.register(EagerTensor)
 # The concrete tensor classes (graph_tensor.py adds SymbolicTensor). For them,

@@ -273,7 +273,7 @@ gather_interceptors = []
 def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
     """Slices of `params` along `axis` (default: `batch_dims`) at `indices`.
     An index outside [0, params.shape[axis]) is an InvalidArgumentError."""
-    if gather_interceptors and _is_zero(batch_dims) and (axis is None or _is_zero(axis)):
+    if gather_interceptors and type(batch_dims) is int and batch_dims == 0 and (axis is None or _is_zero(axis)):
         gathered = gather_interceptors[-1](params, indices)
         if gathered is not NotImplemented:
             return gathered

@@ -127,8 +127,20 @@ class AutoBatched:
         if _active and _active[0].thread == threading.get_ident():
             raise RuntimeError("td.loom.autobatch: an autobatched function was called inside another's "
                                "per-example function; call it on its own")
+        # Recording makes many small objects that live until the round runs;
+        # the cyclic collector would scan them again and again (about a fifth
+        # of the recording time) and find no garbage (the round breaks the one
+        # cycle, values -> recorder -> round), so it waits meanwhile, and until
+        # the call's recorder and values are freed: they then no longer count
+        # towards its next collection, which would scan them all once more.
         with _one_at_a_time:  # the recording hooks are the process's: calls of other threads wait
-            return self._record_and_finish(examples, finish, run_rounds)
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                return self._record_and_finish(examples, finish, run_rounds)
+            finally:
+                if collecting:
+                    gc.enable()
 
     def _record_and_finish(self, examples, finish, run_rounds):
         recorder = Recorder(self._registry)
@@ -139,24 +151,16 @@ class AutoBatched:
         polymorphic_function.call_interceptors.append(hook)
         read_hook = ReadHook(recorder)
         variables.read_overrides.append(read_hook)
-        gather_hook = GatherHook(recorder)
+        gather_hook = GatherHook(recorder).gather
         array_ops.gather_interceptors.append(gather_hook)
         constant_hook = ConstantHook(recorder)
         tensor.constant_interceptors.append(constant_hook)
         operand_hook = OperandHook(recorder)
         tensor.operand_interceptors.append(operand_hook)
-        # Recording makes many small objects that live until the round runs;
-        # the cyclic collector would scan them again and again (about a fifth
-        # of the recording time) and find no garbage (the round breaks the one
-        # cycle, values -> recorder -> round), so it waits meanwhile.
-        collecting = gc.isenabled()
-        gc.disable()
         try:
             results = run_examples(recorder, self._fn, examples, run_rounds)
             out = finish(recorder, results)
         finally:
-            if collecting:
-                gc.enable()
             tensor.operand_interceptors.remove(operand_hook)
             tensor.constant_interceptors.remove(constant_hook)
             array_ops.gather_interceptors.remove(gather_hook)

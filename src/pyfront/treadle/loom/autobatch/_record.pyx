@@ -7,10 +7,12 @@ per round):
   from, its argument code) are C fields, made without the interpreter.
 - Round: the schedule being recorded, as growable int64 arrays (Int64s)
   that recording appends to in C and planning reads as NumPy arrays.
+- RecorderFields: the recorder's example running now, round and thread,
+  as C fields the hooks read.
 - CallHook: a td.function called positionally with per-example values whose
   (function, signature numbers) was seen before is recorded without the
-  interpreter; every other call goes to Recorder.call, which fills the
-  cache this path reads.
+  interpreter (Function.__call__ calls it as a C function); every other
+  call goes to Recorder.call, which fills the cache this path reads.
 - ReadHook: a variable read inside an example gives its shared value.
 - GatherHook: td.gather(variable, Python or NumPy int) inside an example
   is a row of the variable, before either argument becomes a tensor.
@@ -24,9 +26,11 @@ per round):
 - live_values: the values a round must keep, by reference count."""
 
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.object cimport PyTypeObject
+from cpython.pycapsule cimport PyCapsule_New
 from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.ref cimport Py_INCREF, Py_REFCNT, PyObject
-from cpython.tuple cimport PyTuple_New, PyTuple_SET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
 import numpy as np
@@ -35,6 +39,7 @@ from treadle.framework import context
 from treadle.framework import dtypes
 from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor, _python_to_numpy
 from treadle.framework.variables import Variable
+from treadle.function._call import register_c_interceptor
 from treadle.loom.autobatch.registry import type_shape
 from treadle.loom.autobatch.values import (CONST_ROW, CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE,
                                           ValueMethods)
@@ -70,6 +75,7 @@ cdef class ValueFields:
     cdef public object _dtype
     cdef public object _shape_tuple_
     cdef public object _autobatch_sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
+    cdef object __weakref__            # a tensor may be weakly referenced (td.custom_gradient's outputs are)
 
     def __init__(self, recorder, example, src, dtype, shape, sig=None):
         self.graph = recorder
@@ -117,10 +123,21 @@ class Value(ValueFields, ValueMethods):
 
 TENSOR_CLASSES.add(Value)  # `type(x) in TENSOR_CLASSES` answers isinstance(x, Tensor) without ABCMeta
 
+cdef object _value_type = Value
+cdef PyTypeObject* _value_slots = <PyTypeObject*> Value
+cdef tuple _no_arguments = ()
+
+
+cdef inline ValueFields _new_value():
+    """A Value with its fields unset, made by its type's C constructor:
+    `ValueFields.__new__(Value)` would be a Python call of `__new__` (a
+    tuple of arguments, its checks), most of a new value's cost."""
+    return <ValueFields> _value_slots.tp_new(_value_type, <PyObject*> _no_arguments, NULL)
+
 
 cdef inline ValueFields _pending_value(rec, Py_ssize_t example, Py_ssize_t node, Py_ssize_t k, r, int64_t code,
                                        dtype, shape, sig):
-    cdef ValueFields v = ValueFields.__new__(Value)
+    cdef ValueFields v = _new_value()
     v.graph = rec
     v.example = example
     v.kind = _PENDING
@@ -211,6 +228,9 @@ cdef class Round:
     cdef public list groups       # (type shape, kind, variable or None, rows list)
     cdef public dict group_index
     cdef public object fresh      # the PENDING values made this round (live ones are outputs); None once planned
+    cdef object rows_type_shape   # the group of a variable's rows last looked up (_var_row_code):
+    cdef object rows_variable     # (type shape, variable) and its number
+    cdef Py_ssize_t rows_group
 
     def __init__(self):
         self.node_op = Int64s()
@@ -234,6 +254,35 @@ cdef class Round:
         return g
 
 
+# ------------------------------------------------------------------ the recorder's fields
+
+cdef class RecorderFields:
+    """The fields of a Recorder (recording.py) that every recorded call
+    reads, as C fields: the example running now, the round being recorded
+    and the thread whose examples record."""
+
+    cdef Py_ssize_t example   # the example running now; -1: none
+    cdef public Round round
+    cdef public unsigned long thread
+
+    def __cinit__(self):
+        self.example = -1
+
+    @property
+    def current(self):
+        """The index of the example running now (None: no example runs)."""
+        return None if self.example < 0 else self.example
+
+    @current.setter
+    def current(self, example):
+        if example is None:
+            self.example = -1
+        elif example < 0:
+            raise ValueError(f"an example's index is never negative, got {example}")
+        else:
+            self.example = example
+
+
 # ------------------------------------------------------------------ the hooks
 
 cdef list _graphs_being_built():
@@ -252,6 +301,7 @@ cdef class CallEntry:
     cdef tuple outputs   # per output: (dtype, shape, signature number)
     cdef object pack
     cdef bint as_tuple   # pack is tuple: the outputs are packed here
+    cdef tuple key       # a cell's: its key in registry.fast_calls, once CallHook found it there
 
     def __init__(self, info):
         self.info = info
@@ -271,17 +321,17 @@ cdef class ExampleHook:
     comes from inside an example (the recording thread, an example running,
     no graph being traced); anything else is left to run as usual."""
 
-    cdef object recorder
+    cdef RecorderFields recorder
     cdef unsigned long thread
     cdef list graphs      # the recording thread's graphs being built (_graphs_being_built)
 
-    def __init__(self, recorder):
+    def __init__(self, RecorderFields recorder):
         self.recorder = recorder
         self.thread = recorder.thread
         self.graphs = _graphs_being_built()
 
     cdef inline bint outside_example(self):
-        return (self.recorder.current is None or PyThread_get_thread_ident() != self.thread
+        return (self.recorder.example < 0 or PyThread_get_thread_ident() != self.thread
                 or bool(self.graphs))
 
 
@@ -291,33 +341,77 @@ cdef class CallHook(ExampleHook):
 
     cdef dict fast_calls  # (function, argument signature numbers) -> CallEntry
     cdef object general   # recorder.call
+    cdef list recent      # the entries of the last RECENT_CALLS distinct calls (their keys compared in place)
+    cdef Py_ssize_t next_recent  # the one replaced next
 
     def __init__(self, recorder):
         ExampleHook.__init__(self, recorder)
         self.fast_calls = recorder.registry.fast_calls
         self.general = recorder.call
+        self.recent = []
 
     def __call__(self, function, tuple args, dict kwargs):
-        rec = self.recorder
-        if kwargs or self.outside_example():
+        return _intercept_call(self, function, args, kwargs)
+
+
+# A model calls a few cells in turn (a TreeLSTM's leaf and node): their
+# entries are found by comparing the arguments' signature numbers with the
+# keys of the last few calls', without making and hashing a key.
+cdef Py_ssize_t RECENT_CALLS = 4
+
+
+cdef object _intercept_call(hook, function, tuple args, dict kwargs):
+    """CallHook's call, as InterceptedCall calls it from C (no Python call)."""
+    cdef CallHook self = <CallHook> hook
+    if kwargs or self.outside_example():
+        return self.general(function, args, kwargs)
+    cdef Py_ssize_t n = len(args), i
+    for i in range(n):
+        x = args[i]
+        # not a value (an eager tensor, a Python value), or a variable read
+        # inside the function (no signature number): the general path
+        if type(x) is not Value or (<ValueFields> x)._autobatch_sig is None:
             return self.general(function, args, kwargs)
-        cdef Py_ssize_t n = len(args), i
-        key = PyTuple_New(n + 1)
-        Py_INCREF(function)
-        PyTuple_SET_ITEM(key, 0, function)
-        for i in range(n):
-            x = args[i]
-            if type(x) is not Value:
-                return self.general(function, args, kwargs)
-            sig = (<ValueFields> x)._autobatch_sig
-            if sig is None:  # a variable read inside the function: the general path
-                return self.general(function, args, kwargs)
-            Py_INCREF(sig)
-            PyTuple_SET_ITEM(key, i + 1, sig)
-        entry = self.fast_calls.get(key)
-        if entry is None:
-            return self.general(function, args, kwargs)
-        return _record_call(rec, <CallEntry> entry, args)
+    cdef CallEntry entry
+    for e in self.recent:
+        entry = <CallEntry> e
+        if entry.key[0] is function and _same_signatures(entry.key, args, n):
+            return _record_call(self.recorder, entry, args)
+    key = PyTuple_New(n + 1)
+    Py_INCREF(function)
+    PyTuple_SET_ITEM(key, 0, function)
+    for i in range(n):
+        sig = (<ValueFields> args[i])._autobatch_sig
+        Py_INCREF(sig)
+        PyTuple_SET_ITEM(key, i + 1, sig)
+    found = self.fast_calls.get(key)
+    if found is None:
+        return self.general(function, args, kwargs)
+    entry = <CallEntry> found
+    if entry.key is None:
+        entry.key = key
+    if len(self.recent) < RECENT_CALLS:
+        self.recent.append(entry)
+    else:
+        self.recent[self.next_recent] = entry
+        self.next_recent = (self.next_recent + 1) % RECENT_CALLS
+    return _record_call(self.recorder, entry, args)
+
+
+cdef inline bint _same_signatures(tuple key, tuple args, Py_ssize_t n):
+    """Whether the values `args` have the signature numbers of `key` (after
+    its function); the numbers are the registry's own objects, compared by
+    identity (an equal number that is another object only misses here)."""
+    if len(key) != n + 1:
+        return False
+    cdef Py_ssize_t i
+    for i in range(n):
+        if (<ValueFields> args[i])._autobatch_sig is not key[i + 1]:
+            return False
+    return True
+
+
+register_c_interceptor(CallHook, PyCapsule_New(<void*> _intercept_call, "treadle.function._call.c_interceptor", NULL))
 
 
 cdef class ReadHook(ExampleHook):
@@ -341,33 +435,35 @@ cdef class ReadHook(ExampleHook):
 
 
 cdef class GatherHook(ExampleHook):
-    """td.gather's interceptor while `recorder` records: inside an example
-    (not while tracing, not in another thread), td.gather(variable, row)
-    with a Python or NumPy integer row in range is the row's Value, as
-    variable_row gives it after the arguments became tensors; any other
-    gather (and a row out of range, for the usual error) is NotImplemented,
-    gathered as usual."""
+    """td.gather's interceptor (its method `gather`) while `recorder`
+    records: inside an example (not while tracing, not in another thread),
+    td.gather(variable, row) with a Python or NumPy integer row in range is
+    the row's Value, as variable_row gives it after the arguments became
+    tensors; any other gather (and a row out of range, for the usual
+    error) is NotImplemented, gathered as usual."""
 
     cdef dict values  # id(variable) -> its shared Value (ReadHook's)
-    cdef object last_variable  # the variable gathered last, and its row values (a leaf's embedding):
-    cdef list last_rows        # a row gathered before is answered from them
+    cdef object last_variable  # the variable gathered last (a leaf's embedding), and for it:
+    cdef list last_rows        # its row values (None: not gathered yet in this call),
+    cdef object last_type_shape  # a row's TypeShape (a tuple: dtype, shape) and signature
+    cdef object last_sig         # number: a row is made or answered here without a Python call
 
     def __init__(self, recorder):
         ExampleHook.__init__(self, recorder)
         self.values = recorder._variable_values
 
-    def __call__(self, params, index):
-        rec = self.recorder
+    def gather(self, params, index):
+        """The interceptor (array_ops.gather_interceptors holds this bound
+        method: a method of a C type is called without an argument tuple)."""
         if self.outside_example():
             return NotImplemented
         if type(index) is not int:
             if not isinstance(index, _np_integer):
                 return NotImplemented
             index = int(index)
-        if params is self.last_variable and 0 <= index < len(self.last_rows):
-            value = self.last_rows[index]
-            if value is not None:
-                return value
+        if params is self.last_variable:
+            return self.last_variable_row(params, index)
+        rec = self.recorder
         if type(params) is Variable:  # what reading it inside the example gives (ReadHook)
             var = params
             params = self.values.get(id(var))
@@ -383,6 +479,24 @@ cdef class GatherHook(ExampleHook):
         if type(var) is Variable:
             self.last_variable = var
             self.last_rows = rec._variable_rows[id(var)]
+            ts, self.last_sig = rec._row_type_shapes[id(var)]
+            self.last_type_shape = ts
+        return value
+
+    cdef object last_variable_row(self, var, index):
+        """Row `index` (a Python int) of the variable gathered last: its
+        Value (made here at its first gather, as _row_value makes it), or
+        NotImplemented for a row out of range."""
+        cdef Py_ssize_t i
+        try:
+            i = index
+        except OverflowError:
+            return NotImplemented
+        if not 0 <= i < len(self.last_rows):
+            return NotImplemented
+        value = self.last_rows[i]
+        if value is None:
+            value = self.last_rows[i] = _new_row_value(self.recorder, self.last_type_shape, var, index, self.last_sig)
         return value
 
 
@@ -421,9 +535,9 @@ cdef class ConstantHook(ExampleHook):
         dtype = dtypes.as_dtype(arr.dtype)
         shape = arr.shape
         ts = type_shape(dtype, shape)
-        cdef ValueFields v = ValueFields.__new__(Value)
+        cdef ValueFields v = _new_value()
         v.graph = rec
-        v.example = rec.current
+        v.example = self.recorder.example
         v.kind = _CONST_ROW
         v.other_src = (_CONST_ROW, ts, arr)
         v._dtype = dtype
@@ -476,9 +590,8 @@ cdef object _record_call(rec, CallEntry entry, tuple args):
     """Appends a node of the entry's op reading `args` (per-example values
     and rows of variables, in the op's input order) to the recorder's
     round; returns the call's outputs, packed."""
-    cdef Round r = rec.round
-    current = rec.current
-    cdef Py_ssize_t example = current
+    cdef Round r = (<RecorderFields> rec).round
+    cdef Py_ssize_t example = (<RecorderFields> rec).example
     cdef Py_ssize_t node = r.node_op.n
     cdef ValueFields x
     r.node_op.push(entry.index)
@@ -489,6 +602,8 @@ cdef object _record_call(rec, CallEntry entry, tuple args):
             rec.check_owner(x, entry.info.op.what)
         if (x.kind == _PENDING and x.round is r) or x.kind == _STORED:
             codes.push(x.code)
+        elif x.kind == _VAR_ROW:
+            codes.push(_var_row_code(r, x))
         else:
             codes.push(_row_code(r, x.src))
     r.arg_splits.push(codes.n)
@@ -518,6 +633,30 @@ cdef CallEntry _unpacked(info):
     return entry
 
 
+cdef int64_t _var_row_code(Round r, ValueFields x) except? -1:
+    """_row_code of a row of a variable (a leaf's embedding, read by many
+    calls): its group in the round is kept in the value's fields (`round`
+    and `node`, which only a pending value uses otherwise), so that each
+    further read of it in the round costs no group lookup, and the round
+    keeps the group of the variable's rows last looked up (the next row
+    read is most often of the same variable)."""
+    cdef tuple src = x.other_src
+    if x.round is not r:
+        ts, var = src[1], src[2]
+        if ts is not r.rows_type_shape or var is not r.rows_variable:
+            g = r.group_index.get((id(ts), _VAR_ROW, id(var)))  # Round.group's key: its lookup, inline
+            if g is None:
+                g = r.group(ts, _VAR_ROW, var)
+            r.rows_group = g
+            r.rows_type_shape = ts
+            r.rows_variable = var
+        x.node = r.rows_group
+        x.round = r
+    cdef list rows = r.groups[x.node][3]
+    rows.append(src[3])
+    return -1 - ((<int64_t> (len(rows) - 1) << 16) | (x.node + 1))
+
+
 cdef int64_t _row_code(Round r, tuple src) except? -1:
     """The argument code of a node's input that is neither this round's node
     output nor stored: a row of a variable (numbered in its group of rows)."""
@@ -541,18 +680,18 @@ cdef int64_t _row_code(Round r, tuple src) except? -1:
     return -1 - (((len(rows) - 1) << 16) | (group + 1))
 
 
-def create_op(rec, op_name, inputs, attrs, name=None):
+def create_op(RecorderFields rec, op_name, inputs, attrs, name=None):
     """Recorder.create_op: execute() of an op with a per-example input. An
     op seen before on values of the same signatures (registry.fast_ops) and
     a gathered variable row are recorded here; every other op by
     rec.record_op, which fills registry.fast_ops."""
-    if rec.current is not None:
+    if rec.example >= 0:
         key = _op_key(op_name, inputs, attrs)
         if key is not None:
             entry = rec.registry.fast_ops.get(key)
             if entry is not None:
                 return list(_record_call(rec, <CallEntry> entry, tuple(inputs)))
-    if op_name == "GatherV2" and rec.current is not None and len(inputs) == 3:
+    if op_name == "GatherV2" and rec.example >= 0 and len(inputs) == 3:
         gathered = variable_row(rec, inputs[0], inputs[1], inputs[2], attrs)
         if gathered is not None:
             return [gathered]
@@ -637,13 +776,22 @@ cdef object _row_value(rec, params, row):
     value = rows[row]
     if value is None:
         ts, sig = rec._row_type_shapes[id(var)]
-        value = rows[row] = _shared_value(rec, (_VAR_ROW, ts, var, row), ts[0], ts[1], sig)
+        value = rows[row] = _new_row_value(rec, ts, var, row, sig)
     return value
+
+
+cdef inline ValueFields _new_row_value(rec, ts, var, row, sig):
+    """The shared Value of row `row` of variable `var`, whose rows have
+    TypeShape `ts` (a tuple (dtype, shape, tag): its items are read in
+    place, not by a Python call of TypeShape's __getitem__) and signature
+    number `sig`."""
+    return _shared_value(rec, (_VAR_ROW, ts, var, row), <object> PyTuple_GET_ITEM(ts, 0),
+                         <object> PyTuple_GET_ITEM(ts, 1), sig)
 
 
 cdef ValueFields _shared_value(rec, tuple src, dtype, shape, sig):
     """A value every example may use (not PENDING: its src is kept whole)."""
-    cdef ValueFields v = ValueFields.__new__(Value)
+    cdef ValueFields v = _new_value()
     v.graph = rec
     v.example = -1
     v.kind = src[0]

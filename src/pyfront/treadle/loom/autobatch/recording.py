@@ -13,7 +13,8 @@ from treadle.framework import context
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
-from treadle.loom.autobatch._record import Round, Value, add_call_node, call_entry, create_op, op_entry, op_key
+from treadle.loom.autobatch._record import (Round, RecorderFields, Value, add_call_node, call_entry, create_op,
+                                            op_entry, op_key)
 from treadle.loom.autobatch.batched_ops import Slot
 from treadle.loom.autobatch.list_calls import list_call_key
 from treadle.loom.autobatch.registry import type_shape
@@ -29,9 +30,11 @@ class CrossExampleError(ValueError):
     """A value of one example was used by another example's computation."""
 
 
-class Recorder:
+class Recorder(RecorderFields):
     """One call of an autobatched function: what it records, and the store of
-    the values earlier rounds computed (per type shape, a tensor of rows)."""
+    the values earlier rounds computed (per type shape, a tensor of rows).
+    The fields every recorded call reads (the example running now, the
+    round, the recording thread) are C fields (_record.RecorderFields)."""
 
     def __init__(self, registry):
         self.registry = registry
