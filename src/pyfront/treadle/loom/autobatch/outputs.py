@@ -3,9 +3,9 @@ across examples, with every leaf stacked along a new axis 0."""
 
 import numpy as np
 
-from treadle.framework.tensor import Tensor
+from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.loom.autobatch._record import Value
-from treadle.loom.autobatch.values import STORED
+from treadle.loom.autobatch.values import CONST_ROW, STORED
 from treadle.ops import array_ops
 from treadle.util import nest
 
@@ -54,14 +54,40 @@ def _check_column(column, j):
 
 
 def _stack(recorder, column):
-    """One tensor of the column's values (rows of the store gathered at once)."""
-    if all(type(t) is Value and t.src[0] == STORED for t in column):
-        ts = column[0].src[1]
-        if all(t.src[1] is ts or t.src[1] == ts for t in column):
-            rows = np.fromiter((t.src[2] for t in column), np.int64, len(column))
-            return recorder.store[ts].gather(rows)
-    values = [recorder.eager_of(t) if type(t) is Value else t for t in column]
-    return array_ops.stack(values, 0)
-
-
-
+    """One tensor of the column's values: the rows of the store gathered at
+    once per type shape, the constants made inside examples stacked in
+    NumPy, anything else (rows of variables, outside tensors) stacked by an
+    op; the parts put back in the examples' order by one gather. Slicing
+    each stored row on its own would cost an op per example, and under a
+    tape a gradient the size of the whole chunk per example."""
+    stored, constants, others = {}, [], []
+    for i, t in enumerate(column):
+        if type(t) is Value:
+            src = t.src
+            if src[0] == STORED:
+                stored.setdefault(src[1], []).append(i)
+                continue
+            if src[0] == CONST_ROW:
+                constants.append(i)
+                continue
+        others.append(i)
+    parts, order = [], []
+    for ts, positions in stored.items():
+        rows = np.fromiter((column[i].src[2] for i in positions), np.int64, len(positions))
+        parts.append(recorder.store[ts].gather(rows))
+        order += positions
+    if constants:
+        ts = column[constants[0]].src[1]
+        rows = np.stack([column[i].src[2] for i in constants]).astype(ts.dtype.as_numpy_dtype, copy=False)
+        parts.append(convert_to_tensor(rows))
+        order += constants
+    if others:
+        parts.append(array_ops.stack([recorder.eager_of(column[i]) if type(column[i]) is Value else column[i]
+                                      for i in others], 0))
+        order += others
+    out = parts[0] if len(parts) == 1 else array_ops.concat(parts, 0)
+    if len(parts) == 1:
+        return out
+    place = np.empty(len(order), np.int64)
+    place[order] = np.arange(len(order))
+    return array_ops.gather(out, convert_to_tensor(place))
