@@ -5,6 +5,8 @@ so far; its batch inputs hold, per type shape, the rows the nodes read
 variable), and the values still in use are added to the store."""
 
 import time
+import weakref
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -32,8 +34,8 @@ class PlannedRound:
 
     def __init__(self, loom, weaver, live, layout, by_type_shape):
         self.loom, self.weaver, self.live, self.layout = loom, weaver, live, layout
-        # [(type shape, the positions in `live` of its values, in order)]: the
-        # loom's outputs of that type shape, in the same order.
+        # [(type shape, the positions in `live` of its values, in order: a
+        # list or a range)]: the loom's outputs of that type shape, in the same order.
         self.by_type_shape = by_type_shape
 
     @property
@@ -41,9 +43,13 @@ class PlannedRound:
         """Per live value: (type shape, its row in the loom's outputs of it)."""
         rows = [None] * len(self.live)
         for ts, positions in self.by_type_shape:
-            for k, i in enumerate(positions.tolist()):
+            for k, i in enumerate(positions):
                 rows[i] = (ts, k)
         return rows
+
+
+_source = attrgetter("src")
+_argument_code = itemgetter(4)  # of a pending value's src: (PENDING, node, output, round, argument code)
 
 
 def plan_round(recorder):
@@ -52,8 +58,8 @@ def plan_round(recorder):
     loom = registry.loom()
     live = live_values(r.fresh)
     r.fresh = None
-    outputs = np.fromiter((v.src[1] for v in live), np.int64, len(live))
-    output_index = np.fromiter((v.src[2] for v in live), np.int32, len(live))
+    codes = np.fromiter(map(_argument_code, map(_source, live)), np.int64, len(live))  # node << 8 | output
+    outputs, output_index = codes >> 8, codes & 0xFF
     node_op, arg_splits = np.asarray(r.node_op, np.int64), np.asarray(r.arg_splits, np.int64)
     by_type_shape = _by_type_shape(registry, node_op[outputs], output_index)
     columns = decode_arguments(r.args, arg_splits)
@@ -71,11 +77,11 @@ def plan_round(recorder):
     layout, arg_value = _layout(r, reads, arg_value, arg_group)
     # The core's weaver, without Weaver's per-op callers and its checks that
     # user arrays hold integers of the right width: these arrays are made
-    # here, of those dtypes (the core still checks every entry).
+    # here (int64 where the core takes int32: it converts them, more cheaply
+    # than a NumPy call here; the core still checks every entry).
     weaver = _core.LoomWeaver(loom._spec)
-    weaver._weave_graph(registry.loom_op_indices()[node_op], arg_splits, arg_input.astype(np.int32),
-                        arg_source.astype(np.int32), arg_value, arg_output.astype(np.int32), outputs,
-                        output_index)
+    weaver._weave_graph(registry.loom_op_indices()[node_op], arg_splits, arg_input, arg_source, arg_value,
+                        arg_output, outputs, output_index)
     recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
     if recorder.count_launches:
         recorder.stats[-1].update(launches)
@@ -89,10 +95,10 @@ def _by_type_shape(registry, ops, output_index):
         return []
     _, table, type_shapes = registry.type_shape_tables()
     ids = table[ops, output_index]
-    present = np.flatnonzero(np.bincount(ids))
+    present = np.flatnonzero(np.bincount(ids)).tolist()
     if len(present) == 1:
-        return [(type_shapes[present[0]], np.arange(len(ops)))]
-    return [(type_shapes[t], np.flatnonzero(ids == t)) for t in present.tolist()]
+        return [(type_shapes[present[0]], range(len(ops)))]
+    return [(type_shapes[t], np.flatnonzero(ids == t).tolist()) for t in present]
 
 
 def run_round(recorder):
@@ -147,15 +153,13 @@ def decode_arguments(codes, arg_splits):
     codes (values.py): source 0 reads output `output` of node `value`,
     source 1 row `value` of a batch input, numbered in `group` (-1: final)."""
     codes = np.asarray(codes, np.int64)
-    counts = np.diff(arg_splits)
-    arg_input = np.arange(len(codes), dtype=np.int64) - np.repeat(arg_splits[:-1], counts)
-    is_node = codes >= 0
-    rows = -1 - codes
-    source = np.where(is_node, 0, 1)
-    value = np.where(is_node, codes >> 8, rows >> 16)
-    output = np.where(is_node, codes & 0xFF, 0)
-    group = np.where(is_node, -1, (rows & 0xFFFF) - 1)
-    return [arg_input, source, value, output, group]
+    arg_input = np.arange(len(codes), dtype=np.int64) - np.repeat(arg_splits[:-1], np.diff(arg_splits))
+    is_row = codes < 0
+    rows = ~codes  # -1 - code
+    value = np.where(is_row, rows >> 16, codes >> 8)
+    output = np.where(is_row, 0, codes & 0xFF)
+    group = np.where(is_row, (rows & 0xFFFF) - 1, -1)
+    return [arg_input, is_row.view(np.int8), value, output, group]
 
 
 def _columns(args):
@@ -173,14 +177,43 @@ def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value
     at = np.flatnonzero((arg_source == 1) & (arg_group == -1))
     if not at.size:
         return reads
+    only = _only_input_type_shape(registry)
+    if only is not None:  # every op reads one type shape (a decoder's state): no need to look each one up
+        reads[only], arg_value[at] = _distinct(arg_value[at])
+        return reads
     nodes = np.searchsorted(arg_splits, at, side="right") - 1
     table, _, type_shapes = registry.type_shape_tables()
     ids = table[np.asarray(node_op, np.int64)[nodes], arg_input[at]]
     present = np.flatnonzero(np.bincount(ids)).tolist()
     for t in present:
         mine = at if len(present) == 1 else at[ids == t]
-        reads[type_shapes[t]], arg_value[mine] = np.unique(arg_value[mine], return_inverse=True)
+        reads[type_shapes[t]], arg_value[mine] = _distinct(arg_value[mine])
     return reads
+
+
+_input_type_shapes = weakref.WeakKeyDictionary()  # registry -> (its number of ops, the one type shape they read or None)
+
+
+def _only_input_type_shape(registry):
+    """The type shape every op of the registry reads, if there is one."""
+    known = _input_type_shapes.get(registry)
+    if known is None or known[0] != len(registry.ops):
+        shapes = {ts for info in registry.ops for ts in info.in_type_shapes}
+        known = _input_type_shapes[registry] = (len(registry.ops), shapes.pop() if len(shapes) == 1 else None)
+    return known[1]
+
+
+_FEW = 48  # up to this many, Python sorts faster than np.unique's fixed cost
+
+
+def _distinct(values):
+    """(the distinct values, sorted; each value's place among them), as np.unique's return_inverse."""
+    if len(values) > _FEW:
+        return np.unique(values, return_inverse=True)
+    items = values.tolist()
+    distinct = sorted(set(items))
+    place = {v: k for k, v in enumerate(distinct)}
+    return np.array(distinct, np.int64), [place[v] for v in items]
 
 
 def _layout(r, reads, arg_value, arg_group):
@@ -222,13 +255,13 @@ def stacked_constants(rows, ts):
 
 def _store(recorder, planned, results):
     """The live values become rows of the store (a chunk per type shape)."""
-    live = planned.live
+    live, store = planned.live, recorder.store
     for ts, positions in planned.by_type_shape:
-        column = recorder.store.get(ts)
+        column = store.get(ts)
         if column is None:
-            column = recorder.store[ts] = StoreColumn()
-        row = column.size
+            column = store[ts] = StoreColumn()
+        first = column.size
         column.append(results[planned.loom._type_shape_index(ts)])
-        for i in positions.tolist():
-            live[i].src = (STORED, ts, row, -1 - (row << 16))  # row_code(row), inline: once per value
-            row += 1
+        values = live if type(positions) is range else map(live.__getitem__, positions)
+        for value, row in zip(values, range(first, column.size)):
+            value.src = (STORED, ts, row, -1 - (row << 16))  # row_code(row), inline: once per value

@@ -11,8 +11,9 @@ from bisect import bisect_right
 
 import numpy as np
 
-from treadle.framework.tensor import convert_to_tensor
-from treadle.ops import array_ops
+from treadle import _core
+from treadle.framework import dtypes
+from treadle.framework.op_execution import execute
 
 
 class StoreColumn:
@@ -43,7 +44,7 @@ class StoreColumn:
             self.starts.pop()
             merged = counts.pop()
             counts[-1] += merged
-            self.chunks[-1] = array_ops.concat([self.chunks[-1], last], 0)
+            self.chunks[-1] = concat_rows([self.chunks[-1], last])
             self._arrays.pop(len(self.chunks) - 1, None)
             self._arrays.pop(len(self.chunks), None)
 
@@ -73,13 +74,13 @@ class StoreColumn:
         bounds = np.flatnonzero(which[1:] != which[:-1]) + 1
         cuts = [0, *bounds.tolist(), len(rows)]
         pieces = [self._part(int(which[a]), rows[a:b]) for a, b in zip(cuts, cuts[1:])]
-        return pieces[0] if len(pieces) == 1 else array_ops.concat(pieces, 0)
+        return pieces[0] if len(pieces) == 1 else concat_rows(pieces)
 
     def _part(self, i, rows):
         """Rows `rows` (sorted, distinct, all in chunk i) of chunk i."""
         if len(rows) == self.counts[i]:  # the whole chunk, in order
             return self.chunks[i]
-        return array_ops.gather(self.chunks[i], convert_to_tensor(rows - self.starts[i]))
+        return gather_rows(self.chunks[i], rows - self.starts[i])
 
     def gather(self, rows):
         """One tensor of the rows `rows` (an int64 array, any order, repeats allowed)."""
@@ -87,4 +88,26 @@ class StoreColumn:
         gathered = self.gather_sorted(unique)
         if len(unique) == len(rows) and np.array_equal(unique, rows):
             return gathered
-        return array_ops.gather(gathered, convert_to_tensor(inverse.astype(np.int64)))
+        return gather_rows(gathered, inverse.astype(np.int64))
+
+
+# The store is read and written between examples, eagerly, a few times per
+# round: its gathers and concatenations call the ops directly (td.gather
+# would first ask autobatch's recording hook, and convert its arguments).
+_axis_zero = []
+
+
+def _axis0():
+    if not _axis_zero:
+        _axis_zero.append(_core.scalar_tensor(0, dtypes.int32))
+    return _axis_zero[0]
+
+
+def gather_rows(tensor, rows):
+    """Rows `rows` (a fresh int64 NumPy array, owned by the result) of `tensor`."""
+    return execute("GatherV2", [tensor, _core.tensor_from_numpy(rows, False), _axis0()], {"batch_dims": 0})[0]
+
+
+def concat_rows(tensors):
+    """The tensors one after another along axis 0."""
+    return execute("ConcatV2", tensors + [_axis0()])[0]
