@@ -41,9 +41,31 @@ def run_examples(recorder, fn, examples, run_rounds=True):
                              "function itself instead)")
         run_round(recorder)
         runnable, waiting = waiting, []
-        for i, g in runnable:
-            _step(recorder, i, g, None, results, waiting, idle)
+        _resume(recorder, runnable, results, waiting, idle)
     return results
+
+
+def _resume(recorder, runnable, results, waiting, idle):
+    """_step for each waiting example (i, g) of a round, in one loop: a
+    round resumes thousands of them, and a call per example costs about
+    as much as the switch."""
+    t0 = time.perf_counter()
+    i = None
+    try:
+        for i, g in runnable:
+            recorder.current = i
+            out = g.switch(None)
+            if out is _WAITING:
+                waiting.append((i, g))
+            else:
+                results[i] = out[0]
+                idle.append(g)
+    except Exception as e:
+        e.add_note(f"(raised by td.loom.autobatch's function on example {i})")
+        raise
+    finally:
+        recorder.current = None
+        recorder.recording_seconds += time.perf_counter() - t0
 
 
 def _step(recorder, i, g, example, results, waiting, idle):

@@ -49,8 +49,9 @@ class StoreColumn:
             self._arrays.pop(len(self.chunks), None)
 
     def _locate(self, row):
-        i = bisect_right(self.starts, row) - 1
-        return i, row - self.starts[i]
+        starts = self.starts
+        i = len(starts) - 1 if row >= starts[-1] else bisect_right(starts, row) - 1  # often the last round's row
+        return i, row - starts[i]
 
     def numpy_row(self, row):
         """Row `row`'s value as NumPy (an example reads it)."""
@@ -70,10 +71,8 @@ class StoreColumn:
         starts = self.starts
         if len(starts) == 1 or rows[0] >= starts[-1]:  # all in the last chunk (often: the last round's rows)
             return self._part(len(starts) - 1, rows)
-        which = np.searchsorted(starts, rows, side="right") - 1
-        bounds = np.flatnonzero(which[1:] != which[:-1]) + 1
-        cuts = [0, *bounds.tolist(), len(rows)]
-        pieces = [self._part(int(which[a]), rows[a:b]) for a, b in zip(cuts, cuts[1:])]
+        cuts = np.searchsorted(rows, starts).tolist() + [len(rows)]  # chunk i's rows: rows[cuts[i]:cuts[i + 1]]
+        pieces = [self._part(i, rows[a:b]) for i, (a, b) in enumerate(zip(cuts, cuts[1:])) if a < b]
         return pieces[0] if len(pieces) == 1 else concat_rows(pieces)
 
     def _part(self, i, rows):

@@ -3,6 +3,8 @@ function, a value a recorded op or cell call will compute. Ops on them are
 recorded (execute() hands an op with such an input to its `graph`, the
 recorder); reading one suspends its example until the batch computes it."""
 
+import numpy as np
+
 from treadle.framework.tensor import Tensor, _TensorRef
 from treadle.framework.tensor_shape import TensorShape
 
@@ -84,7 +86,8 @@ class ValueMethods(Tensor):
         return bool(value.reshape(()))
 
     def __float__(self):
-        return float(self.graph.read(self).reshape(()))
+        value = self.graph.read(self)  # a NumPy scalar when the value is a scalar (a decoder's probability)
+        return float(value if isinstance(value, np.generic) else value.reshape(()))
 
     def __int__(self):
         return int(self.graph.read(self).reshape(()))
