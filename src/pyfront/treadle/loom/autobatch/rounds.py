@@ -32,8 +32,9 @@ class PlannedRound:
     (STORE, rows), (CONSTANTS, rows), (VARIABLE_ROWS, variable, rows) or
     (WHOLE_VARIABLE, variable) (the variable alone, read whole)."""
 
-    def __init__(self, loom, weaver, live, layout, by_type_shape):
+    def __init__(self, loom, weaver, live, layout, by_type_shape, made=()):
         self.loom, self.weaver, self.live, self.layout = loom, weaver, live, layout
+        self.made = made  # every value the round made (most freed with this object)
         # [(type shape, the positions in `live` of its values, in order: a
         # list or a range)]: the loom's outputs of that type shape, in the same order.
         self.by_type_shape = by_type_shape
@@ -57,7 +58,10 @@ def plan_round(recorder):
     registry = recorder.registry
     loom = registry.loom()
     live = live_values(r.fresh)
-    r.fresh = None
+    # The round's other values are referenced by nothing else: they are freed
+    # with the planned round (after it ran), not here; the round no longer
+    # holds them, which breaks the cycle round -> value -> its src -> round.
+    made, r.fresh = r.fresh, None
     codes = np.fromiter(map(_argument_code, map(_source, live)), np.int64, len(live))  # node << 8 | output
     outputs, output_index = codes >> 8, codes & 0xFF
     node_op, arg_splits = np.asarray(r.node_op, np.int64), np.asarray(r.arg_splits, np.int64)
@@ -85,7 +89,7 @@ def plan_round(recorder):
     recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
     if recorder.count_launches:
         recorder.stats[-1].update(launches)
-    return PlannedRound(loom, weaver, live, layout, by_type_shape)
+    return PlannedRound(loom, weaver, live, layout, by_type_shape, made)
 
 
 def _by_type_shape(registry, ops, output_index):
@@ -112,6 +116,7 @@ def run_round(recorder):
     batch = {ts: batch_input(pieces, ts, recorder.store) for ts, pieces in planned.layout.items()}
     results = loom_run(planned.loom, planned.weaver._schedule(), batch)
     _store(recorder, planned, results)
+    planned.made = None  # the values no longer referenced are freed (counted in the run)
     recorder.stats[-1].update(plan_seconds=t1 - t0, run_seconds=time.perf_counter() - t1)
     recorder.round = type(recorder.round)()
 
@@ -231,14 +236,15 @@ def _layout(r, reads, arg_value, arg_group):
         stored = reads.get(ts)
         if stored is None and len(groups) == 1 and groups[0][1] != CONSTANT:
             g, _, var, rows = groups[0]
-            mask = arg_group == g
-            arg_value[mask] = np.asarray(rows, np.int64)[arg_value[mask]]
+            at = np.flatnonzero(arg_group == g)  # positions: much cheaper than a boolean mask's indexing
+            arg_value[at] = np.fromiter(rows, np.int64, len(rows))[arg_value[at]]
             layout[ts] = [(WHOLE_VARIABLE, var)]
             continue
         pieces = [] if stored is None else [(STORE, stored)]
         offset = 0 if stored is None else len(stored)
         for g, kind, var, rows in groups:
-            arg_value[arg_group == g] += offset
+            if offset:
+                arg_value[np.flatnonzero(arg_group == g)] += offset
             pieces.append((CONSTANTS, rows) if kind == CONSTANT else (VARIABLE_ROWS, var, rows))
             offset += len(rows)
         layout[ts] = pieces
