@@ -66,10 +66,11 @@ def plan_round(recorder):
     outputs, output_index = codes >> 8, codes & 0xFF
     node_op, arg_splits = np.asarray(r.node_op, np.int64), np.asarray(r.arg_splits, np.int64)
     by_type_shape = _by_type_shape(registry, node_op[outputs], output_index)
-    columns = decode_arguments(r.args, arg_splits)
+    agenda = recorder.schedule == "agenda"
+    columns = decode_arguments(r.args, arg_splits, with_groups=bool(r.groups) or agenda)
     if recorder.count_launches:
         launches = launch_counts(node_op, arg_splits, columns[1], columns[2])
-    if recorder.schedule == "agenda":
+    if agenda:
         def delay_op_of(node, j):
             return registry.delay_op(registry.ops[node_op[node]].in_type_shapes[j]).index
         node_op, arg_splits, rows, new_index = agenda_arrays(node_op, arg_splits, list(zip(*columns)), delay_op_of)
@@ -99,10 +100,16 @@ def _by_type_shape(registry, ops, output_index):
         return []
     _, table, type_shapes = registry.type_shape_tables()
     ids = table[ops, output_index]
-    present = np.flatnonzero(np.bincount(ids)).tolist()
-    if len(present) == 1:
-        return [(type_shapes[present[0]], range(len(ops)))]
-    return [(type_shapes[t], np.flatnonzero(ids == t).tolist()) for t in present]
+    counts = np.bincount(ids).tolist()
+    if counts[ids[0]] == len(ops):
+        return [(type_shapes[int(ids[0])], range(len(ops)))]
+    order = np.argsort(ids, kind="stable").tolist()  # positions by type shape, each in order
+    groups, start = [], 0
+    for t, n in enumerate(counts):
+        if n:
+            groups.append((type_shapes[t], order[start:start + n]))
+            start += n
+    return groups
 
 
 def run_round(recorder):
@@ -153,17 +160,19 @@ def batch_input(pieces, ts, store=None, parts=None):
     return tensors[0] if len(tensors) == 1 else array_ops.concat(tensors, 0)
 
 
-def decode_arguments(codes, arg_splits):
+def decode_arguments(codes, arg_splits, with_groups=True):
     """(input, source, value, output, group) arrays of the round's argument
     codes (values.py): source 0 reads output `output` of node `value`,
-    source 1 row `value` of a batch input, numbered in `group` (-1: final)."""
+    source 1 row `value` of a batch input, numbered in `group` (-1: final).
+    Without groups (a round that read no constants or rows of variables:
+    every row is the store's), `group` is None."""
     codes = np.asarray(codes, np.int64)
     arg_input = np.arange(len(codes), dtype=np.int64) - np.repeat(arg_splits[:-1], np.diff(arg_splits))
     is_row = codes < 0
     rows = ~codes  # -1 - code
     value = np.where(is_row, rows >> 16, codes >> 8)
     output = np.where(is_row, 0, codes & 0xFF)
-    group = np.where(is_row, (rows & 0xFFFF) - 1, -1)
+    group = np.where(is_row, (rows & 0xFFFF) - 1, -1) if with_groups else None
     return [arg_input, is_row.view(np.int8), value, output, group]
 
 
@@ -179,7 +188,7 @@ def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value
     arguments reading the store are renumbered in place to their place in
     that list (the first rows of the type shape's batch input)."""
     reads = {}
-    at = np.flatnonzero((arg_source == 1) & (arg_group == -1))
+    at = np.flatnonzero(arg_source if arg_group is None else (arg_source == 1) & (arg_group == -1))
     if not at.size:
         return reads
     only = _only_input_type_shape(registry)
