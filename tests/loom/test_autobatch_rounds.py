@@ -2,11 +2,14 @@
 values of the store (computed by one round or another), constants made
 inside examples, rows of a variable and outside tensors is stacked in the
 examples' order, and its gradients reach every variable; checked against
-NumPy."""
+NumPy. Also the planning helpers: argument codes decoded with and without
+groups, and distinct store rows as np.unique finds them."""
 
 import numpy as np
 
 import treadle as td
+from treadle.loom.autobatch.rounds import _distinct, decode_arguments
+from treadle.loom.autobatch.values import row_code
 
 RNG = np.random.default_rng(23)
 
@@ -78,3 +81,28 @@ def test_a_mixed_output_column_is_stacked_in_order_with_gradients():
         return grad
     np.testing.assert_allclose(np.asarray(g_w), numeric("W", W), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(np.asarray(td.convert_to_tensor(g_emb)), numeric("E", E), rtol=1e-6, atol=1e-8)
+
+
+def test_distinct_rows_agree_with_numpy_unique_at_every_size():
+    for n in (1, 2, 7, 47, 48, 49, 300):
+        values = RNG.integers(0, max(2, n // 2), n).astype(np.int64)
+        distinct, place = _distinct(values)
+        expected, inverse = np.unique(values, return_inverse=True)
+        np.testing.assert_array_equal(distinct, expected)
+        np.testing.assert_array_equal(np.asarray(place), inverse)
+
+
+def test_argument_codes_decode_with_and_without_groups():
+    # node 0 reads store row 5; node 1 reads output 1 of node 0 and store row 70000; node 2 reads row 3 of group 2
+    codes = np.array([row_code(5), (0 << 8) | 1, row_code(70000), row_code(3, 2)], np.int64)
+    splits = np.array([0, 1, 3, 4], np.int64)
+    arg_input, source, value, output, group = decode_arguments(codes, splits)
+    np.testing.assert_array_equal(arg_input, [0, 0, 1, 0])
+    np.testing.assert_array_equal(source, [1, 0, 1, 1])
+    np.testing.assert_array_equal(value, [5, 0, 70000, 3])
+    np.testing.assert_array_equal(output, [0, 1, 0, 0])
+    np.testing.assert_array_equal(group, [-1, -1, -1, 2])
+    without = decode_arguments(codes[:3], np.array([0, 1, 3], np.int64), with_groups=False)
+    assert without[4] is None
+    for a, b in zip(without[:4], decode_arguments(codes[:3], np.array([0, 1, 3], np.int64))[:4]):
+        np.testing.assert_array_equal(a, b)
