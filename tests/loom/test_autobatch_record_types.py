@@ -3,6 +3,7 @@ arrays (read by NumPy when a round is planned), the per-example Value whose
 `src` a pending value keeps as C fields, and td.function's call slot, which
 offers each call to the recording interceptor before any Python frame."""
 
+import functools
 import weakref
 
 import numpy as np
@@ -119,6 +120,48 @@ def test_function_call_is_offered_to_the_last_interceptor_first():
     assert [c[0] for c in calls] == [double, double]
     assert calls[1][2].keys() == {"x"}
     assert double(td.constant(4.0)).numpy() == 8.0
+
+
+def test_every_way_of_calling_a_function_reaches_the_interceptor_with_the_same_arguments():
+    # A call from Python code comes in by vectorcall (the arguments as a C
+    # array); the interceptor still gets a tuple and a dictionary, as a call
+    # through the type's call slot gives them.
+    @td.function
+    def add(x, y=1.0):
+        return x + y
+
+    seen = []
+
+    def record(function, args, kwargs):
+        seen.append((function, args, kwargs))
+        return "recorded"
+
+    a, b = td.constant(1.0), td.constant(2.0)
+    polymorphic_function.call_interceptors.append(record)
+    try:
+        results = [add(a, b), add(a, y=b), add(*[a], **{"y": b}), functools.partial(add, a)(b),
+                   add.__call__(a, b), type(add).__call__(add, a, y=b)]
+    finally:
+        polymorphic_function.call_interceptors.remove(record)
+    assert results == ["recorded"] * 6
+    assert [(f, len(args), sorted(kwargs)) for f, args, kwargs in seen] == [
+        (add, 2, []), (add, 1, ["y"]), (add, 1, ["y"]), (add, 2, []), (add, 2, []), (add, 1, ["y"])]
+    assert all(args[0] is a and (args[1:] or (kwargs["y"],))[0] is b for _, args, kwargs in seen)
+    assert add(a, y=b).numpy() == 3.0 and add(a).numpy() == 2.0
+
+
+def test_a_subclass_of_function_that_defines_its_call_is_called_through_it():
+    class Counted(polymorphic_function.Function):
+        calls = 0
+
+        def __call__(self, *args, **kwargs):
+            Counted.calls += 1
+            return super().__call__(*args, **kwargs)
+
+    counted = Counted(lambda x: x * 2.0)
+    assert counted(td.constant(2.0)).numpy() == 4.0
+    assert counted(x=td.constant(1.5)).numpy() == 3.0
+    assert Counted.calls == 2
 
 
 def test_the_recording_hook_called_from_c_and_from_python_records_alike():

@@ -33,6 +33,11 @@ from cpython.ref cimport Py_INCREF, Py_REFCNT, PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
+
+cdef extern from "Python.h":
+    ctypedef struct TupleItems "PyTupleObject":
+        PyObject* ob_item[1]  # a tuple's items, read in place
+
 import numpy as np
 
 from treadle.framework import context
@@ -351,7 +356,9 @@ cdef class CallHook(ExampleHook):
         self.recent = []
 
     def __call__(self, function, tuple args, dict kwargs):
-        return _intercept_call(self, function, args, kwargs)
+        if kwargs:
+            return self.general(function, args, kwargs)
+        return _intercept_call(self, function, _items(args), len(args))
 
 
 # A model calls a few cells in turn (a TreeLSTM's leaf and node): their
@@ -360,23 +367,24 @@ cdef class CallHook(ExampleHook):
 cdef Py_ssize_t RECENT_CALLS = 4
 
 
-cdef object _intercept_call(hook, function, tuple args, dict kwargs):
-    """CallHook's call, as InterceptedCall calls it from C (no Python call)."""
+cdef object _intercept_call(hook, function, PyObject** args, Py_ssize_t n):
+    """CallHook's call of positional arguments `args[:n]`, as InterceptedCall
+    calls it from C (no Python call, no tuple of the arguments)."""
     cdef CallHook self = <CallHook> hook
-    if kwargs or self.outside_example():
-        return self.general(function, args, kwargs)
-    cdef Py_ssize_t n = len(args), i
+    if self.outside_example():
+        return self.general(function, _tuple_of(args, n), {})
+    cdef Py_ssize_t i
     for i in range(n):
-        x = args[i]
+        x = <object> args[i]
         # not a value (an eager tensor, a Python value), or a variable read
         # inside the function (no signature number): the general path
         if type(x) is not Value or (<ValueFields> x)._autobatch_sig is None:
-            return self.general(function, args, kwargs)
+            return self.general(function, _tuple_of(args, n), {})
     cdef CallEntry entry
     for e in self.recent:
         entry = <CallEntry> e
         if entry.key[0] is function and _same_signatures(entry.key, args, n):
-            return _record_call(self.recorder, entry, args)
+            return _record_call(self.recorder, entry, args, n)
     key = PyTuple_New(n + 1)
     Py_INCREF(function)
     PyTuple_SET_ITEM(key, 0, function)
@@ -386,7 +394,7 @@ cdef object _intercept_call(hook, function, tuple args, dict kwargs):
         PyTuple_SET_ITEM(key, i + 1, sig)
     found = self.fast_calls.get(key)
     if found is None:
-        return self.general(function, args, kwargs)
+        return self.general(function, _tuple_of(args, n), {})
     entry = <CallEntry> found
     if entry.key is None:
         entry.key = key
@@ -395,10 +403,23 @@ cdef object _intercept_call(hook, function, tuple args, dict kwargs):
     else:
         self.recent[self.next_recent] = entry
         self.next_recent = (self.next_recent + 1) % RECENT_CALLS
-    return _record_call(self.recorder, entry, args)
+    return _record_call(self.recorder, entry, args, n)
 
 
-cdef inline bint _same_signatures(tuple key, tuple args, Py_ssize_t n):
+cdef inline PyObject** _items(tuple t):
+    return (<TupleItems*> t).ob_item
+
+
+cdef tuple _tuple_of(PyObject** items, Py_ssize_t n):
+    cdef tuple t = PyTuple_New(n)
+    cdef Py_ssize_t i
+    for i in range(n):
+        Py_INCREF(<object> items[i])
+        PyTuple_SET_ITEM(t, i, <object> items[i])
+    return t
+
+
+cdef inline bint _same_signatures(tuple key, PyObject** args, Py_ssize_t n):
     """Whether the values `args` have the signature numbers of `key` (after
     its function); the numbers are the registry's own objects, compared by
     identity (an equal number that is another object only misses here)."""
@@ -411,7 +432,8 @@ cdef inline bint _same_signatures(tuple key, tuple args, Py_ssize_t n):
     return True
 
 
-register_c_interceptor(CallHook, PyCapsule_New(<void*> _intercept_call, "treadle.function._call.c_interceptor", NULL))
+register_c_interceptor(CallHook, PyCapsule_New(<void*> _intercept_call, "treadle.function._call.vector_interceptor",
+                                                NULL))
 
 
 cdef class ReadHook(ExampleHook):
@@ -586,18 +608,19 @@ cdef class OperandHook(ExampleHook):
         return made
 
 
-cdef object _record_call(rec, CallEntry entry, tuple args):
-    """Appends a node of the entry's op reading `args` (per-example values
-    and rows of variables, in the op's input order) to the recorder's
-    round; returns the call's outputs, packed."""
+cdef object _record_call(rec, CallEntry entry, PyObject** args, Py_ssize_t n_args):
+    """Appends a node of the entry's op reading `args[:n_args]` (per-example
+    values and rows of variables, in the op's input order) to the
+    recorder's round; returns the call's outputs, packed."""
     cdef Round r = (<RecorderFields> rec).round
     cdef Py_ssize_t example = (<RecorderFields> rec).example
     cdef Py_ssize_t node = r.node_op.n
     cdef ValueFields x
     r.node_op.push(entry.index)
     cdef Int64s codes = r.args
-    for a in args:
-        x = <ValueFields> a
+    cdef Py_ssize_t j
+    for j in range(n_args):
+        x = <ValueFields> args[j]
         if x.example >= 0 and x.example != example:
             rec.check_owner(x, entry.info.op.what)
         if (x.kind == _PENDING and x.round is r) or x.kind == _STORED:
@@ -624,7 +647,7 @@ def add_call_node(rec, info, tuple args):
     """Appends a node of op `info` reading `args` (per-example values and
     rows of variables, in the op's input order) to the recorder's round;
     returns its output values (a list)."""
-    return list(_record_call(rec, _unpacked(info), args))
+    return list(_record_call(rec, _unpacked(info), _items(args), len(args)))
 
 
 cdef CallEntry _unpacked(info):
@@ -690,7 +713,8 @@ def create_op(RecorderFields rec, op_name, inputs, attrs, name=None):
         if key is not None:
             entry = rec.registry.fast_ops.get(key)
             if entry is not None:
-                return list(_record_call(rec, <CallEntry> entry, tuple(inputs)))
+                inputs = tuple(inputs)
+                return list(_record_call(rec, <CallEntry> entry, _items(inputs), len(inputs)))
     if op_name == "GatherV2" and rec.example >= 0 and len(inputs) == 3:
         gathered = variable_row(rec, inputs[0], inputs[1], inputs[2], attrs)
         if gathered is not None:
