@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import treadle as td
+from treadle.framework import tensor as tensor_module
 from treadle.function import polymorphic_function
 from treadle.function._call import register_c_interceptor
 from treadle.loom.autobatch._record import Int64s, Round, Value
@@ -251,3 +252,49 @@ def test_values_carry_no_instance_dictionary_yet_are_tensors_that_weak_reference
     assert weakref.ref(v)() is v
     with pytest.raises(AttributeError):
         v.note = 1
+
+
+def test_a_value_has_every_operator_of_the_tensor_table_and_they_record_as_on_tensors():
+    # Value is a C type registered as a td.Tensor, not a Python subclass: it
+    # defines each operator of the table treadle/ops installs on td.Tensor.
+    assert issubclass(Value, td.Tensor)
+    missing = [d for d in tensor_module._operator_dunders + ["__getitem__"] if d not in vars(Value)]
+    assert not missing, missing
+    m = np.array([[1.0, -2.0], [0.5, 3.0]])
+
+    def fn(x):
+        v = td.constant(x)
+        positive = v > 0.0
+        return [v + 1.5, 1.5 + v, v - 2.0, 2.0 - v, v * 3.0, 3.0 * v, v / 2.0, 2.0 / v, v // 0.75, 5.0 // v,
+                v % 0.75, 5.0 % v, v ** 2.0, 2.0 ** v, v @ v, m @ v, -v, abs(v), v[0], v[:, 1],
+                td.cast(positive & (v < 2.0), td.float64), td.cast(positive | (v >= 2.0), td.float64),
+                td.cast(~positive, td.float64), td.cast(v <= 1.0, td.float64), td.cast(v == v, td.float64),
+                td.cast(v != 1.0, td.float64)]
+
+    def numpy_fn(x):
+        positive = x > 0.0
+        return [x + 1.5, 1.5 + x, x - 2.0, 2.0 - x, x * 3.0, 3.0 * x, x / 2.0, 2.0 / x, x // 0.75, 5.0 // x,
+                x % 0.75, 5.0 % x, x ** 2.0, 2.0 ** x, x @ x, m @ x, -x, abs(x), x[0], x[:, 1],
+                positive & (x < 2.0), positive | (x >= 2.0), ~positive, x <= 1.0, x == x, x != 1.0]
+    xs = [np.array([[1.0, -2.5], [0.3, 2.0]]), np.array([[-1.25, 4.0], [1.0, 0.6]])]
+    out = td.loom.autobatch(fn)(xs)
+    expected = [np.stack(column) for column in zip(*[numpy_fn(x) for x in xs])]
+    assert len(out) == len(expected)
+    for got, want in zip(out, expected):
+        np.testing.assert_allclose(got.numpy(), want.astype(np.float64), rtol=1e-12)
+
+
+def test_values_are_unhashable_tensors_with_references_and_one_example_s_shape():
+    seen = []
+
+    def fn(x):
+        v = td.constant(x)
+        seen.append((v.dtype, v.shape.as_list(), v.ndim, len(v), repr(v), str(v), v.ref() == v.ref(),
+                     v.ref().deref() is v, v.get_shape().as_list()))
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(v)
+        return v * 2.0
+    td.loom.autobatch(fn)([np.array([1.0, 2.0, 3.0])])
+    (dtype, shape, ndim, n, r, s, same_ref, deref, static), = seen
+    assert (dtype, shape, ndim, n, same_ref, deref, static) == (td.float64, [3], 1, 3, True, True, [3])
+    assert r == s == "<td.loom.autobatch value (example 0) shape=(3,) dtype=float64>"

@@ -25,8 +25,8 @@ per round):
   td.gather(variable, id) with a known id is a row of the variable.
 - live_values: the values a round must keep, by reference count."""
 
+cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
-from cpython.object cimport PyTypeObject
 from cpython.pycapsule cimport PyCapsule_New
 from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.ref cimport Py_INCREF, Py_REFCNT, PyObject
@@ -42,12 +42,12 @@ import numpy as np
 
 from treadle.framework import context
 from treadle.framework import dtypes
-from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor, _python_to_numpy
+from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor, Tensor, _python_to_numpy, _TensorRef
+from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.variables import Variable
 from treadle.function._call import register_c_interceptor
 from treadle.loom.autobatch.registry import type_shape
-from treadle.loom.autobatch.values import (CONST_ROW, CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE,
-                                          ValueMethods)
+from treadle.loom.autobatch.values import CONST_ROW, CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE
 
 cdef object _thread_context = context._context  # its graph_stack: the graphs being built in this thread
 cdef object _np_integer = np.integer
@@ -62,12 +62,22 @@ cdef object _np_ndarray = np.ndarray
 
 # ------------------------------------------------------------------ values
 
-cdef class ValueFields:
-    """The fields of a Value, as C fields: `graph` (the recorder: execute()
-    hands an op with this input to graph.create_op), the example's index
-    (-1: a value every example may use), where the value comes from (its
-    `src`, values.py; a pending value's is kept as fields, the tuple made
-    only when asked for), its dtype, shape and signature number."""
+# Values freed (a round's, once planned) are kept for the next ones made, up
+# to 4096 of them: a call records thousands, the next call as many again.
+@cython.freelist(4096)
+cdef class Value:
+    """A tensor of one example inside td.loom.autobatch: it has a dtype and a
+    static shape; its value is known once the batch has computed it.
+
+    A C type (not a Python subclass of td.Tensor, which it is registered
+    as): recording makes and frees two or three per cell call, each then
+    without a heap type's allocation and deallocation. Its fields: `graph`
+    (the recorder: execute() hands an op with this input to
+    graph.create_op), the example's index (-1: a value every example may
+    use), where the value comes from (its `src`, values.py; a pending
+    value's is kept as fields, the tuple made only when asked for), its
+    dtype, shape and signature number. Its operators and indexing are
+    td.Tensor's (the functions treadle/ops installs there)."""
 
     cdef public object graph
     cdef Py_ssize_t example
@@ -81,6 +91,8 @@ cdef class ValueFields:
     cdef public object _shape_tuple_
     cdef public object _autobatch_sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
     cdef object __weakref__            # a tensor may be weakly referenced (td.custom_gradient's outputs are)
+
+    __array_priority__ = 100  # NumPy operators defer to the tensor's
 
     def __init__(self, recorder, example, src, dtype, shape, sig=None):
         self.graph = recorder
@@ -101,6 +113,7 @@ cdef class ValueFields:
 
     @property
     def src(self):
+        """Where the value comes from (values.py)."""
         if self.kind == _PENDING:
             return (_PENDING, self.node, self.output, self.round, self.code)
         return self.other_src
@@ -118,31 +131,184 @@ cdef class ValueFields:
                 self.code = src[3]
         self.kind = kind
 
+    # -------------------------------------------------- as a tensor
+    @property
+    def dtype(self):
+        """The value's dtype."""
+        return self._dtype
 
-class Value(ValueFields, ValueMethods):
-    """A tensor of one example inside td.loom.autobatch: it has a dtype and a
-    static shape; its value is known once the batch has computed it."""
+    @property
+    def shape(self):
+        """The value's static shape (one example's: no batch dimension)."""
+        return TensorShape(self._shape_tuple_)
 
-    __slots__ = ()
+    def get_shape(self):
+        """The value's static shape."""
+        return self.shape
+
+    @property
+    def ndim(self):
+        """The number of dimensions."""
+        return len(self._shape_tuple_)
+
+    @property
+    def name(self):
+        """A name unique to the value (it is no graph's tensor)."""
+        return f"autobatch_value_{id(self):x}"
+
+    def __repr__(self):
+        owner = "shared" if self.example < 0 else f"example {self.example}"
+        return f"<td.loom.autobatch value ({owner}) shape={self.shape} dtype={self._dtype.name}>"
+
+    def __str__(self):
+        return self.__repr__()
+
+    def __hash__(self):
+        raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
+
+    def ref(self):
+        """A hashable reference to the value."""
+        return _TensorRef(self)
+
+    # -------------------------------------------------- reading the value
+    def numpy(self):
+        """The value, once computed (reading it suspends the example until then)."""
+        value = self.graph.read(self)
+        return value.copy() if value.ndim else value[()]
+
+    def __array__(self, dtype=None, copy=None):
+        value = self.graph.read(self)
+        return value.astype(dtype) if dtype is not None else value
+
+    def __bool__(self):
+        value = self.graph.read(self)
+        if value.size != 1:
+            raise ValueError("The truth value of a tensor with more than one element is ambiguous. "
+                             "Use a.any() or a.all()" if value.size > 1 else
+                             "The truth value of an empty tensor is ambiguous.")
+        return bool(value.reshape(()))
+
+    def __float__(self):
+        return float(self.graph.read(self).reshape(()))
+
+    def __int__(self):
+        return int(self.graph.read(self).reshape(()))
+
+    def __index__(self):
+        if not self._dtype.is_integer or self._shape_tuple_:
+            raise TypeError(f"Only scalar integer tensors can be used as an index, got {self._dtype.name} "
+                            f"of shape {self.shape}")
+        return int(self.graph.read(self).reshape(()))
+
+    def __len__(self):
+        if not self._shape_tuple_:
+            raise TypeError("len() of unsized object: scalar tensor")
+        return self._shape_tuple_[0]
+
+    # -------------------------------------------------- td.Tensor's operators and indexing
+    # (looked up on td.Tensor when called: the functions treadle/ops installed there)
+    def __getitem__(self, key):
+        return Tensor.__getitem__(self, key)
+
+    def __add__(self, other):
+        return Tensor.__add__(self, other)
+
+    def __radd__(self, other):
+        return Tensor.__radd__(self, other)
+
+    def __sub__(self, other):
+        return Tensor.__sub__(self, other)
+
+    def __rsub__(self, other):
+        return Tensor.__rsub__(self, other)
+
+    def __mul__(self, other):
+        return Tensor.__mul__(self, other)
+
+    def __rmul__(self, other):
+        return Tensor.__rmul__(self, other)
+
+    def __truediv__(self, other):
+        return Tensor.__truediv__(self, other)
+
+    def __rtruediv__(self, other):
+        return Tensor.__rtruediv__(self, other)
+
+    def __floordiv__(self, other):
+        return Tensor.__floordiv__(self, other)
+
+    def __rfloordiv__(self, other):
+        return Tensor.__rfloordiv__(self, other)
+
+    def __mod__(self, other):
+        return Tensor.__mod__(self, other)
+
+    def __rmod__(self, other):
+        return Tensor.__rmod__(self, other)
+
+    def __pow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return Tensor.__pow__(self, other)
+
+    def __rpow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return Tensor.__rpow__(self, other)
+
+    def __matmul__(self, other):
+        return Tensor.__matmul__(self, other)
+
+    def __rmatmul__(self, other):
+        return Tensor.__rmatmul__(self, other)
+
+    def __and__(self, other):
+        return Tensor.__and__(self, other)
+
+    def __rand__(self, other):
+        return Tensor.__rand__(self, other)
+
+    def __or__(self, other):
+        return Tensor.__or__(self, other)
+
+    def __ror__(self, other):
+        return Tensor.__ror__(self, other)
+
+    def __lt__(self, other):
+        return Tensor.__lt__(self, other)
+
+    def __gt__(self, other):
+        return Tensor.__gt__(self, other)
+
+    def __le__(self, other):
+        return Tensor.__le__(self, other)
+
+    def __ge__(self, other):
+        return Tensor.__ge__(self, other)
+
+    def __eq__(self, other):
+        return Tensor.__eq__(self, other)
+
+    def __ne__(self, other):
+        return Tensor.__ne__(self, other)
+
+    def __neg__(self):
+        return Tensor.__neg__(self)
+
+    def __abs__(self):
+        return Tensor.__abs__(self)
+
+    def __invert__(self):
+        return Tensor.__invert__(self)
 
 
+Tensor.register(Value)
 TENSOR_CLASSES.add(Value)  # `type(x) in TENSOR_CLASSES` answers isinstance(x, Tensor) without ABCMeta
 
-cdef object _value_type = Value
-cdef PyTypeObject* _value_slots = <PyTypeObject*> Value
-cdef tuple _no_arguments = ()
 
-
-cdef inline ValueFields _new_value():
-    """A Value with its fields unset, made by its type's C constructor:
-    `ValueFields.__new__(Value)` would be a Python call of `__new__` (a
-    tuple of arguments, its checks), most of a new value's cost."""
-    return <ValueFields> _value_slots.tp_new(_value_type, <PyObject*> _no_arguments, NULL)
-
-
-cdef inline ValueFields _pending_value(rec, Py_ssize_t example, Py_ssize_t node, Py_ssize_t k, r, int64_t code,
+cdef inline Value _pending_value(rec, Py_ssize_t example, Py_ssize_t node, Py_ssize_t k, r, int64_t code,
                                        dtype, shape, sig):
-    cdef ValueFields v = _new_value()
+    cdef Value v = Value.__new__(Value)
     v.graph = rec
     v.example = example
     v.kind = _PENDING
@@ -378,7 +544,7 @@ cdef object _intercept_call(hook, function, PyObject** args, Py_ssize_t n):
         x = <object> args[i]
         # not a value (an eager tensor, a Python value), or a variable read
         # inside the function (no signature number): the general path
-        if type(x) is not Value or (<ValueFields> x)._autobatch_sig is None:
+        if type(x) is not Value or (<Value> x)._autobatch_sig is None:
             return self.general(function, _tuple_of(args, n), {})
     cdef CallEntry entry
     for e in self.recent:
@@ -389,7 +555,7 @@ cdef object _intercept_call(hook, function, PyObject** args, Py_ssize_t n):
     Py_INCREF(function)
     PyTuple_SET_ITEM(key, 0, function)
     for i in range(n):
-        sig = (<ValueFields> args[i])._autobatch_sig
+        sig = (<Value> args[i])._autobatch_sig
         Py_INCREF(sig)
         PyTuple_SET_ITEM(key, i + 1, sig)
     found = self.fast_calls.get(key)
@@ -427,7 +593,7 @@ cdef inline bint _same_signatures(tuple key, PyObject** args, Py_ssize_t n):
         return False
     cdef Py_ssize_t i
     for i in range(n):
-        if (<ValueFields> args[i])._autobatch_sig is not key[i + 1]:
+        if (<Value> args[i])._autobatch_sig is not key[i + 1]:
             return False
     return True
 
@@ -491,10 +657,10 @@ cdef class GatherHook(ExampleHook):
             params = self.values.get(id(var))
             if params is None:
                 params = rec.shared_variable_value(var)
-        elif type(params) is not Value or (<ValueFields> params).kind != _VARIABLE:
+        elif type(params) is not Value or (<Value> params).kind != _VARIABLE:
             return NotImplemented
         else:
-            var = (<ValueFields> params).other_src[1]
+            var = (<Value> params).other_src[1]
         value = _row_value(rec, params, index)
         if value is None:
             return NotImplemented
@@ -557,7 +723,7 @@ cdef class ConstantHook(ExampleHook):
         dtype = dtypes.as_dtype(arr.dtype)
         shape = arr.shape
         ts = type_shape(dtype, shape)
-        cdef ValueFields v = _new_value()
+        cdef Value v = Value.__new__(Value)
         v.graph = rec
         v.example = self.recorder.example
         v.kind = _CONST_ROW
@@ -588,9 +754,9 @@ cdef class OperandHook(ExampleHook):
 
     def __call__(self, value, dtype, beside):
         rec = self.recorder
-        if type(beside) is not Value or (<ValueFields> beside).graph is not rec:
+        if type(beside) is not Value or (<Value> beside).graph is not rec:
             return None
-        if (<ValueFields> beside).kind == _VARIABLE or type(value) is bool or not dtype.is_floating:
+        if (<Value> beside).kind == _VARIABLE or type(value) is bool or not dtype.is_floating:
             return None
         if self.outside_example():
             return None
@@ -615,12 +781,12 @@ cdef object _record_call(rec, CallEntry entry, PyObject** args, Py_ssize_t n_arg
     cdef Round r = (<RecorderFields> rec).round
     cdef Py_ssize_t example = (<RecorderFields> rec).example
     cdef Py_ssize_t node = r.node_op.n
-    cdef ValueFields x
+    cdef Value x
     r.node_op.push(entry.index)
     cdef Int64s codes = r.args
     cdef Py_ssize_t j
     for j in range(n_args):
-        x = <ValueFields> args[j]
+        x = <Value> args[j]
         if x.example >= 0 and x.example != example:
             rec.check_owner(x, entry.info.op.what)
         if (x.kind == _PENDING and x.round is r) or x.kind == _STORED:
@@ -656,7 +822,7 @@ cdef CallEntry _unpacked(info):
     return entry
 
 
-cdef int64_t _var_row_code(Round r, ValueFields x) except? -1:
+cdef int64_t _var_row_code(Round r, Value x) except? -1:
     """_row_code of a row of a variable (a leaf's embedding, read by many
     calls): its group in the round is kept in the value's fields (`round`
     and `node`, which only a pending value uses otherwise), so that each
@@ -745,7 +911,7 @@ cdef object _op_key(op_name, inputs, attrs):
         x = inputs[i]
         if type(x) is not Value:
             return None
-        sig = (<ValueFields> x)._autobatch_sig
+        sig = (<Value> x)._autobatch_sig
         if sig is None:  # a variable's shared value: a slot of the op, not an argument
             return None
         Py_INCREF(sig)
@@ -791,7 +957,7 @@ cdef object _row_value(rec, params, row):
     """Row `row` (a Python int) of the variable whose shared value is
     `params`: its Value, made at its first gather in this call; None for a
     row out of range."""
-    var = (<ValueFields> params).other_src[1]
+    var = (<Value> params).other_src[1]
     cdef list rows = rec._variable_rows.get(id(var))
     if rows is None:
         rows = rec._row_values(params)
@@ -804,7 +970,7 @@ cdef object _row_value(rec, params, row):
     return value
 
 
-cdef inline ValueFields _new_row_value(rec, ts, var, row, sig):
+cdef inline Value _new_row_value(rec, ts, var, row, sig):
     """The shared Value of row `row` of variable `var`, whose rows have
     TypeShape `ts` (a tuple (dtype, shape, tag): its items are read in
     place, not by a Python call of TypeShape's __getitem__) and signature
@@ -813,9 +979,9 @@ cdef inline ValueFields _new_row_value(rec, ts, var, row, sig):
                          <object> PyTuple_GET_ITEM(ts, 1), sig)
 
 
-cdef ValueFields _shared_value(rec, tuple src, dtype, shape, sig):
+cdef Value _shared_value(rec, tuple src, dtype, shape, sig):
     """A value every example may use (not PENDING: its src is kept whole)."""
-    cdef ValueFields v = _new_value()
+    cdef Value v = Value.__new__(Value)
     v.graph = rec
     v.example = -1
     v.kind = src[0]
