@@ -47,6 +47,7 @@ from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.variables import Variable
 from treadle.function._call import register_c_interceptor
 from treadle.loom.autobatch.registry import type_shape
+from treadle.ops._gather import register_c_interceptor as register_c_gather
 from treadle.loom.autobatch.values import CONST_ROW, CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE
 
 cdef object _thread_context = context._context  # its graph_stack: the graphs being built in this thread
@@ -623,8 +624,8 @@ cdef class ReadHook(ExampleHook):
 
 
 cdef class GatherHook(ExampleHook):
-    """td.gather's interceptor (its method `gather`) while `recorder`
-    records: inside an example (not while tracing, not in another thread),
+    """td.gather's interceptor while `recorder` records (td.gather's C entry
+    calls it as a C function, _gather_row): inside an example (not while tracing, not in another thread),
     td.gather(variable, row) with a Python or NumPy integer row in range is
     the row's Value, as variable_row gives it after the arguments became
     tensors; any other gather (and a row out of range, for the usual
@@ -640,9 +641,10 @@ cdef class GatherHook(ExampleHook):
         ExampleHook.__init__(self, recorder)
         self.values = recorder._variable_values
 
-    def gather(self, params, index):
-        """The interceptor (array_ops.gather_interceptors holds this bound
-        method: a method of a C type is called without an argument tuple)."""
+    def __call__(self, params, index):
+        return _gather_row(self, params, index)
+
+    cdef object row(self, params, index):
         if self.outside_example():
             return NotImplemented
         if type(index) is not int:
@@ -686,6 +688,14 @@ cdef class GatherHook(ExampleHook):
         if value is None:
             value = self.last_rows[i] = _new_row_value(self.recorder, self.last_type_shape, var, index, self.last_sig)
         return value
+
+
+cdef object _gather_row(hook, params, index):
+    """GatherHook's call, as td.gather's C entry calls it (no Python call)."""
+    return (<GatherHook> hook).row(params, index)
+
+
+register_c_gather(GatherHook, PyCapsule_New(<void*> _gather_row, "treadle.ops._gather.c_interceptor", NULL))
 
 
 cdef class ConstantHook(ExampleHook):
