@@ -3,19 +3,22 @@
 cell call, variable read or row gather of every example (or once per value
 per round):
 
-- Value: a per-example tensor whose fields (its example, where it comes
-  from, its argument code) are C fields, made without the interpreter.
+- Value: a per-example tensor, a C type (registered as a td.Tensor) whose
+  fields (its example, where it comes from, its argument code) are C
+  fields, made without the interpreter and kept on a free list.
 - Round: the schedule being recorded, as growable int64 arrays (Int64s)
   that recording appends to in C and planning reads as NumPy arrays.
 - RecorderFields: the recorder's example running now, round and thread,
   as C fields the hooks read.
 - CallHook: a td.function called positionally with per-example values whose
   (function, signature numbers) was seen before is recorded without the
-  interpreter (Function.__call__ calls it as a C function); every other
-  call goes to Recorder.call, which fills the cache this path reads.
+  interpreter (a td.function's vectorcall calls it as a C function, with
+  the arguments in place); every other call goes to Recorder.call, which
+  fills the cache this path reads.
 - ReadHook: a variable read inside an example gives its shared value.
 - GatherHook: td.gather(variable, Python or NumPy int) inside an example
-  is a row of the variable, before either argument becomes a tensor.
+  is a row of the variable, before either argument becomes a tensor
+  (td.gather's C entry calls it as a C function).
 - ConstantHook: a floating-point td.constant made inside an example is a
   value whose NumPy copy is a constant row, without an eager tensor.
 - OperandHook: a Python number beside a per-example value (`h * 0.5`) is a
