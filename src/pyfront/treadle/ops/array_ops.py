@@ -14,7 +14,8 @@ from treadle.framework import tensor as tensor_module
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
-from treadle.ops._gather import gather, gather_interceptors, set_gather_op  # noqa: F401 (gather_interceptors: autobatch's)
+# gather_interceptors: td.loom.autobatch's (it appends its row gatherer)
+from treadle.ops._gather import gather, gather_interceptors, set_gather_op  # noqa: F401
 from treadle.ops.math_ops import cast
 
 newaxis = None
