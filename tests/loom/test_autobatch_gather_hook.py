@@ -9,7 +9,7 @@ import pytest
 
 import treadle as td
 from autobatch_models import finite_difference_gradient
-from treadle.ops import array_ops
+from treadle.ops import _gather, array_ops
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*td.functions were made of")
 
@@ -91,6 +91,10 @@ def test_the_interceptor_gives_the_rows_shared_value():
     out = td.loom.autobatch(fn)([3, 0, 3])
     np.testing.assert_allclose(out.numpy(), 2 * EMBEDDING[[3, 0, 3]], rtol=1e-12)
     assert seen == [(1, True, True, True, True)] * 3
+    # td.gather calls the hook as a C function (registered by its type); its
+    # Python call above answers alike.
+    with pytest.raises(TypeError, match="register_c_interceptor takes a type"):
+        _gather.register_c_interceptor(object(), None)
 
 
 def test_the_interceptor_leaves_other_gathers_to_the_usual_path():

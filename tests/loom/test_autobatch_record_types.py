@@ -3,12 +3,14 @@ arrays (read by NumPy when a round is planned), the per-example Value whose
 `src` a pending value keeps as C fields, and td.function's call slot, which
 offers each call to the recording interceptor before any Python frame."""
 
+import functools
 import weakref
 
 import numpy as np
 import pytest
 
 import treadle as td
+from treadle.framework import tensor as tensor_module
 from treadle.function import polymorphic_function
 from treadle.function._call import register_c_interceptor
 from treadle.loom.autobatch._record import Int64s, Round, Value
@@ -121,6 +123,48 @@ def test_function_call_is_offered_to_the_last_interceptor_first():
     assert double(td.constant(4.0)).numpy() == 8.0
 
 
+def test_every_way_of_calling_a_function_reaches_the_interceptor_with_the_same_arguments():
+    # A call from Python code comes in by vectorcall (the arguments as a C
+    # array); the interceptor still gets a tuple and a dictionary, as a call
+    # through the type's call slot gives them.
+    @td.function
+    def add(x, y=1.0):
+        return x + y
+
+    seen = []
+
+    def record(function, args, kwargs):
+        seen.append((function, args, kwargs))
+        return "recorded"
+
+    a, b = td.constant(1.0), td.constant(2.0)
+    polymorphic_function.call_interceptors.append(record)
+    try:
+        results = [add(a, b), add(a, y=b), add(*[a], **{"y": b}), functools.partial(add, a)(b),
+                   add.__call__(a, b), type(add).__call__(add, a, y=b)]
+    finally:
+        polymorphic_function.call_interceptors.remove(record)
+    assert results == ["recorded"] * 6
+    assert [(f, len(args), sorted(kwargs)) for f, args, kwargs in seen] == [
+        (add, 2, []), (add, 1, ["y"]), (add, 1, ["y"]), (add, 2, []), (add, 2, []), (add, 1, ["y"])]
+    assert all(args[0] is a and (args[1:] or (kwargs["y"],))[0] is b for _, args, kwargs in seen)
+    assert add(a, y=b).numpy() == 3.0 and add(a).numpy() == 2.0
+
+
+def test_a_subclass_of_function_that_defines_its_call_is_called_through_it():
+    class Counted(polymorphic_function.Function):
+        calls = 0
+
+        def __call__(self, *args, **kwargs):
+            Counted.calls += 1
+            return super().__call__(*args, **kwargs)
+
+    counted = Counted(lambda x: x * 2.0)
+    assert counted(td.constant(2.0)).numpy() == 4.0
+    assert counted(x=td.constant(1.5)).numpy() == 3.0
+    assert Counted.calls == 2
+
+
 def test_the_recording_hook_called_from_c_and_from_python_records_alike():
     # Function.__call__ calls autobatch's hook through its C function
     # (register_c_interceptor); called as a Python object, or with keyword
@@ -208,3 +252,49 @@ def test_values_carry_no_instance_dictionary_yet_are_tensors_that_weak_reference
     assert weakref.ref(v)() is v
     with pytest.raises(AttributeError):
         v.note = 1
+
+
+def test_a_value_has_every_operator_of_the_tensor_table_and_they_record_as_on_tensors():
+    # Value is a C type registered as a td.Tensor, not a Python subclass: it
+    # defines each operator of the table treadle/ops installs on td.Tensor.
+    assert issubclass(Value, td.Tensor)
+    missing = [d for d in tensor_module._operator_dunders + ["__getitem__"] if d not in vars(Value)]
+    assert not missing, missing
+    m = np.array([[1.0, -2.0], [0.5, 3.0]])
+
+    def fn(x):
+        v = td.constant(x)
+        positive = v > 0.0
+        return [v + 1.5, 1.5 + v, v - 2.0, 2.0 - v, v * 3.0, 3.0 * v, v / 2.0, 2.0 / v, v // 0.75, 5.0 // v,
+                v % 0.75, 5.0 % v, v ** 2.0, 2.0 ** v, v @ v, m @ v, -v, abs(v), v[0], v[:, 1],
+                td.cast(positive & (v < 2.0), td.float64), td.cast(positive | (v >= 2.0), td.float64),
+                td.cast(~positive, td.float64), td.cast(v <= 1.0, td.float64), td.cast(v == v, td.float64),
+                td.cast(v != 1.0, td.float64)]
+
+    def numpy_fn(x):
+        positive = x > 0.0
+        return [x + 1.5, 1.5 + x, x - 2.0, 2.0 - x, x * 3.0, 3.0 * x, x / 2.0, 2.0 / x, x // 0.75, 5.0 // x,
+                x % 0.75, 5.0 % x, x ** 2.0, 2.0 ** x, x @ x, m @ x, -x, abs(x), x[0], x[:, 1],
+                positive & (x < 2.0), positive | (x >= 2.0), ~positive, x <= 1.0, x == x, x != 1.0]
+    xs = [np.array([[1.0, -2.5], [0.3, 2.0]]), np.array([[-1.25, 4.0], [1.0, 0.6]])]
+    out = td.loom.autobatch(fn)(xs)
+    expected = [np.stack(column) for column in zip(*[numpy_fn(x) for x in xs])]
+    assert len(out) == len(expected)
+    for got, want in zip(out, expected):
+        np.testing.assert_allclose(got.numpy(), want.astype(np.float64), rtol=1e-12)
+
+
+def test_values_are_unhashable_tensors_with_references_and_one_example_s_shape():
+    seen = []
+
+    def fn(x):
+        v = td.constant(x)
+        seen.append((v.dtype, v.shape.as_list(), v.ndim, len(v), repr(v), str(v), v.ref() == v.ref(),
+                     v.ref().deref() is v, v.get_shape().as_list()))
+        with pytest.raises(TypeError, match="unhashable"):
+            hash(v)
+        return v * 2.0
+    td.loom.autobatch(fn)([np.array([1.0, 2.0, 3.0])])
+    (dtype, shape, ndim, n, r, s, same_ref, deref, static), = seen
+    assert (dtype, shape, ndim, n, same_ref, deref, static) == (td.float64, [3], 1, 3, True, True, [3])
+    assert r == s == "<td.loom.autobatch value (example 0) shape=(3,) dtype=float64>"

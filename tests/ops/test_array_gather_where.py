@@ -1,6 +1,8 @@
 """gather (with axis and batch_dims), where (select and coordinates),
 one_hot and tile, against NumPy."""
 
+import inspect
+
 import numpy as np
 import pytest
 
@@ -48,6 +50,18 @@ def test_gather_axis_defaults_to_batch_dims():
     indices = np.array([[3, 0], [1, 1]])
     check(td.gather(params, indices, batch_dims=1), numpy_gather(params, indices, 1, 1))
     check(td.gather(params, indices % 2), params[indices % 2])
+
+
+def test_gather_takes_its_arguments_by_keyword_as_tensorflow_names_them():
+    # td.gather's entry is a C function: its parameters keep TensorFlow's names and defaults.
+    params = sample((3, 2), td.float32)
+    check(td.gather(params=params, indices=[2, 0], validate_indices=True, axis=0, batch_dims=0, name="rows"),
+          params[[2, 0]])
+    check(td.gather(params, indices=[1], axis=1), params[:, [1]])
+    assert list(inspect.signature(td.gather).parameters) == ["params", "indices", "validate_indices", "axis",
+                                                             "batch_dims", "name"]
+    with pytest.raises(TypeError):
+        td.gather(params)
 
 
 def test_gather_scalar_and_empty_indices():

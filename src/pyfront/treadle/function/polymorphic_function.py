@@ -75,8 +75,8 @@ def functions_run_eagerly():
 
 class Function(InterceptedCall):
     """The object `@td.function` makes: call it like the Python function
-    (InterceptedCall.__call__ offers the call to td.loom.autobatch's
-    interceptor, if one records, then runs _call)."""
+    (InterceptedCall's call, by vectorcall, offers the call to
+    td.loom.autobatch's interceptor, if one records, then runs _call)."""
 
     # A method's Function, one per instance (__get__), refers to its instance
     # weakly: the function cache must not keep the object alive (TensorFlow

@@ -14,6 +14,8 @@ from treadle.framework import tensor as tensor_module
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, Tensor, convert_to_tensor
 from treadle.framework.tensor_shape import TensorShape
+# gather_interceptors: td.loom.autobatch's (it appends its row gatherer)
+from treadle.ops._gather import gather, gather_interceptors, set_gather_op  # noqa: F401
 from treadle.ops.math_ops import cast
 
 newaxis = None
@@ -27,10 +29,6 @@ def _run1(op_name, inputs, attrs=None, name=None):
 
 def _is_int(value):
     return type(value) is int or (isinstance(value, numbers.Integral) and not isinstance(value, bool))
-
-
-def _is_zero(value):
-    return type(value) is int and value == 0
 
 
 def _tensor(value):
@@ -261,27 +259,19 @@ def split(value, num_or_size_splits, axis=0, num=None, name="split"):
 
 # ---------------------------------------------------------------- gathering and choosing
 
-# While td.loom.autobatch records, its recorder's row gatherer is here:
-# td.gather(params, index) along axis 0 with no batch dimensions calls the
-# last entry with (params, index) first, which gives the gathered value, or
-# NotImplemented to gather as usual. A per-example leaf's
-# td.gather(embedding, word_id) then skips converting both arguments. The
-# list is empty otherwise, so a gather pays one truth test for it.
-gather_interceptors = []
-
-
-def gather(params, indices, validate_indices=None, axis=None, batch_dims=0, name=None):
-    """Slices of `params` along `axis` (default: `batch_dims`) at `indices`.
-    An index outside [0, params.shape[axis]) is an InvalidArgumentError."""
-    if gather_interceptors and type(batch_dims) is int and batch_dims == 0 and (axis is None or _is_zero(axis)):
-        gathered = gather_interceptors[-1](params, indices)
-        if gathered is not NotImplemented:
-            return gathered
+# td.gather is in C (_gather.pyx): while td.loom.autobatch records, it offers
+# the call to the recorder's row gatherer (gather_interceptors) first, before
+# either argument becomes a tensor; the op is run here.
+def _gather(params, indices, axis, batch_dims, name):
+    """td.gather's op, for what no interceptor answered."""
     params = _tensor(params)
     indices = convert_to_tensor(indices, dtype_hint=dtypes.int32)
     if axis is None:
         axis = batch_dims
     return _run1("GatherV2", [params, indices, _int_scalar(axis, "axis")], {"batch_dims": int(batch_dims)}, name)
+
+
+set_gather_op(_gather)
 
 
 def where(condition, x=None, y=None, name=None):

@@ -151,7 +151,7 @@ class AutoBatched:
         polymorphic_function.call_interceptors.append(hook)
         read_hook = ReadHook(recorder)
         variables.read_overrides.append(read_hook)
-        gather_hook = GatherHook(recorder).gather
+        gather_hook = GatherHook(recorder)
         array_ops.gather_interceptors.append(gather_hook)
         constant_hook = ConstantHook(recorder)
         tensor.constant_interceptors.append(constant_hook)

@@ -3,19 +3,22 @@
 cell call, variable read or row gather of every example (or once per value
 per round):
 
-- Value: a per-example tensor whose fields (its example, where it comes
-  from, its argument code) are C fields, made without the interpreter.
+- Value: a per-example tensor, a C type (registered as a td.Tensor) whose
+  fields (its example, where it comes from, its argument code) are C
+  fields, made without the interpreter and kept on a free list.
 - Round: the schedule being recorded, as growable int64 arrays (Int64s)
   that recording appends to in C and planning reads as NumPy arrays.
 - RecorderFields: the recorder's example running now, round and thread,
   as C fields the hooks read.
 - CallHook: a td.function called positionally with per-example values whose
   (function, signature numbers) was seen before is recorded without the
-  interpreter (Function.__call__ calls it as a C function); every other
-  call goes to Recorder.call, which fills the cache this path reads.
+  interpreter (a td.function's vectorcall calls it as a C function, with
+  the arguments in place); every other call goes to Recorder.call, which
+  fills the cache this path reads.
 - ReadHook: a variable read inside an example gives its shared value.
 - GatherHook: td.gather(variable, Python or NumPy int) inside an example
-  is a row of the variable, before either argument becomes a tensor.
+  is a row of the variable, before either argument becomes a tensor
+  (td.gather's C entry calls it as a C function).
 - ConstantHook: a floating-point td.constant made inside an example is a
   value whose NumPy copy is a constant row, without an eager tensor.
 - OperandHook: a Python number beside a per-example value (`h * 0.5`) is a
@@ -25,24 +28,30 @@ per round):
   td.gather(variable, id) with a known id is a row of the variable.
 - live_values: the values a round must keep, by reference count."""
 
+cimport cython
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
-from cpython.object cimport PyTypeObject
 from cpython.pycapsule cimport PyCapsule_New
 from cpython.pythread cimport PyThread_get_thread_ident
 from cpython.ref cimport Py_INCREF, Py_REFCNT, PyObject
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_New, PyTuple_SET_ITEM
 from libc.stdint cimport int64_t
 
+
+cdef extern from "Python.h":
+    ctypedef struct TupleItems "PyTupleObject":
+        PyObject* ob_item[1]  # a tuple's items, read in place
+
 import numpy as np
 
 from treadle.framework import context
 from treadle.framework import dtypes
-from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor, _python_to_numpy
+from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor, Tensor, _python_to_numpy, _TensorRef
+from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.variables import Variable
 from treadle.function._call import register_c_interceptor
 from treadle.loom.autobatch.registry import type_shape
-from treadle.loom.autobatch.values import (CONST_ROW, CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE,
-                                          ValueMethods)
+from treadle.ops._gather import register_c_interceptor as register_c_gather
+from treadle.loom.autobatch.values import CONST_ROW, CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE
 
 cdef object _thread_context = context._context  # its graph_stack: the graphs being built in this thread
 cdef object _np_integer = np.integer
@@ -57,12 +66,22 @@ cdef object _np_ndarray = np.ndarray
 
 # ------------------------------------------------------------------ values
 
-cdef class ValueFields:
-    """The fields of a Value, as C fields: `graph` (the recorder: execute()
-    hands an op with this input to graph.create_op), the example's index
-    (-1: a value every example may use), where the value comes from (its
-    `src`, values.py; a pending value's is kept as fields, the tuple made
-    only when asked for), its dtype, shape and signature number."""
+# Values freed (a round's, once planned) are kept for the next ones made, up
+# to 4096 of them: a call records thousands, the next call as many again.
+@cython.freelist(4096)
+cdef class Value:
+    """A tensor of one example inside td.loom.autobatch: it has a dtype and a
+    static shape; its value is known once the batch has computed it.
+
+    A C type (not a Python subclass of td.Tensor, which it is registered
+    as): recording makes and frees two or three per cell call, each then
+    without a heap type's allocation and deallocation. Its fields: `graph`
+    (the recorder: execute() hands an op with this input to
+    graph.create_op), the example's index (-1: a value every example may
+    use), where the value comes from (its `src`, values.py; a pending
+    value's is kept as fields, the tuple made only when asked for), its
+    dtype, shape and signature number. Its operators and indexing are
+    td.Tensor's (the functions treadle/ops installs there)."""
 
     cdef public object graph
     cdef Py_ssize_t example
@@ -76,6 +95,8 @@ cdef class ValueFields:
     cdef public object _shape_tuple_
     cdef public object _autobatch_sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
     cdef object __weakref__            # a tensor may be weakly referenced (td.custom_gradient's outputs are)
+
+    __array_priority__ = 100  # NumPy operators defer to the tensor's
 
     def __init__(self, recorder, example, src, dtype, shape, sig=None):
         self.graph = recorder
@@ -96,6 +117,7 @@ cdef class ValueFields:
 
     @property
     def src(self):
+        """Where the value comes from (values.py)."""
         if self.kind == _PENDING:
             return (_PENDING, self.node, self.output, self.round, self.code)
         return self.other_src
@@ -113,31 +135,185 @@ cdef class ValueFields:
                 self.code = src[3]
         self.kind = kind
 
+    # -------------------------------------------------- as a tensor
+    @property
+    def dtype(self):
+        """The value's dtype."""
+        return self._dtype
 
-class Value(ValueFields, ValueMethods):
-    """A tensor of one example inside td.loom.autobatch: it has a dtype and a
-    static shape; its value is known once the batch has computed it."""
+    @property
+    def shape(self):
+        """The value's static shape (one example's: no batch dimension)."""
+        return TensorShape(self._shape_tuple_)
 
-    __slots__ = ()
+    def get_shape(self):
+        """The value's static shape."""
+        return self.shape
+
+    @property
+    def ndim(self):
+        """The number of dimensions."""
+        return len(self._shape_tuple_)
+
+    @property
+    def name(self):
+        """A name unique to the value (it is no graph's tensor)."""
+        return f"autobatch_value_{id(self):x}"
+
+    def __repr__(self):
+        owner = "shared" if self.example < 0 else f"example {self.example}"
+        return f"<td.loom.autobatch value ({owner}) shape={self.shape} dtype={self._dtype.name}>"
+
+    def __str__(self):
+        return self.__repr__()
+
+    def __hash__(self):
+        raise TypeError("Tensor is unhashable. Instead, use tensor.ref() as the key.")
+
+    def ref(self):
+        """A hashable reference to the value."""
+        return _TensorRef(self)
+
+    # -------------------------------------------------- reading the value
+    def numpy(self):
+        """The value, once computed (reading it suspends the example until then)."""
+        value = self.graph.read(self)
+        return value.copy() if value.ndim else value[()]
+
+    def __array__(self, dtype=None, copy=None):
+        value = self.graph.read(self)
+        return value.astype(dtype) if dtype is not None else value
+
+    def __bool__(self):
+        value = self.graph.read(self)
+        if value.size != 1:
+            raise ValueError("The truth value of a tensor with more than one element is ambiguous. "
+                             "Use a.any() or a.all()" if value.size > 1 else
+                             "The truth value of an empty tensor is ambiguous.")
+        return bool(value.reshape(()))
+
+    def __float__(self):
+        value = self.graph.read(self)  # a NumPy scalar when the value is a scalar (a decoder's probability)
+        return float(value if isinstance(value, np.generic) else value.reshape(()))
+
+    def __int__(self):
+        return int(self.graph.read(self).reshape(()))
+
+    def __index__(self):
+        if not self._dtype.is_integer or self._shape_tuple_:
+            raise TypeError(f"Only scalar integer tensors can be used as an index, got {self._dtype.name} "
+                            f"of shape {self.shape}")
+        return int(self.graph.read(self).reshape(()))
+
+    def __len__(self):
+        if not self._shape_tuple_:
+            raise TypeError("len() of unsized object: scalar tensor")
+        return self._shape_tuple_[0]
+
+    # -------------------------------------------------- td.Tensor's operators and indexing
+    # (looked up on td.Tensor when called: the functions treadle/ops installed there)
+    def __getitem__(self, key):
+        return Tensor.__getitem__(self, key)
+
+    def __add__(self, other):
+        return Tensor.__add__(self, other)
+
+    def __radd__(self, other):
+        return Tensor.__radd__(self, other)
+
+    def __sub__(self, other):
+        return Tensor.__sub__(self, other)
+
+    def __rsub__(self, other):
+        return Tensor.__rsub__(self, other)
+
+    def __mul__(self, other):
+        return Tensor.__mul__(self, other)
+
+    def __rmul__(self, other):
+        return Tensor.__rmul__(self, other)
+
+    def __truediv__(self, other):
+        return Tensor.__truediv__(self, other)
+
+    def __rtruediv__(self, other):
+        return Tensor.__rtruediv__(self, other)
+
+    def __floordiv__(self, other):
+        return Tensor.__floordiv__(self, other)
+
+    def __rfloordiv__(self, other):
+        return Tensor.__rfloordiv__(self, other)
+
+    def __mod__(self, other):
+        return Tensor.__mod__(self, other)
+
+    def __rmod__(self, other):
+        return Tensor.__rmod__(self, other)
+
+    def __pow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return Tensor.__pow__(self, other)
+
+    def __rpow__(self, other, modulo):
+        if modulo is not None:
+            return NotImplemented
+        return Tensor.__rpow__(self, other)
+
+    def __matmul__(self, other):
+        return Tensor.__matmul__(self, other)
+
+    def __rmatmul__(self, other):
+        return Tensor.__rmatmul__(self, other)
+
+    def __and__(self, other):
+        return Tensor.__and__(self, other)
+
+    def __rand__(self, other):
+        return Tensor.__rand__(self, other)
+
+    def __or__(self, other):
+        return Tensor.__or__(self, other)
+
+    def __ror__(self, other):
+        return Tensor.__ror__(self, other)
+
+    def __lt__(self, other):
+        return Tensor.__lt__(self, other)
+
+    def __gt__(self, other):
+        return Tensor.__gt__(self, other)
+
+    def __le__(self, other):
+        return Tensor.__le__(self, other)
+
+    def __ge__(self, other):
+        return Tensor.__ge__(self, other)
+
+    def __eq__(self, other):
+        return Tensor.__eq__(self, other)
+
+    def __ne__(self, other):
+        return Tensor.__ne__(self, other)
+
+    def __neg__(self):
+        return Tensor.__neg__(self)
+
+    def __abs__(self):
+        return Tensor.__abs__(self)
+
+    def __invert__(self):
+        return Tensor.__invert__(self)
 
 
+Tensor.register(Value)
 TENSOR_CLASSES.add(Value)  # `type(x) in TENSOR_CLASSES` answers isinstance(x, Tensor) without ABCMeta
 
-cdef object _value_type = Value
-cdef PyTypeObject* _value_slots = <PyTypeObject*> Value
-cdef tuple _no_arguments = ()
 
-
-cdef inline ValueFields _new_value():
-    """A Value with its fields unset, made by its type's C constructor:
-    `ValueFields.__new__(Value)` would be a Python call of `__new__` (a
-    tuple of arguments, its checks), most of a new value's cost."""
-    return <ValueFields> _value_slots.tp_new(_value_type, <PyObject*> _no_arguments, NULL)
-
-
-cdef inline ValueFields _pending_value(rec, Py_ssize_t example, Py_ssize_t node, Py_ssize_t k, r, int64_t code,
+cdef inline Value _pending_value(rec, Py_ssize_t example, Py_ssize_t node, Py_ssize_t k, r, int64_t code,
                                        dtype, shape, sig):
-    cdef ValueFields v = _new_value()
+    cdef Value v = Value.__new__(Value)
     v.graph = rec
     v.example = example
     v.kind = _PENDING
@@ -351,7 +527,9 @@ cdef class CallHook(ExampleHook):
         self.recent = []
 
     def __call__(self, function, tuple args, dict kwargs):
-        return _intercept_call(self, function, args, kwargs)
+        if kwargs:
+            return self.general(function, args, kwargs)
+        return _intercept_call(self, function, _items(args), len(args))
 
 
 # A model calls a few cells in turn (a TreeLSTM's leaf and node): their
@@ -360,33 +538,34 @@ cdef class CallHook(ExampleHook):
 cdef Py_ssize_t RECENT_CALLS = 4
 
 
-cdef object _intercept_call(hook, function, tuple args, dict kwargs):
-    """CallHook's call, as InterceptedCall calls it from C (no Python call)."""
+cdef object _intercept_call(hook, function, PyObject** args, Py_ssize_t n):
+    """CallHook's call of positional arguments `args[:n]`, as InterceptedCall
+    calls it from C (no Python call, no tuple of the arguments)."""
     cdef CallHook self = <CallHook> hook
-    if kwargs or self.outside_example():
-        return self.general(function, args, kwargs)
-    cdef Py_ssize_t n = len(args), i
+    if self.outside_example():
+        return self.general(function, _tuple_of(args, n), {})
+    cdef Py_ssize_t i
     for i in range(n):
-        x = args[i]
+        x = <object> args[i]
         # not a value (an eager tensor, a Python value), or a variable read
         # inside the function (no signature number): the general path
-        if type(x) is not Value or (<ValueFields> x)._autobatch_sig is None:
-            return self.general(function, args, kwargs)
+        if type(x) is not Value or (<Value> x)._autobatch_sig is None:
+            return self.general(function, _tuple_of(args, n), {})
     cdef CallEntry entry
     for e in self.recent:
         entry = <CallEntry> e
         if entry.key[0] is function and _same_signatures(entry.key, args, n):
-            return _record_call(self.recorder, entry, args)
+            return _record_call(self.recorder, entry, args, n)
     key = PyTuple_New(n + 1)
     Py_INCREF(function)
     PyTuple_SET_ITEM(key, 0, function)
     for i in range(n):
-        sig = (<ValueFields> args[i])._autobatch_sig
+        sig = (<Value> args[i])._autobatch_sig
         Py_INCREF(sig)
         PyTuple_SET_ITEM(key, i + 1, sig)
     found = self.fast_calls.get(key)
     if found is None:
-        return self.general(function, args, kwargs)
+        return self.general(function, _tuple_of(args, n), {})
     entry = <CallEntry> found
     if entry.key is None:
         entry.key = key
@@ -395,10 +574,23 @@ cdef object _intercept_call(hook, function, tuple args, dict kwargs):
     else:
         self.recent[self.next_recent] = entry
         self.next_recent = (self.next_recent + 1) % RECENT_CALLS
-    return _record_call(self.recorder, entry, args)
+    return _record_call(self.recorder, entry, args, n)
 
 
-cdef inline bint _same_signatures(tuple key, tuple args, Py_ssize_t n):
+cdef inline PyObject** _items(tuple t):
+    return (<TupleItems*> t).ob_item
+
+
+cdef tuple _tuple_of(PyObject** items, Py_ssize_t n):
+    cdef tuple t = PyTuple_New(n)
+    cdef Py_ssize_t i
+    for i in range(n):
+        Py_INCREF(<object> items[i])
+        PyTuple_SET_ITEM(t, i, <object> items[i])
+    return t
+
+
+cdef inline bint _same_signatures(tuple key, PyObject** args, Py_ssize_t n):
     """Whether the values `args` have the signature numbers of `key` (after
     its function); the numbers are the registry's own objects, compared by
     identity (an equal number that is another object only misses here)."""
@@ -406,12 +598,13 @@ cdef inline bint _same_signatures(tuple key, tuple args, Py_ssize_t n):
         return False
     cdef Py_ssize_t i
     for i in range(n):
-        if (<ValueFields> args[i])._autobatch_sig is not key[i + 1]:
+        if (<Value> args[i])._autobatch_sig is not key[i + 1]:
             return False
     return True
 
 
-register_c_interceptor(CallHook, PyCapsule_New(<void*> _intercept_call, "treadle.function._call.c_interceptor", NULL))
+register_c_interceptor(CallHook, PyCapsule_New(<void*> _intercept_call, "treadle.function._call.vector_interceptor",
+                                                NULL))
 
 
 cdef class ReadHook(ExampleHook):
@@ -435,8 +628,8 @@ cdef class ReadHook(ExampleHook):
 
 
 cdef class GatherHook(ExampleHook):
-    """td.gather's interceptor (its method `gather`) while `recorder`
-    records: inside an example (not while tracing, not in another thread),
+    """td.gather's interceptor while `recorder` records (td.gather's C entry
+    calls it as a C function, _gather_row): inside an example (not while tracing, not in another thread),
     td.gather(variable, row) with a Python or NumPy integer row in range is
     the row's Value, as variable_row gives it after the arguments became
     tensors; any other gather (and a row out of range, for the usual
@@ -452,9 +645,10 @@ cdef class GatherHook(ExampleHook):
         ExampleHook.__init__(self, recorder)
         self.values = recorder._variable_values
 
-    def gather(self, params, index):
-        """The interceptor (array_ops.gather_interceptors holds this bound
-        method: a method of a C type is called without an argument tuple)."""
+    def __call__(self, params, index):
+        return _gather_row(self, params, index)
+
+    cdef object row(self, params, index):
         if self.outside_example():
             return NotImplemented
         if type(index) is not int:
@@ -469,10 +663,10 @@ cdef class GatherHook(ExampleHook):
             params = self.values.get(id(var))
             if params is None:
                 params = rec.shared_variable_value(var)
-        elif type(params) is not Value or (<ValueFields> params).kind != _VARIABLE:
+        elif type(params) is not Value or (<Value> params).kind != _VARIABLE:
             return NotImplemented
         else:
-            var = (<ValueFields> params).other_src[1]
+            var = (<Value> params).other_src[1]
         value = _row_value(rec, params, index)
         if value is None:
             return NotImplemented
@@ -498,6 +692,14 @@ cdef class GatherHook(ExampleHook):
         if value is None:
             value = self.last_rows[i] = _new_row_value(self.recorder, self.last_type_shape, var, index, self.last_sig)
         return value
+
+
+cdef object _gather_row(hook, params, index):
+    """GatherHook's call, as td.gather's C entry calls it (no Python call)."""
+    return (<GatherHook> hook).row(params, index)
+
+
+register_c_gather(GatherHook, PyCapsule_New(<void*> _gather_row, "treadle.ops._gather.c_interceptor", NULL))
 
 
 cdef class ConstantHook(ExampleHook):
@@ -535,7 +737,7 @@ cdef class ConstantHook(ExampleHook):
         dtype = dtypes.as_dtype(arr.dtype)
         shape = arr.shape
         ts = type_shape(dtype, shape)
-        cdef ValueFields v = _new_value()
+        cdef Value v = Value.__new__(Value)
         v.graph = rec
         v.example = self.recorder.example
         v.kind = _CONST_ROW
@@ -566,9 +768,9 @@ cdef class OperandHook(ExampleHook):
 
     def __call__(self, value, dtype, beside):
         rec = self.recorder
-        if type(beside) is not Value or (<ValueFields> beside).graph is not rec:
+        if type(beside) is not Value or (<Value> beside).graph is not rec:
             return None
-        if (<ValueFields> beside).kind == _VARIABLE or type(value) is bool or not dtype.is_floating:
+        if (<Value> beside).kind == _VARIABLE or type(value) is bool or not dtype.is_floating:
             return None
         if self.outside_example():
             return None
@@ -586,18 +788,19 @@ cdef class OperandHook(ExampleHook):
         return made
 
 
-cdef object _record_call(rec, CallEntry entry, tuple args):
-    """Appends a node of the entry's op reading `args` (per-example values
-    and rows of variables, in the op's input order) to the recorder's
-    round; returns the call's outputs, packed."""
+cdef object _record_call(rec, CallEntry entry, PyObject** args, Py_ssize_t n_args):
+    """Appends a node of the entry's op reading `args[:n_args]` (per-example
+    values and rows of variables, in the op's input order) to the
+    recorder's round; returns the call's outputs, packed."""
     cdef Round r = (<RecorderFields> rec).round
     cdef Py_ssize_t example = (<RecorderFields> rec).example
     cdef Py_ssize_t node = r.node_op.n
-    cdef ValueFields x
+    cdef Value x
     r.node_op.push(entry.index)
     cdef Int64s codes = r.args
-    for a in args:
-        x = <ValueFields> a
+    cdef Py_ssize_t j
+    for j in range(n_args):
+        x = <Value> args[j]
         if x.example >= 0 and x.example != example:
             rec.check_owner(x, entry.info.op.what)
         if (x.kind == _PENDING and x.round is r) or x.kind == _STORED:
@@ -624,7 +827,7 @@ def add_call_node(rec, info, tuple args):
     """Appends a node of op `info` reading `args` (per-example values and
     rows of variables, in the op's input order) to the recorder's round;
     returns its output values (a list)."""
-    return list(_record_call(rec, _unpacked(info), args))
+    return list(_record_call(rec, _unpacked(info), _items(args), len(args)))
 
 
 cdef CallEntry _unpacked(info):
@@ -633,7 +836,7 @@ cdef CallEntry _unpacked(info):
     return entry
 
 
-cdef int64_t _var_row_code(Round r, ValueFields x) except? -1:
+cdef int64_t _var_row_code(Round r, Value x) except? -1:
     """_row_code of a row of a variable (a leaf's embedding, read by many
     calls): its group in the round is kept in the value's fields (`round`
     and `node`, which only a pending value uses otherwise), so that each
@@ -690,7 +893,8 @@ def create_op(RecorderFields rec, op_name, inputs, attrs, name=None):
         if key is not None:
             entry = rec.registry.fast_ops.get(key)
             if entry is not None:
-                return list(_record_call(rec, <CallEntry> entry, tuple(inputs)))
+                inputs = tuple(inputs)
+                return list(_record_call(rec, <CallEntry> entry, _items(inputs), len(inputs)))
     if op_name == "GatherV2" and rec.example >= 0 and len(inputs) == 3:
         gathered = variable_row(rec, inputs[0], inputs[1], inputs[2], attrs)
         if gathered is not None:
@@ -721,7 +925,7 @@ cdef object _op_key(op_name, inputs, attrs):
         x = inputs[i]
         if type(x) is not Value:
             return None
-        sig = (<ValueFields> x)._autobatch_sig
+        sig = (<Value> x)._autobatch_sig
         if sig is None:  # a variable's shared value: a slot of the op, not an argument
             return None
         Py_INCREF(sig)
@@ -767,7 +971,7 @@ cdef object _row_value(rec, params, row):
     """Row `row` (a Python int) of the variable whose shared value is
     `params`: its Value, made at its first gather in this call; None for a
     row out of range."""
-    var = (<ValueFields> params).other_src[1]
+    var = (<Value> params).other_src[1]
     cdef list rows = rec._variable_rows.get(id(var))
     if rows is None:
         rows = rec._row_values(params)
@@ -780,7 +984,7 @@ cdef object _row_value(rec, params, row):
     return value
 
 
-cdef inline ValueFields _new_row_value(rec, ts, var, row, sig):
+cdef inline Value _new_row_value(rec, ts, var, row, sig):
     """The shared Value of row `row` of variable `var`, whose rows have
     TypeShape `ts` (a tuple (dtype, shape, tag): its items are read in
     place, not by a Python call of TypeShape's __getitem__) and signature
@@ -789,9 +993,9 @@ cdef inline ValueFields _new_row_value(rec, ts, var, row, sig):
                          <object> PyTuple_GET_ITEM(ts, 1), sig)
 
 
-cdef ValueFields _shared_value(rec, tuple src, dtype, shape, sig):
+cdef Value _shared_value(rec, tuple src, dtype, shape, sig):
     """A value every example may use (not PENDING: its src is kept whole)."""
-    cdef ValueFields v = _new_value()
+    cdef Value v = Value.__new__(Value)
     v.graph = rec
     v.example = -1
     v.kind = src[0]
