@@ -33,7 +33,7 @@ def run_examples(recorder, fn, examples, run_rounds=True):
     for i, example in enumerate(examples):
         results.append(None)
         g = idle.pop() if idle else greenlet.greenlet(_runner(fn, main), parent=main)
-        _step(recorder, i, g, example, results, waiting, idle)
+        _switch_each(recorder, ((i, g, example),), results, waiting, idle)
     while waiting:
         if not run_rounds:
             raise ValueError(f"td.loom.autobatch: example {waiting[0][0]} reads a computed value; a recording "
@@ -41,20 +41,22 @@ def run_examples(recorder, fn, examples, run_rounds=True):
                              "function itself instead)")
         run_round(recorder)
         runnable, waiting = waiting, []
-        _resume(recorder, runnable, results, waiting, idle)
+        _switch_each(recorder, ((i, g, None) for i, g in runnable), results, waiting, idle)
     return results
 
 
-def _resume(recorder, runnable, results, waiting, idle):
-    """_step for each waiting example (i, g) of a round, in one loop: a
-    round resumes thousands of them, and a call per example costs about
-    as much as the switch."""
+def _switch_each(recorder, steps, results, waiting, idle):
+    """Switches to each example of `steps` ((i, greenlet, what to send it):
+    the example to start on, or None to resume) until it finishes (its
+    result kept, the greenlet idle) or waits (kept in `waiting`). A round
+    resumes thousands of examples in this one loop: a call per example costs
+    about as much as the switch."""
     t0 = time.perf_counter()
     i = None
     try:
-        for i, g in runnable:
+        for i, g, sent in steps:
             recorder.current = i
-            out = g.switch(None)
+            out = g.switch(sent)
             if out is _WAITING:
                 waiting.append((i, g))
             else:
@@ -66,26 +68,6 @@ def _resume(recorder, runnable, results, waiting, idle):
     finally:
         recorder.current = None
         recorder.recording_seconds += time.perf_counter() - t0
-
-
-def _step(recorder, i, g, example, results, waiting, idle):
-    """Runs example i in greenlet g (started on `example`, or resumed) until
-    it finishes (its result kept, g idle) or waits (kept in `waiting`)."""
-    recorder.current = i
-    t0 = time.perf_counter()
-    try:
-        out = g.switch(example)
-    except Exception as e:
-        e.add_note(f"(raised by td.loom.autobatch's function on example {i})")
-        raise
-    finally:
-        recorder.current = None
-        recorder.recording_seconds += time.perf_counter() - t0
-    if out is _WAITING:
-        waiting.append((i, g))
-    else:
-        results[i] = out[0]
-        idle.append(g)
 
 
 def _runner(fn, main):
