@@ -45,9 +45,10 @@ echo "sanitizers: building treadle with ASan + UBSan (build directory build/asan
 # (ASan intercepts __cxa_throw only if libstdc++ is loaded when it starts).
 # Python's own allocations are never freed at exit, so leak detection is off.
 # An allocation that cannot be granted returns null (treadle raises MemoryError), as without ASan.
+# greenlet's stack copies are excused (scripts/asan_suppressions.txt says why).
 LD_PRELOAD="$(g++ -print-file-name=libasan.so) $(g++ -print-file-name=libstdc++.so)"
 export LD_PRELOAD TREADLE_NO_DEEPBIND=1
-export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=0:abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=0"
+export ASAN_OPTIONS="allocator_may_return_null=1:detect_leaks=0:abort_on_error=1:halt_on_error=1:strict_string_checks=1:detect_stack_use_after_return=0:suppressions=$PWD/scripts/asan_suppressions.txt"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TREADLE_FUZZ_MEMORY=0  # ASan reserves terabytes of address space: no memory cap under it
 

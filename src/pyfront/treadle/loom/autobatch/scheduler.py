@@ -13,6 +13,7 @@ import time
 import greenlet
 
 from treadle.loom.autobatch.rounds import run_round
+from treadle.loom.autobatch.stack_switch import after_switch
 
 _WAITING = object()
 
@@ -27,6 +28,8 @@ def run_examples(recorder, fn, examples, run_rounds=True):
 
     def wait(value):
         main.switch(_WAITING)
+        if after_switch is not None:
+            after_switch()
 
     recorder.wait = wait
     waiting, idle = [], []
@@ -56,7 +59,11 @@ def _switch_each(recorder, steps, results, waiting, idle):
     try:
         for i, g, sent in steps:
             recorder.current = i
-            out = g.switch(sent)
+            try:
+                out = g.switch(sent)
+            finally:
+                if after_switch is not None:
+                    after_switch()
             if out is _WAITING:
                 waiting.append((i, g))
             else:
@@ -75,5 +82,7 @@ def _runner(fn, main):
     handed back (in a 1-tuple, never the waiting marker) before the next."""
     def run(example):
         while True:
+            if after_switch is not None:
+                after_switch()
             example = main.switch((fn(example),))
     return run
