@@ -855,32 +855,27 @@ cdef int64_t _var_row_code(Round r, Value x) except? -1:
             r.rows_variable = var
         x.node = r.rows_group
         x.round = r
-    cdef list rows = r.groups[x.node][3]
-    rows.append(src[3])
-    return -1 - ((<int64_t> (len(rows) - 1) << 16) | (x.node + 1))
+    return _append_row(r, x.node, src[3])
 
 
 cdef int64_t _row_code(Round r, tuple src) except? -1:
     """The argument code of a node's input that is neither this round's node
-    output nor stored: a row of a variable (numbered in its group of rows)."""
+    output, nor stored, nor a row of a variable (_var_row_code): a
+    td.constant made inside an example, a row of the round's constants."""
     if src[0] == _PENDING:
         raise RuntimeError("td.loom.autobatch: a value was not kept by the round that computed it "
                            "(it seemed unreferenced then); please report this")
-    cdef list rows
-    if src[0] == _CONST_ROW:  # a td.constant made inside an example: a row of the constants
-        g = r.group(src[1], CONSTANT, None)
-        rows = r.groups[g][3]
-        rows.append(src[2])
-    elif src[0] != _VAR_ROW:
+    if src[0] != _CONST_ROW:
         raise AssertionError(f"a value of source {src[0]} is a node's argument")
-    else:
-        g = r.group_index.get((id(src[1]), _VAR_ROW, id(src[2])))  # Round.group's key: its lookup, inline
-        if g is None:
-            g = r.group(src[1], _VAR_ROW, src[2])
-        rows = r.groups[g][3]
-        rows.append(src[3])
-    cdef int64_t group = g
-    return -1 - (((len(rows) - 1) << 16) | (group + 1))
+    return _append_row(r, r.group(src[1], CONSTANT, None), src[2])
+
+
+cdef inline int64_t _append_row(Round r, Py_ssize_t group, row) except? -1:
+    """Appends `row` to the rows of the round's group `group`; the argument
+    code that reads it there (values.row_code)."""
+    cdef list rows = r.groups[group][3]
+    rows.append(row)
+    return -1 - ((<int64_t> (len(rows) - 1) << 16) | (group + 1))
 
 
 def create_op(RecorderFields rec, op_name, inputs, attrs, name=None):
