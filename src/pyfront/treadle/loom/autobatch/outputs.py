@@ -5,6 +5,7 @@ import numpy as np
 
 from treadle.framework.tensor import Tensor, convert_to_tensor
 from treadle.loom.autobatch._record import Value
+from treadle.loom.autobatch.rounds import stacked_constants
 from treadle.loom.autobatch.values import CONST_ROW, STORED
 from treadle.ops import array_ops
 from treadle.util import nest
@@ -77,17 +78,14 @@ def _stack(recorder, column):
         parts.append(recorder.store[ts].gather(rows))
         order += positions
     if constants:
-        ts = column[constants[0]].src[1]
-        rows = np.stack([column[i].src[2] for i in constants]).astype(ts.dtype.as_numpy_dtype, copy=False)
-        parts.append(convert_to_tensor(rows))
+        parts.append(stacked_constants([column[i].src[2] for i in constants], column[constants[0]].src[1]))
         order += constants
     if others:
         parts.append(array_ops.stack([recorder.eager_of(column[i]) if type(column[i]) is Value else column[i]
                                       for i in others], 0))
         order += others
-    out = parts[0] if len(parts) == 1 else array_ops.concat(parts, 0)
     if len(parts) == 1:
-        return out
+        return parts[0]
     place = np.empty(len(order), np.int64)
     place[order] = np.arange(len(order))
-    return array_ops.gather(out, convert_to_tensor(place))
+    return array_ops.gather(array_ops.concat(parts, 0), convert_to_tensor(place))

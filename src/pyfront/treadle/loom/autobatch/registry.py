@@ -73,6 +73,7 @@ class Registry:
         self._loom = None
         self._loom_size = 0
         self._tables = None
+        self._only_input = None  # (number of ops, the type shape all their inputs have, or None)
 
     def signature(self, dtype, shape):
         key = (dtype, shape)
@@ -164,6 +165,15 @@ class Registry:
             self._tables = (table([info.in_type_shapes for info in self.ops]),
                             table([info.out_type_shapes for info in self.ops]), type_shapes)
         return self._tables
+
+    def only_input_type_shape(self):
+        """The type shape that every input of every op of the registry has,
+        or None (a decoder's ops all read its state: a round's store reads
+        then need no lookup per argument)."""
+        if self._only_input is None or self._only_input[0] != len(self.ops):
+            shapes = {ts for info in self.ops for ts in info.in_type_shapes}
+            self._only_input = (len(self.ops), shapes.pop() if len(shapes) == 1 else None)
+        return self._only_input[1]
 
     def loom_op_indices(self):
         """Per op of the registry, its index in the loom (for a bulk weave)."""

@@ -5,7 +5,6 @@ so far; its batch inputs hold, per type shape, the rows the nodes read
 variable), and the values still in use are added to the store."""
 
 import time
-import weakref
 from operator import attrgetter, itemgetter
 
 import numpy as np
@@ -191,7 +190,7 @@ def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value
     at = np.flatnonzero(arg_source if arg_group is None else (arg_source == 1) & (arg_group == -1))
     if not at.size:
         return reads
-    only = _only_input_type_shape(registry)
+    only = registry.only_input_type_shape()
     if only is not None:  # every op reads one type shape (a decoder's state): no need to look each one up
         reads[only], arg_value[at] = _distinct(arg_value[at])
         return reads
@@ -203,18 +202,6 @@ def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value
         mine = at if len(present) == 1 else at[ids == t]
         reads[type_shapes[t]], arg_value[mine] = _distinct(arg_value[mine])
     return reads
-
-
-_input_type_shapes = weakref.WeakKeyDictionary()  # registry -> (its number of ops, the one type shape they read or None)
-
-
-def _only_input_type_shape(registry):
-    """The type shape every op of the registry reads, if there is one."""
-    known = _input_type_shapes.get(registry)
-    if known is None or known[0] != len(registry.ops):
-        shapes = {ts for info in registry.ops for ts in info.in_type_shapes}
-        known = _input_type_shapes[registry] = (len(registry.ops), shapes.pop() if len(shapes) == 1 else None)
-    return known[1]
 
 
 _FEW = 48  # up to this many, Python sorts faster than np.unique's fixed cost

@@ -7,6 +7,7 @@ copied whole at each round, which costs a call with a round per decision
 more than its matrix products. A round's batch input holds only the rows it reads, gathered
 from their chunks (a chunk read whole and in order is used as it is)."""
 
+import functools
 from bisect import bisect_right
 
 import numpy as np
@@ -93,13 +94,10 @@ class StoreColumn:
 # The store is read and written between examples, eagerly, a few times per
 # round: its gathers and concatenations call the ops directly (td.gather
 # would first ask autobatch's recording hook, and convert its arguments).
-_axis_zero = []
-
-
+@functools.cache
 def _axis0():
-    if not _axis_zero:
-        _axis_zero.append(_core.scalar_tensor(0, dtypes.int32))
-    return _axis_zero[0]
+    """The axis of both ops, as the int32 scalar tensor they read (made once)."""
+    return _core.scalar_tensor(0, dtypes.int32)
 
 
 def gather_rows(tensor, rows):
