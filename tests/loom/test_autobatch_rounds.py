@@ -83,6 +83,34 @@ def test_a_mixed_output_column_is_stacked_in_order_with_gradients():
     np.testing.assert_allclose(np.asarray(td.convert_to_tensor(g_emb)), numeric("E", E), rtol=1e-6, atol=1e-8)
 
 
+def test_a_recordings_mixed_output_column_runs_in_a_function_with_gradients():
+    # A recording's column of loom outputs and other values (constants, rows
+    # of a variable, outside tensors) reaches the function as the loom's rows,
+    # the others stacked and each example's place.
+    w, emb, outside, fn = _mixed_model()
+    kinds = ["constant", "cell", "row", "outside", "cell", "constant"]
+    examples = [(k, np.array([i % 4, 0.5 - i / 10, i / 7])) for i, k in enumerate(kinds)]
+    batched = td.loom.autobatch(fn)
+    weights = td.constant(RNG.uniform(-1, 1, (len(examples), 1, 3)))
+
+    @td.function
+    def step(recording):
+        with td.GradientTape() as tape:
+            out = recording.outputs()
+            loss = td.reduce_sum(out * weights)
+        return out, tape.gradient(loss, [w, emb])
+
+    out, (g_w, g_emb) = step(batched.record(examples))
+    W, E, O = w.numpy(), emb.numpy(), outside.numpy()
+    np.testing.assert_allclose(out.numpy(), np.stack([_numpy(e, W, E, O) for e in examples]), rtol=1e-12)
+    with td.GradientTape() as tape:  # the same column computed eagerly by the call itself
+        loss = td.reduce_sum(batched(examples) * weights)
+    e_w, e_emb = tape.gradient(loss, [w, emb])
+    np.testing.assert_allclose(np.asarray(g_w), np.asarray(e_w), rtol=1e-12)
+    np.testing.assert_allclose(np.asarray(td.convert_to_tensor(g_emb)), np.asarray(td.convert_to_tensor(e_emb)),
+                               rtol=1e-12)
+
+
 def test_distinct_rows_agree_with_numpy_unique_at_every_size():
     for n in (1, 2, 7, 47, 48, 49, 300):
         values = RNG.integers(0, max(2, n // 2), n).astype(np.int64)

@@ -23,8 +23,10 @@ from treadle.util import nest
 
 class Plan:
     """What a recording's tensors mean: `layout` {type shape: pieces},
-    `columns` per output leaf ('rows', type shape) or ('stacked', dtype,
-    shape), the output `structure`, and `part_specs` (dtype, shape) of each tensor."""
+    `columns` per output leaf ('rows', type shape), ('stacked', dtype,
+    shape) or ('mixed', type shape) (some examples' leaves are the loom's
+    outputs, the others' are stacked), the output `structure`, and
+    `part_specs` (dtype, shape) of each tensor."""
 
     def __init__(self, loom, layout, columns, structure):
         self.loom, self.layout, self.columns, self.structure = loom, layout, columns, structure
@@ -36,7 +38,13 @@ class Plan:
                 elif piece[0] == VARIABLE_ROWS:
                     specs.append((dtypes.int64, [None]))
         for column in columns:
-            specs.append((dtypes.int64, [None]) if column[0] == "rows" else (column[1], [None] + list(column[2])))
+            if column[0] == "rows":
+                specs.append((dtypes.int64, [None]))
+            elif column[0] == "stacked":
+                specs.append((column[1], [None] + list(column[2])))
+            else:  # the loom's rows, the others stacked, and each example's place among them
+                ts = column[1]
+                specs += [(dtypes.int64, [None]), (ts.dtype, [None] + list(ts.shape)), (dtypes.int64, [None])]
         self.part_specs = specs
         pieces = tuple((ts, tuple((p[0], id(p[1]) if p[0] != CONSTANTS else None) for p in layout[ts]))
                        for ts in sorted(layout))
@@ -51,10 +59,14 @@ class Plan:
         leaves = []
         for column in self.columns:
             part = next(it)
-            if column[0] == "rows":
-                leaves.append(array_ops.gather(results[self.loom._type_shape_index(column[1])], part))
-            else:
+            if column[0] == "stacked":
                 leaves.append(part)
+                continue
+            rows = array_ops.gather(results[self.loom._type_shape_index(column[1])], part)
+            if column[0] == "mixed":
+                others, place = next(it), next(it)
+                rows = array_ops.gather(array_ops.concat([rows, others], 0), place)
+            leaves.append(rows)
         return nest.pack_sequence_as(self.structure, leaves)
 
 
@@ -141,14 +153,23 @@ def make_recording(recorder, planned, results, plans):
     flat = [nest.flatten(r) for r in results]
     for j in range(len(flat[0])):
         column = [f[j] for f in flat]
-        if all(type(t) is Value and id(t) in rows_of for t in column):
-            ts = rows_of[id(column[0])][0]
-            columns.append(("rows", ts))
-            column_parts.append(convert_to_tensor(np.array([rows_of[id(t)][1] for t in column], np.int64)))
-        else:
-            values = [recorder.eager_of(t) if type(t) is Value else t for t in column]
-            columns.append(("stacked", column[0].dtype, tuple(column[0].shape.as_list())))
-            column_parts.append(array_ops.stack(values, 0))
+        computed = [i for i, t in enumerate(column) if type(t) is Value and id(t) in rows_of]
+        others = [i for i, t in enumerate(column) if not (type(t) is Value and id(t) in rows_of)]
+        if computed:
+            ts = rows_of[id(column[computed[0]])][0]
+            rows = convert_to_tensor(np.array([rows_of[id(column[i])][1] for i in computed], np.int64))
+            columns.append(("mixed", ts) if others else ("rows", ts))
+            column_parts.append(rows)
+        if others:
+            stacked = array_ops.stack([recorder.eager_of(column[i]) if type(column[i]) is Value else column[i]
+                                       for i in others], 0)
+            if computed:  # the loom's rows first, then the others: each example's place among them
+                place = np.empty(len(column), np.int64)
+                place[computed + others] = np.arange(len(column))
+                column_parts += [stacked, convert_to_tensor(place)]
+            else:
+                columns.append(("stacked", column[0].dtype, tuple(column[0].shape.as_list())))
+                column_parts.append(stacked)
     parts = [convert_to_tensor(planned.weaver.serialize(), dtype=dtypes.string)]
     for ts in sorted(planned.layout):
         for piece in planned.layout[ts]:
