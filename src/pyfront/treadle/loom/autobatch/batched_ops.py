@@ -8,7 +8,8 @@ values, and gradients reach them)."""
 from treadle.framework import variables
 from treadle.framework.op_execution import execute
 from treadle.framework.variables import Variable, variable_for_handle
-from treadle.loom.loom_op import LoomOp
+from treadle.loom.loom_op import LoomOp, Ragged
+from treadle.ops import math_ops
 from treadle.autodiff.vectorized_mapping import vectorized_map
 from treadle.util import nest
 
@@ -91,6 +92,20 @@ class PrimitiveOp(_MappedOp):
             return tuple(execute(op_name, args, attrs))
         per_example.__name__ = op_name
         return per_example
+
+
+class RaggedSumOp(LoomOp):
+    """td.add_n of any number of per-example values of one type shape: a
+    node's arguments are the rows of its one ragged input, summed. Made
+    one op per count, the sums of lists of different lengths (a decoder's
+    leaves, a node's children) would each be a launch of their own."""
+
+    def __init__(self, ts):
+        super().__init__([Ragged(ts)], [ts])
+        self.what = f"op AddN of {ts}"
+
+    def instantiate_batch(self, inputs):
+        return [math_ops.reduce_sum(inputs[0], axis=1)]
 
 
 class Slot:

@@ -163,6 +163,8 @@ class Recorder(RecorderFields):
             return self._run_shared(op_name, inputs, attrs)
         key = ("op", op_name, _freeze(attrs), tuple(key_parts))
         info = self.registry.by_key.get(key)
+        if info is None and op_name == "AddN":
+            info = self._ragged_sum(inputs)
         if info is None:
             info = self.registry.primitive(key, op_name, attrs, slots,
                                            [TensorSpec(_shape_of(x), x.dtype) for x in specs])
@@ -170,6 +172,15 @@ class Recorder(RecorderFields):
         if fast is not None:  # all inputs per-example values: create_op records the next such op from the cache
             self.registry.fast_ops[fast] = op_entry(info)
         return self._add_node(info, specs)
+
+    def _ragged_sum(self, inputs):
+        """The registry's sum of any count (registry.ragged_sum) for td.add_n
+        of per-example values and rows of variables of one signature; None
+        for any other AddN (an eager tensor or a variable among its inputs)."""
+        sigs = {getattr(x, "_autobatch_sig", None) for x in inputs}
+        if len(sigs) != 1 or None in sigs or any(type(x) is not Value for x in inputs):
+            return None
+        return self.registry.ragged_sum(type_shape(inputs[0].dtype, inputs[0]._shape_tuple_))
 
     def _check_inputs(self, op_name, inputs):
         for x in inputs:

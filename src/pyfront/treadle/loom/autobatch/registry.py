@@ -7,7 +7,7 @@ import numpy as np
 from treadle.framework.func_graph import FuncGraph
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
-from treadle.loom.autobatch.batched_ops import CellOp, PrimitiveOp, Slot
+from treadle.loom.autobatch.batched_ops import CellOp, PrimitiveOp, RaggedSumOp, Slot
 from treadle.loom.autobatch.values import MAX_OUTPUTS
 from treadle.loom.loom import Loom
 from treadle.loom.loom_op import PassThroughLoomOp
@@ -25,7 +25,7 @@ class OpInfo:
     def __init__(self, index, op, registry, structure=None):
         self.index = index
         self.op = op
-        self.in_type_shapes = op.input_type_shapes
+        self.in_type_shapes = op._input_plain_type_shapes  # a ragged input's element type shape
         self.out_type_shapes = op.output_type_shapes
         self.outputs = [(ts.dtype, ts.shape, registry.signature(ts.dtype, ts.shape)) for ts in self.out_type_shapes]
         # Per output k: (k, its part of the argument code, dtype, shape, signature), for recording.
@@ -74,6 +74,7 @@ class Registry:
         self._loom_size = 0
         self._tables = None
         self._only_input = None  # (number of ops, the type shape all their inputs have, or None)
+        self._ragged = None      # (number of ops, per op whether its one input is ragged: a bool array)
 
     def signature(self, dtype, shape):
         key = (dtype, shape)
@@ -120,6 +121,24 @@ class Registry:
                              [type_shape(t.dtype, _static_shape(t, op_name)) for t in outputs])
             info = self._add(key, op)
         return info
+
+    def ragged_sum(self, ts):
+        """The OpInfo of the sum of any number of values of type shape `ts`
+        (td.add_n's AddN): one op for every count, so that the sums of
+        lists of different lengths run in one launch."""
+        key = ("ragged sum", ts)
+        info = self.by_key.get(key)
+        if info is None:
+            info = self._add(key, RaggedSumOp(ts))
+        return info
+
+    def ragged_ops(self):
+        """Per op, whether it takes one ragged input (all of a node's
+        arguments feed its input 0), as a bool array; None when no op does."""
+        if self._ragged is None or self._ragged[0] != len(self.ops):
+            mask = np.array([isinstance(info.op, RaggedSumOp) for info in self.ops], bool)
+            self._ragged = (len(self.ops), mask if mask.any() else None)
+        return self._ragged[1]
 
     def _add(self, key, op, structure=None):
         if len(op.output_type_shapes) > MAX_OUTPUTS:

@@ -67,6 +67,9 @@ def plan_round(recorder):
     by_type_shape = _by_type_shape(registry, node_op[outputs], output_index)
     agenda = recorder.schedule == "agenda"
     columns = decode_arguments(r.args, arg_splits, with_groups=bool(r.groups) or agenda)
+    ragged = registry.ragged_ops()
+    if ragged is not None:
+        _into_ragged_inputs(columns[0], ragged[node_op], arg_splits)
     if recorder.count_launches:
         launches = launch_counts(node_op, arg_splits, columns[1], columns[2])
     if agenda:
@@ -173,6 +176,13 @@ def decode_arguments(codes, arg_splits, with_groups=True):
     output = np.where(is_row, 0, codes & 0xFF)
     group = np.where(is_row, (rows & 0xFFFF) - 1, -1) if with_groups else None
     return [arg_input, is_row.view(np.int8), value, output, group]
+
+
+def _into_ragged_inputs(arg_input, ragged_nodes, arg_splits):
+    """Every argument of a node of a ragged op (registry.ragged_ops) feeds
+    its one input, 0, not the input of its position."""
+    if ragged_nodes.any():
+        arg_input[np.repeat(ragged_nodes, np.diff(arg_splits))] = 0
 
 
 def _columns(args):
