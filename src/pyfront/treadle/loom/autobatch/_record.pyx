@@ -177,15 +177,15 @@ cdef class Value:
     # -------------------------------------------------- reading the value
     def numpy(self):
         """The value, once computed (reading it suspends the example until then)."""
-        value = self.graph.read(self)
+        value = _read(self)
         return value.copy() if value.ndim else value[()]
 
     def __array__(self, dtype=None, copy=None):
-        value = self.graph.read(self)
+        value = _read(self)
         return value.astype(dtype) if dtype is not None else value
 
     def __bool__(self):
-        value = self.graph.read(self)
+        value = _read(self)
         if value.size != 1:
             raise ValueError("The truth value of a tensor with more than one element is ambiguous. "
                              "Use a.any() or a.all()" if value.size > 1 else
@@ -193,17 +193,17 @@ cdef class Value:
         return bool(value.reshape(()))
 
     def __float__(self):
-        value = self.graph.read(self)  # a NumPy scalar when the value is a scalar (a decoder's probability)
+        value = _read(self)  # a NumPy scalar when the value is a scalar (a decoder's probability)
         return float(value if isinstance(value, np.generic) else value.reshape(()))
 
     def __int__(self):
-        return int(self.graph.read(self).reshape(()))
+        return int(_read(self).reshape(()))
 
     def __index__(self):
         if not self._dtype.is_integer or self._shape_tuple_:
             raise TypeError(f"Only scalar integer tensors can be used as an index, got {self._dtype.name} "
                             f"of shape {self.shape}")
-        return int(self.graph.read(self).reshape(()))
+        return int(_read(self).reshape(()))
 
     def __len__(self):
         if not self._shape_tuple_:
@@ -309,6 +309,27 @@ cdef class Value:
 
 Tensor.register(Value)
 TENSOR_CLASSES.add(Value)  # `type(x) in TENSOR_CLASSES` answers isinstance(x, Tensor) without ABCMeta
+
+
+cdef object _read(Value v):
+    """The value's NumPy value, as its recorder's read() gives it. The common
+    case, an example reading its own value, computed or still pending, is
+    answered here without that Python call and its numpy_of() (a decoder
+    reads thousands per call); anything else (a read outside an example,
+    after the call, of another example's value) takes read() and its errors."""
+    rec = v.graph
+    if not isinstance(rec, RecorderFields):
+        return rec.read(v)
+    cdef RecorderFields f = <RecorderFields> rec
+    if (f.finished or f.example < 0 or (v.example >= 0 and v.example != f.example)
+            or PyThread_get_thread_ident() != f.thread):
+        return rec.read(v)
+    if v.kind == _PENDING:
+        rec.wait(v)  # resumed once the round computing it ran: it is stored
+    if v.kind == _STORED:
+        src = v.other_src
+        return rec.store[src[1]].numpy_row(src[2])
+    return rec.numpy_of(v)
 
 
 cdef inline Value _pending_value(rec, Py_ssize_t example, Py_ssize_t node, Py_ssize_t k, r, int64_t code,
@@ -440,6 +461,7 @@ cdef class RecorderFields:
     cdef Py_ssize_t example   # the example running now; -1: none
     cdef public Round round
     cdef public unsigned long thread
+    cdef public bint finished  # the call returned: its values may no longer be used
 
     def __cinit__(self):
         self.example = -1

@@ -29,6 +29,8 @@ def stacked_outputs(recorder, results):
 
 
 def _flat(result, i, structure):
+    if type(result) is Value and type(structure) is Value:  # one tensor each (most often): no nest calls
+        return [result]
     try:
         nest.assert_same_structure(structure, result, check_types=True)
     except (TypeError, ValueError) as e:
