@@ -159,6 +159,45 @@ def test_a_value_of_another_example_is_refused_on_the_fast_path():
         td.loom.autobatch(fn)([0, 1])
 
 
+def test_operators_on_two_values_are_recorded_without_the_general_path(monkeypatch):
+    # `a + b`, `a - b` and `a * b` of two values whose op and signatures
+    # were recorded once are recorded in C (Value's operators): td.Tensor's
+    # operator is not called again, and the values are the general path's.
+    emb = td.Variable(EMBEDDING)
+    calls = []
+    for name in ("__add__", "__sub__", "__mul__"):
+        general = getattr(td.Tensor, name)
+        monkeypatch.setattr(td.Tensor, name, lambda x, y, g=general, n=name: calls.append(n) or g(x, y))
+
+    def fn(row):
+        a, b = td.gather(emb, row), td.gather(emb, row + 1) * 2.0
+        return (a + b) * (a - b) + a * b
+
+    rows = [0, 2, 4, 1]
+    out = td.loom.autobatch(fn)(rows).numpy()
+    a, b = EMBEDDING[rows], EMBEDDING[[r + 1 for r in rows]] * 2.0
+    np.testing.assert_allclose(out, (a + b) * (a - b) + a * b, rtol=1e-12)
+    # `* 2.0` always takes the general path (a Python number); example 0's
+    # first Add, Sub and Mul of two values too, and nothing else does
+    assert sorted(calls) == sorted(["__mul__"] * (len(rows) + 1) + ["__add__", "__sub__"])
+
+
+def test_operators_are_refused_across_examples_and_after_the_call():
+    emb = td.Variable(EMBEDDING)
+    kept = []
+
+    def fn(row):
+        v = td.gather(emb, row) * 2.0
+        if kept:
+            return v * kept[0]  # Mul of two [3] values, cached by example 0, with example 0's value
+        kept.append(v * v)
+        return kept[0]
+    with pytest.raises(CrossExampleError, match="example 0"):
+        td.loom.autobatch(fn)([0, 1])
+    with pytest.raises(ValueError, match="after the autobatched call returned"):
+        kept[0] + kept[0]
+
+
 # -------------------------------------------------- td.constant inside an example
 
 def test_constants_made_inside_an_example_behave_as_td_constant():

@@ -45,6 +45,7 @@ import numpy as np
 
 from treadle.framework import context
 from treadle.framework import dtypes
+from treadle.framework import op_execution
 from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor, Tensor, _python_to_numpy, _TensorRef
 from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.variables import Variable
@@ -216,19 +217,22 @@ cdef class Value:
         return Tensor.__getitem__(self, key)
 
     def __add__(self, other):
-        return Tensor.__add__(self, other)
+        out = _recorded_binary(self, other, "AddV2")
+        return Tensor.__add__(self, other) if out is None else out
 
     def __radd__(self, other):
         return Tensor.__radd__(self, other)
 
     def __sub__(self, other):
-        return Tensor.__sub__(self, other)
+        out = _recorded_binary(self, other, "Sub")
+        return Tensor.__sub__(self, other) if out is None else out
 
     def __rsub__(self, other):
         return Tensor.__rsub__(self, other)
 
     def __mul__(self, other):
-        return Tensor.__mul__(self, other)
+        out = _recorded_binary(self, other, "Mul")
+        return Tensor.__mul__(self, other) if out is None else out
 
     def __rmul__(self, other):
         return Tensor.__rmul__(self, other)
@@ -330,6 +334,36 @@ cdef object _read(Value v):
         src = v.other_src
         return rec.store[src[1]].numpy_row(src[2])
     return rec.numpy_of(v)
+
+
+cdef object _recorded_binary(Value a, b, op_name):
+    """`a + b`, `a - b` or `a * b` (op_name AddV2, Sub or Mul) of two values
+    of the example running now, recorded from registry.fast_ops as
+    create_op would, once the general path (td.Tensor's operator: its
+    conversions, then execute) has recorded that op on values of these
+    signatures; None otherwise, for the general path. A plain operator
+    then costs about a cell call, not the five Python calls of the
+    general path (a decoder adds its subtrees' sums at every node)."""
+    if type(b) is not Value or (<Value> b).graph is not a.graph or not isinstance(a.graph, RecorderFields):
+        return None
+    rec = a.graph
+    cdef RecorderFields f = <RecorderFields> rec
+    sig_a, sig_b = a._autobatch_sig, (<Value> b)._autobatch_sig
+    if (f.example < 0 or sig_a is None or sig_b is None or PyThread_get_thread_ident() != f.thread
+            or _thread_context.graph_stack):
+        return None
+    entry = rec.registry.fast_ops.get((op_name, None, sig_a, sig_b))
+    if entry is None:
+        return None
+    cdef PyObject* args[2]
+    args[0] = <PyObject*> a
+    args[1] = <PyObject*> b
+    out = _record_call(rec, <CallEntry> entry, args, 2)
+    recorders = op_execution.op_recorders
+    if recorders:  # a tape sees the op, as execute() shows it
+        for record in recorders:
+            record(op_name, [a, b], None, list(out), rec)
+    return out[0]
 
 
 cdef inline Value _pending_value(rec, Py_ssize_t example, Py_ssize_t node, Py_ssize_t k, r, int64_t code,
