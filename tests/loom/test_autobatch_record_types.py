@@ -13,8 +13,8 @@ import treadle as td
 from treadle.framework import tensor as tensor_module
 from treadle.function import polymorphic_function
 from treadle.function._call import register_c_interceptor
-from treadle.loom.autobatch._record import Int64s, Round, Value
-from treadle.loom.autobatch.values import PENDING, STORED, VAR_ROW, VARIABLE
+from treadle.loom.autobatch._record import Int64s, Round, Value, store_rows
+from treadle.loom.autobatch.values import PENDING, STORED, VAR_ROW, VARIABLE, row_code
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*td.functions were made of")
 
@@ -65,6 +65,14 @@ def test_value_src_of_every_kind_round_trips():
     assert shared._example is None and shared.src == (VARIABLE, marker)
     assert isinstance(shared, td.Tensor)
     assert shared.dtype == td.float32 and shared.shape.as_list() == [2]
+
+
+def test_store_rows_number_values_as_stored_rows_with_their_argument_codes():
+    marker = object()
+    values = [Value(None, k, (PENDING, k, 0, marker, k << 8), td.float32, (2,), 0) for k in range(3)]
+    store_rows(iter(values), marker, 7)  # a round's values kept as rows 7, 8 and 9 of a column
+    assert [v.src for v in values] == [(STORED, marker, row, row_code(row)) for row in (7, 8, 9)]
+    assert [v._example for v in values] == [0, 1, 2]
 
 
 def test_recorded_outputs_name_their_node_and_the_round():

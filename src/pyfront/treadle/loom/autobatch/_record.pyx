@@ -91,7 +91,9 @@ cdef class Value:
     cdef Py_ssize_t output        # PENDING: which output of the node
     cdef int64_t code             # PENDING, STORED: its argument code
     cdef object round             # PENDING: the round of the node
-    cdef object other_src         # STORED, VAR_ROW, VARIABLE: the src tuple
+    cdef object other_src         # VAR_ROW, VARIABLE, CONST_ROW (and STORED when set whole): the src tuple
+    cdef object stored_ts         # STORED: the type shape of its store column
+    cdef Py_ssize_t row           # STORED: its row there
     cdef public object _dtype
     cdef public object _shape_tuple_
     cdef public object _autobatch_sig  # the registry's number for (dtype, shape): cheap keys for the calls it feeds
@@ -121,6 +123,8 @@ cdef class Value:
         """Where the value comes from (values.py)."""
         if self.kind == _PENDING:
             return (_PENDING, self.node, self.output, self.round, self.code)
+        if self.kind == _STORED:
+            return (_STORED, self.stored_ts, self.row, self.code)
         return self.other_src
 
     @src.setter
@@ -133,7 +137,8 @@ cdef class Value:
             self.round = None
             self.other_src = src
             if kind == _STORED:
-                self.code = src[3]
+                self.stored_ts, self.row, self.code = src[1], src[2], src[3]
+                self.other_src = None
         self.kind = kind
 
     # -------------------------------------------------- as a tensor
@@ -331,8 +336,7 @@ cdef object _read(Value v):
     if v.kind == _PENDING:
         rec.wait(v)  # resumed once the round computing it ran: it is stored
     if v.kind == _STORED:
-        src = v.other_src
-        return rec.store[src[1]].numpy_row(src[2])
+        return rec.store[v.stored_ts].numpy_row(v.row)
     return rec.numpy_of(v)
 
 
@@ -1067,3 +1071,21 @@ def live_values(list fresh):
         if Py_REFCNT(v) > 2:
             live.append(v)
     return live
+
+
+def store_rows(values, ts, Py_ssize_t first):
+    """The values (an iterable) become rows first, first + 1, ... of the
+    store's column of type shape `ts` (rounds._store, once per value a
+    round computed that is still in use): their fields are set here, and
+    their src tuple is made only when asked for."""
+    cdef Value v
+    cdef Py_ssize_t row = first
+    for x in values:
+        v = <Value> x
+        v.kind = _STORED
+        v.round = None
+        v.other_src = None
+        v.stored_ts = ts
+        v.row = row
+        v.code = -1 - ((<int64_t> row) << 16)  # values.row_code(row): a final row of the store
+        row += 1

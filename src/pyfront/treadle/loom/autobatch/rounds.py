@@ -14,11 +14,11 @@ from treadle.framework import context, op_execution
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
-from treadle.loom.autobatch._record import live_values
+from treadle.loom.autobatch._record import live_values, store_rows
 from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
 from treadle.loom.autobatch.store import StoreColumn
-from treadle.loom.autobatch.values import CONSTANT, STORED
+from treadle.loom.autobatch.values import CONSTANT
 from treadle.loom.library import add_to_graph
 from treadle.ops import array_ops
 
@@ -274,6 +274,4 @@ def _store(recorder, planned, results):
             column = store[ts] = StoreColumn()
         first = column.size
         column.append(results[planned.loom._type_shape_index(ts)])
-        values = live if type(positions) is range else map(live.__getitem__, positions)
-        for value, row in zip(values, range(first, column.size)):
-            value.src = (STORED, ts, row, -1 - (row << 16))  # row_code(row), inline: once per value
+        store_rows(live if type(positions) is range else map(live.__getitem__, positions), ts, first)
