@@ -62,6 +62,7 @@ cdef int _VAR_ROW = VAR_ROW
 cdef int _VARIABLE = VARIABLE
 cdef int _CONST_ROW = CONST_ROW
 cdef object _np_floating = np.floating
+cdef object _np_float32 = np.float32
 cdef object _np_ndarray = np.ndarray
 
 
@@ -772,39 +773,54 @@ cdef class ConstantHook(ExampleHook):
     is None, made as usual."""
 
     cdef object registry
+    cdef dict kinds  # (NumPy dtype, shape) -> (dtype, shape, type shape, signature number)
 
     def __init__(self, recorder):
         ExampleHook.__init__(self, recorder)
         self.registry = recorder.registry
+        self.kinds = {}
 
     def __call__(self, value, dtype, shape):
-        rec = self.recorder
         if shape is not None or self.outside_example():
             return None
         t = type(value)
-        if t is _np_ndarray:
+        if dtype is None and t is float:  # the common cases first: float32, as _python_to_numpy makes it
+            arr = np.array(value).astype(_np_float32)
+        elif dtype is None and t is _np_ndarray:
             if value.dtype.kind != "f":
                 return None
-        elif t is not float and not isinstance(value, _np_floating):
-            return None
-        if dtype is not None:
-            dtype = dtypes.as_dtype(dtype)
-            if not dtype.is_floating:
+            arr = value.copy()  # td.constant copies the user's array
+        else:
+            if t is _np_ndarray:
+                if value.dtype.kind != "f":
+                    return None
+            elif t is not float and not isinstance(value, _np_floating):
                 return None
-        arr = _python_to_numpy(value, dtype)
-        if arr is value or arr.base is not None:  # the user's array (or a view of it): td.constant copies
-            arr = arr.copy()
-        dtype = dtypes.as_dtype(arr.dtype)
-        shape = arr.shape
-        ts = type_shape(dtype, shape)
+            if dtype is not None:
+                dtype = dtypes.as_dtype(dtype)
+                if not dtype.is_floating:
+                    return None
+            arr = _python_to_numpy(value, dtype)
+            if arr is value or arr.base is not None:  # the user's array (or a view of it): td.constant copies
+                arr = arr.copy()
+        return self.value_of(arr)
+
+    cdef Value value_of(self, arr):
+        """The example's constant value holding `arr` (a float NumPy array of its own)."""
+        key = (arr.dtype, arr.shape)
+        kind = self.kinds.get(key)
+        if kind is None:
+            dtype = dtypes.as_dtype(arr.dtype)
+            ts = type_shape(dtype, arr.shape)
+            kind = self.kinds[key] = (dtype, arr.shape, ts, self.registry.signature(dtype, arr.shape))
         cdef Value v = Value.__new__(Value)
-        v.graph = rec
+        v.graph = self.recorder
         v.example = self.recorder.example
         v.kind = _CONST_ROW
-        v.other_src = (_CONST_ROW, ts, arr)
-        v._dtype = dtype
-        v._shape_tuple_ = shape
-        v._autobatch_sig = self.registry.signature(dtype, shape)
+        v.other_src = (_CONST_ROW, kind[2], arr)
+        v._dtype = kind[0]
+        v._shape_tuple_ = kind[1]
+        v._autobatch_sig = kind[3]
         return v
 
 
