@@ -8,6 +8,7 @@ from treadle.framework.func_graph import FuncGraph
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.autobatch.batched_ops import CellOp, PrimitiveOp, Slot
+from treadle.loom.autobatch.store import ARRAY_DTYPES
 from treadle.loom.autobatch.values import MAX_OUTPUTS
 from treadle.loom.loom import Loom
 from treadle.loom.loom_op import PassThroughLoomOp
@@ -74,6 +75,8 @@ class Registry:
         self._loom_size = 0
         self._tables = None
         self._only_input = None  # (number of ops, the type shape all their inputs have, or None)
+        self._array_dtypes = None  # (number of ops, whether all their type shapes' dtypes are ARRAY_DTYPES)
+        self.store_capacities = {}  # type shape -> rows of the largest ArrayColumn so far (store.py)
 
     def signature(self, dtype, shape):
         key = (dtype, shape)
@@ -165,6 +168,15 @@ class Registry:
             self._tables = (table([info.in_type_shapes for info in self.ops]),
                             table([info.out_type_shapes for info in self.ops]), type_shapes)
         return self._tables
+
+    def array_dtypes_only(self):
+        """Whether every type shape of the registry's ops has a dtype that
+        NumPy holds as it is (store.ARRAY_DTYPES): the store may be arrays."""
+        if self._array_dtypes is None or self._array_dtypes[0] != len(self.ops):
+            type_shapes = self.type_shape_tables()[2]
+            numpy_dtypes = (np.dtype(ts.dtype.as_numpy_dtype) for ts in type_shapes)
+            self._array_dtypes = (len(self.ops), all(d in ARRAY_DTYPES for d in numpy_dtypes))
+        return self._array_dtypes[1]
 
     def only_input_type_shape(self):
         """The type shape that every input of every op of the registry has,

@@ -2,7 +2,12 @@
 bulk call (Weaver.weave) and run by one LoomRun over the loom of every op
 so far; its batch inputs hold, per type shape, the rows the nodes read
 (computed by earlier rounds, constants, rows of variables: one gather per
-variable), and the values still in use are added to the store."""
+variable), and the values still in use are added to the store.
+
+Outside a tape and a graph being traced, the store is NumPy arrays
+(store.ArrayColumn): a type shape's batch input is then its whole column,
+the round's constants and rows of variables copied onto its end, and the
+schedule reads stored rows by their own numbers."""
 
 import time
 from operator import attrgetter, itemgetter
@@ -17,22 +22,26 @@ from treadle.framework.variables import Variable
 from treadle.loom.autobatch._record import live_values
 from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
-from treadle.loom.autobatch.store import StoreColumn
+from treadle.loom.autobatch.store import ArrayColumn, StoreColumn
 from treadle.loom.autobatch.values import CONSTANT, STORED
 from treadle.loom.library import add_to_graph
 from treadle.ops import array_ops
 
 STORE, CONSTANTS, VARIABLE_ROWS, WHOLE_VARIABLE = "store", "constants", "variable rows", "variable"
+STORE_ARRAY = "store array"  # (STORE_ARRAY, column): an ArrayColumn's rows, the round's own appended
 
 
 class PlannedRound:
     """A round woven but not run: the loom, the weaver, the live values
     (outputs, in order) and, per type shape, the pieces of its batch input:
     (STORE, rows), (CONSTANTS, rows), (VARIABLE_ROWS, variable, rows) or
-    (WHOLE_VARIABLE, variable) (the variable alone, read whole)."""
+    (WHOLE_VARIABLE, variable) (the variable alone, read whole); with
+    `arrays` (the store is ArrayColumns), (STORE_ARRAY, column) first, then
+    the constants' and variables' rows to append to the column."""
 
-    def __init__(self, loom, weaver, live, layout, by_type_shape, made=()):
+    def __init__(self, loom, weaver, live, layout, by_type_shape, made=(), arrays=False):
         self.loom, self.weaver, self.live, self.layout = loom, weaver, live, layout
+        self.arrays = arrays
         self.made = made  # every value the round made (most freed with this object)
         # [(type shape, the positions in `live` of its values, in order: a
         # list or a range)]: the loom's outputs of that type shape, in the same order.
@@ -52,7 +61,8 @@ _source = attrgetter("src")
 _argument_code = itemgetter(4)  # of a pending value's src: (PENDING, node, output, round, argument code)
 
 
-def plan_round(recorder):
+def plan_round(recorder, arrays=False):
+    """The round woven; with `arrays`, for a store of ArrayColumns."""
     r = recorder.round
     registry = recorder.registry
     loom = registry.loom()
@@ -77,8 +87,11 @@ def plan_round(recorder):
         outputs = new_index[outputs]
         loom = registry.loom()  # with the pass-through ops
     arg_input, arg_source, arg_value, arg_output, arg_group = columns
-    reads = _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group)
-    layout, arg_value = _layout(r, reads, arg_value, arg_group)
+    reads = _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group, not arrays)
+    if arrays:
+        layout, arg_value = _array_layout(r, registry, recorder.store, reads, arg_value, arg_group)
+    else:
+        layout, arg_value = _layout(r, reads, arg_value, arg_group)
     # The core's weaver, without Weaver's per-op callers and its checks that
     # user arrays hold integers of the right width: these arrays are made
     # here (int64 where the core takes int32: it converts them, more cheaply
@@ -89,7 +102,7 @@ def plan_round(recorder):
     recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
     if recorder.count_launches:
         recorder.stats[-1].update(launches)
-    return PlannedRound(loom, weaver, live, layout, by_type_shape, made)
+    return PlannedRound(loom, weaver, live, layout, by_type_shape, made, arrays)
 
 
 def _by_type_shape(registry, ops, output_index):
@@ -117,7 +130,7 @@ def run_round(recorder):
     if not len(recorder.round):
         return
     t0 = time.perf_counter()
-    planned = plan_round(recorder)
+    planned = plan_round(recorder, _store_as_arrays(recorder))
     t1 = time.perf_counter()
     batch = {ts: batch_input(pieces, ts, recorder.store) for ts, pieces in planned.layout.items()}
     results = loom_run(planned.loom, planned.weaver._schedule(), batch)
@@ -125,6 +138,22 @@ def run_round(recorder):
     planned.made = None  # the values no longer referenced are freed (counted in the run)
     recorder.stats[-1].update(plan_seconds=t1 - t0, run_seconds=time.perf_counter() - t1)
     recorder.round = type(recorder.round)()
+
+
+def _store_as_arrays(recorder):
+    """Whether this round keeps the store as ArrayColumns: no tape records
+    ops, no graph is being traced, every dtype is NumPy's and the store is
+    not StoreColumns already. Otherwise any ArrayColumn becomes a
+    StoreColumn, for good (a tape opened inside an example sees the rounds
+    from then on, as it would with StoreColumns from the start)."""
+    store = recorder.store
+    if not op_execution.op_recorders and context.current_graph() is None and recorder.registry.array_dtypes_only():
+        if all(type(column) is ArrayColumn for column in store.values()):
+            return True
+    for ts, column in store.items():
+        if type(column) is ArrayColumn:
+            store[ts] = column.as_store_column()
+    return False
 
 
 def loom_run(loom, schedule, batch):
@@ -144,6 +173,8 @@ def loom_run(loom, schedule, batch):
 def batch_input(pieces, ts, store=None, parts=None):
     """The batch input of type shape `ts` from its pieces (a layout entry);
     `parts` (an iterator) gives the tensors of the pieces, when not made here."""
+    if pieces[0][0] == STORE_ARRAY:
+        return _array_batch_input(pieces)
     tensors = []
     for piece in pieces:
         kind = piece[0]
@@ -157,6 +188,17 @@ def batch_input(pieces, ts, store=None, parts=None):
         else:
             tensors.append(piece[1])
     return tensors[0] if len(tensors) == 1 else array_ops.concat(tensors, 0)
+
+
+def _array_batch_input(pieces):
+    """The column of the first piece, with the rows of the others appended."""
+    column = pieces[0][1]
+    for piece in pieces[1:]:
+        if piece[0] == CONSTANTS:
+            column.append_array(np.stack([np.asarray(r) for r in piece[1]]))
+        else:
+            column.append(array_ops.gather(piece[1], convert_to_tensor(np.asarray(piece[2], np.int64))))
+    return column.batch()
 
 
 def decode_arguments(codes, arg_splits, with_groups=True):
@@ -182,22 +224,28 @@ def _columns(args):
     return list(np.array(args, np.int64).T)
 
 
-def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group):
+def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group, renumber=True):
     """{type shape: the store rows the round reads (sorted, distinct)}; the
     arguments reading the store are renumbered in place to their place in
-    that list (the first rows of the type shape's batch input)."""
+    that list (the first rows of the type shape's batch input). Without
+    `renumber` (the store is arrays, read whole): {type shape: None}, the
+    arguments left as they are."""
     reads = {}
     at = np.flatnonzero(arg_source if arg_group is None else (arg_source == 1) & (arg_group == -1))
     if not at.size:
         return reads
     only = registry.only_input_type_shape()
     if only is not None:  # every op reads one type shape (a decoder's state): no need to look each one up
+        if not renumber:
+            return {only: None}
         reads[only], arg_value[at] = _distinct(arg_value[at])
         return reads
     nodes = np.searchsorted(arg_splits, at, side="right") - 1
     table, _, type_shapes = registry.type_shape_tables()
     ids = table[np.asarray(node_op, np.int64)[nodes], arg_input[at]]
     present = np.flatnonzero(np.bincount(ids)).tolist()
+    if not renumber:
+        return {type_shapes[t]: None for t in present}
     for t in present:
         mine = at if len(present) == 1 else at[ids == t]
         reads[type_shapes[t]], arg_value[mine] = _distinct(arg_value[mine])
@@ -247,6 +295,36 @@ def _layout(r, reads, arg_value, arg_group):
     return layout, arg_value
 
 
+def _array_layout(r, registry, store, reads, arg_value, arg_group):
+    """_layout for a store of ArrayColumns: a type shape's batch input is
+    its column, whose rows the arguments reading the store read by their own
+    numbers, then its constants' and variables' rows, appended to the column
+    when the round runs (a variable read by no other piece is read whole)."""
+    layout = {ts: [(STORE_ARRAY, store[ts])] for ts in reads}
+    if not r.groups:
+        return layout, arg_value
+    by_ts = {}
+    for g, (ts, kind, var, rows) in enumerate(r.groups):
+        by_ts.setdefault(ts, []).append((g, kind, var, rows))
+    for ts, groups in by_ts.items():
+        if ts not in reads and len(groups) == 1 and groups[0][1] != CONSTANT:
+            g, _, var, rows = groups[0]
+            at = np.flatnonzero(arg_group == g)
+            arg_value[at] = np.fromiter(rows, np.int64, len(rows))[arg_value[at]]
+            layout[ts] = [(WHOLE_VARIABLE, var)]
+            continue
+        column = store.get(ts)
+        if column is None:
+            column = store[ts] = ArrayColumn(ts, registry.store_capacities)
+        pieces, offset = [(STORE_ARRAY, column)], column.size
+        for g, kind, var, rows in groups:
+            arg_value[np.flatnonzero(arg_group == g)] += offset
+            pieces.append((CONSTANTS, rows) if kind == CONSTANT else (VARIABLE_ROWS, var, rows))
+            offset += len(rows)
+        layout[ts] = pieces
+    return layout, arg_value
+
+
 def stacked_constants(rows, ts):
     """The constant rows (eager tensors) as one batch. While a tape records,
     a row may be computed from a variable: stacked by an op the tape sees."""
@@ -257,11 +335,11 @@ def stacked_constants(rows, ts):
 
 def _store(recorder, planned, results):
     """The live values become rows of the store (a chunk per type shape)."""
-    live, store = planned.live, recorder.store
+    live, store, capacities = planned.live, recorder.store, recorder.registry.store_capacities
     for ts, positions in planned.by_type_shape:
         column = store.get(ts)
         if column is None:
-            column = store[ts] = StoreColumn()
+            column = store[ts] = ArrayColumn(ts, capacities) if planned.arrays else StoreColumn()
         first = column.size
         column.append(results[planned.loom._type_shape_index(ts)])
         values = live if type(positions) is range else map(live.__getitem__, positions)
