@@ -173,7 +173,7 @@ class Registry:
         """Whether every type shape of the registry's ops has a dtype that
         NumPy holds as it is (store.ARRAY_DTYPES): the store may be arrays."""
         if self._array_dtypes is None or self._array_dtypes[0] != len(self.ops):
-            type_shapes = self.type_shape_tables()[2]
+            type_shapes = {ts for info in self.ops for ts in (*info.in_type_shapes, *info.out_type_shapes)}
             numpy_dtypes = (np.dtype(ts.dtype.as_numpy_dtype) for ts in type_shapes)
             self._array_dtypes = (len(self.ops), all(d in ARRAY_DTYPES for d in numpy_dtypes))
         return self._array_dtypes[1]

@@ -133,7 +133,7 @@ class ArrayColumn:
 
     def __init__(self, ts, capacities=None):
         self._capacities, self._ts = {} if capacities is None else capacities, ts
-        self.array = np.empty((self._capacities.get(ts, 64),) + tuple(ts.shape), ts.dtype.as_numpy_dtype)
+        self.array = np.empty((self._capacities.setdefault(ts, 64),) + tuple(ts.shape), ts.dtype.as_numpy_dtype)
         self.size = 0
         self._readonly = _readonly_view(self.array)  # what examples read: rows they cannot change
 
