@@ -1005,9 +1005,12 @@ def live_values(list fresh):
     """The values of `fresh` referenced from anywhere else (an example's
     frame, another value's structure, an output): only they need their
     value after the round. A value held only by `fresh` has two references
-    here: the list's and the loop's."""
+    here: the list's and the loop's. Returns them and their argument codes
+    (node << 8 | output, an Int64s): the round's outputs."""
     cdef list live = []
+    cdef Int64s codes = Int64s()
     for v in fresh:
         if Py_REFCNT(v) > 2:
             live.append(v)
-    return live
+            codes.push((<Value> v).code)
+    return live, codes

@@ -10,7 +10,6 @@ the round's constants and rows of variables copied onto its end, and the
 schedule reads stored rows by their own numbers."""
 
 import time
-from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -19,11 +18,12 @@ from treadle.framework import context, op_execution
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
+from treadle.loom.autobatch._plan import decode_arguments, mark_stored, output_groups, store_read_positions
 from treadle.loom.autobatch._record import live_values
 from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
 from treadle.loom.autobatch.store import ArrayColumn, StoreColumn
-from treadle.loom.autobatch.values import CONSTANT, STORED
+from treadle.loom.autobatch.values import CONSTANT
 from treadle.loom.library import add_to_graph
 from treadle.ops import array_ops
 
@@ -57,24 +57,19 @@ class PlannedRound:
         return rows
 
 
-_source = attrgetter("src")
-_argument_code = itemgetter(4)  # of a pending value's src: (PENDING, node, output, round, argument code)
-
-
 def plan_round(recorder, arrays=False):
     """The round woven; with `arrays`, for a store of ArrayColumns."""
     r = recorder.round
     registry = recorder.registry
     loom = registry.loom()
-    live = live_values(r.fresh)
+    live, codes = live_values(r.fresh)  # codes: node << 8 | output
     # The round's other values are referenced by nothing else: they are freed
     # with the planned round (after it ran), not here; the round no longer
     # holds them, which breaks the cycle round -> value -> its src -> round.
     made, r.fresh = r.fresh, None
-    codes = np.fromiter(map(_argument_code, map(_source, live)), np.int64, len(live))  # node << 8 | output
-    outputs, output_index = codes >> 8, codes & 0xFF
     node_op, arg_splits = np.asarray(r.node_op, np.int64), np.asarray(r.arg_splits, np.int64)
-    by_type_shape = _by_type_shape(registry, node_op[outputs], output_index)
+    _, table, type_shapes = registry.type_shape_tables()
+    outputs, output_index, by_type_shape = output_groups(codes, node_op, table, type_shapes)
     agenda = recorder.schedule == "agenda"
     columns = decode_arguments(r.args, arg_splits, with_groups=bool(r.groups) or agenda)
     if recorder.count_launches:
@@ -103,25 +98,6 @@ def plan_round(recorder, arrays=False):
     if recorder.count_launches:
         recorder.stats[-1].update(launches)
     return PlannedRound(loom, weaver, live, layout, by_type_shape, made, arrays)
-
-
-def _by_type_shape(registry, ops, output_index):
-    """[(type shape, positions)] of values that are output `output_index[i]`
-    of a node of op `ops[i]`: each type shape's positions, in order."""
-    if not len(ops):
-        return []
-    _, table, type_shapes = registry.type_shape_tables()
-    ids = table[ops, output_index]
-    counts = np.bincount(ids).tolist()
-    if counts[ids[0]] == len(ops):
-        return [(type_shapes[int(ids[0])], range(len(ops)))]
-    order = np.argsort(ids, kind="stable").tolist()  # positions by type shape, each in order
-    groups, start = [], 0
-    for t, n in enumerate(counts):
-        if n:
-            groups.append((type_shapes[t], order[start:start + n]))
-            start += n
-    return groups
 
 
 def run_round(recorder):
@@ -201,27 +177,12 @@ def _array_batch_input(pieces):
     return column.batch()
 
 
-def decode_arguments(codes, arg_splits, with_groups=True):
-    """(input, source, value, output, group) arrays of the round's argument
-    codes (values.py): source 0 reads output `output` of node `value`,
-    source 1 row `value` of a batch input, numbered in `group` (-1: final).
-    Without groups (a round that read no constants or rows of variables:
-    every row is the store's), `group` is None."""
-    codes = np.asarray(codes, np.int64)
-    arg_input = np.arange(len(codes), dtype=np.int64) - np.repeat(arg_splits[:-1], np.diff(arg_splits))
-    is_row = codes < 0
-    rows = ~codes  # -1 - code
-    value = np.where(is_row, rows >> 16, codes >> 8)
-    output = np.where(is_row, 0, codes & 0xFF)
-    group = np.where(is_row, (rows & 0xFFFF) - 1, -1) if with_groups else None
-    return [arg_input, is_row.view(np.int8), value, output, group]
-
-
 def _columns(args):
-    """(input, source, value, output, group) argument rows as int64 arrays."""
-    if not args:
-        return [np.zeros(0, np.int64) for _ in range(5)]
-    return list(np.array(args, np.int64).T)
+    """(input, source, value, output, group) argument rows as arrays, as
+    decode_arguments makes them (int64, source int8)."""
+    columns = [np.zeros(0, np.int64) for _ in range(5)] if not args else list(np.array(args, np.int64).T)
+    columns[1] = columns[1].astype(np.int8)
+    return columns
 
 
 def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group, renumber=True):
@@ -231,7 +192,7 @@ def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value
     `renumber` (the store is arrays, read whole): {type shape: None}, the
     arguments left as they are."""
     reads = {}
-    at = np.flatnonzero(arg_source if arg_group is None else (arg_source == 1) & (arg_group == -1))
+    at = store_read_positions(arg_source, arg_group)
     if not at.size:
         return reads
     only = registry.only_input_type_shape()
@@ -342,6 +303,4 @@ def _store(recorder, planned, results):
             column = store[ts] = ArrayColumn(ts, capacities) if planned.arrays else StoreColumn()
         first = column.size
         column.append(results[planned.loom._type_shape_index(ts)])
-        values = live if type(positions) is range else map(live.__getitem__, positions)
-        for value, row in zip(values, range(first, column.size)):
-            value.src = (STORED, ts, row, -1 - (row << 16))  # row_code(row), inline: once per value
+        mark_stored(live, positions, ts, first)
