@@ -1,18 +1,24 @@
 """The store of an autobatched call: per type shape, the rows its rounds
 computed that were still in use, numbered from 0 in the order they came.
 
-Each round's rows are a tensor of their own (a chunk), merged with the
-previous chunks as a binary counter carries: a store kept as one tensor is
-copied whole at each round, which costs a call with a round per decision
-more than its matrix products. A round's batch input holds only the rows it reads, gathered
-from their chunks (a chunk read whole and in order is used as it is).
-
 Outside a gradient tape and a graph being traced nothing needs the rows as
 the ops' own tensors: a type shape's rows are then one NumPy array (an
 ArrayColumn) that each round's rows are copied onto the end of, grown by
 doubling. A round reads it whole, as a tensor sharing its memory (rows once
 written never change), so its batch input costs no gather and no copy, and
-the schedule reads store rows by their own numbers."""
+the schedule reads store rows by their own numbers.
+
+Under a tape (or in a graph), each round's rows stay the tensor its LoomRun
+returned (a chunk, a StoreColumn's), and a round's batch input holds only
+the rows it reads, gathered from their chunks (a chunk read whole and in
+order is used as it is). Chunks are never merged: a chunk's gradient is
+then the concatenation of the slices its gathers give, made dense once, by
+the gradient of the LoomRun that made it. A merged chunk would get both
+its merge's dense gradient and its gathers' slices, so each gather's slices
+would be made dense at the merged chunk's size, and added up: every round
+would pay for the whole store. (A store kept as one tensor, copied whole
+at each round, costs a call with a round per decision more than its matrix
+products.)"""
 
 import functools
 from bisect import bisect_right
@@ -37,24 +43,12 @@ class StoreColumn:
         self._arrays = {}  # chunk index -> its NumPy value (read by examples)
 
     def append(self, tensor):
-        """Adds a round's rows (its output tensor of this type shape). The
-        last two chunks merge while the older is no larger, as the digits
-        of a binary counter carry: about log2(rounds) chunks remain (few
-        gathers per round), and each row is copied about log2(rounds) times."""
+        """Adds a round's rows (its output tensor of this type shape), a chunk of its own."""
         n = tensor._shape_tuple()[0]
         self.starts.append(self.size)
         self.chunks.append(tensor)
         self.counts.append(n)
         self.size += n
-        counts = self.counts
-        while len(counts) > 1 and counts[-2] <= counts[-1]:
-            last = self.chunks.pop()
-            self.starts.pop()
-            merged = counts.pop()
-            counts[-1] += merged
-            self.chunks[-1] = concat_rows([self.chunks[-1], last])
-            self._arrays.pop(len(self.chunks) - 1, None)
-            self._arrays.pop(len(self.chunks), None)
 
     def _locate(self, row):
         starts = self.starts
