@@ -1,6 +1,7 @@
 """td.loom.autobatch's loom, built again when a call makes new ops (a list
-of a length not seen before): the earlier ops' traces are reused, not
-traced again, and the new loom computes what NumPy does, with gradients."""
+of a length not seen before): the earlier ops' traces and backward
+functions are reused, not made again, and the new loom computes what NumPy
+does, with gradients."""
 
 import numpy as np
 
@@ -32,6 +33,7 @@ def test_a_loom_built_again_reuses_the_traces_of_its_earlier_ops():
     np.testing.assert_allclose(batched(first).numpy(), np.stack([numpy(xs, w.numpy()) for xs in first]), rtol=1e-12)
     registry = batched._registry
     kept = {name: traced for name, (_, traced) in registry._traces.items()}
+    backward = {name: traced.function._loom_backward for name, traced in kept.items()}
     loom = registry.loom()
     second = [RNG.uniform(-1, 1, (n, 3)) for n in (4, 2, 5)]  # add_n of 4 and 5 values: new ops
     weights = RNG.uniform(-1, 1, (3, 1, 3))
@@ -41,6 +43,7 @@ def test_a_loom_built_again_reuses_the_traces_of_its_earlier_ops():
     assert registry.loom() is not loom and len(registry._traces) > len(kept)
     for name, traced in kept.items():
         assert registry._traces[name][1] is traced  # not traced again
+        assert traced.function._loom_backward is backward[name]  # nor differentiated again
     np.testing.assert_allclose(out.numpy(), np.stack([numpy(xs, w.numpy()) for xs in second]), rtol=1e-12)
 
     def numpy_loss():
