@@ -41,6 +41,15 @@ def test_rows_keep_their_numbers_as_the_array_grows():
     np.testing.assert_array_equal(column.batch().numpy(), everything)
 
 
+def test_rows_of_scalars_read_as_numpy_scalars_and_0d_tensors():
+    column = ArrayColumn(TypeShape(td.float32, ()))
+    column.append(td.constant(np.arange(5, dtype=np.float32)))
+    assert column.numpy_row(2) == 2.0
+    row = column.eager_row(3)
+    assert row.shape.as_list() == [] and float(row.numpy()) == 3.0
+    np.testing.assert_array_equal(column.gather(np.array([4, 1], np.int64)).numpy(), [4.0, 1.0])
+
+
 def test_a_row_read_before_the_array_grows_keeps_its_value():
     column, everything = _filled([64])
     read = column.numpy_row(3)

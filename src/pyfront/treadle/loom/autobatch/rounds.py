@@ -83,10 +83,8 @@ def plan_round(recorder, arrays=False):
         loom = registry.loom()  # with the pass-through ops
     arg_input, arg_source, arg_value, arg_output, arg_group = columns
     reads = _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group, not arrays)
-    if arrays:
-        layout, arg_value = _array_layout(r, registry, recorder.store, reads, arg_value, arg_group)
-    else:
-        layout, arg_value = _layout(r, reads, arg_value, arg_group)
+    column_of = (lambda ts: _array_column(recorder, ts)) if arrays else None
+    layout, arg_value = _layout(r, reads, arg_value, arg_group, column_of)
     # The core's weaver, without Weaver's per-op callers and its checks that
     # user arrays hold integers of the right width: these arrays are made
     # here (int64 where the core takes int32: it converts them, more cheaply
@@ -226,27 +224,34 @@ def _distinct(values):
     return np.array(distinct, np.int64), [place[v] for v in items]
 
 
-def _layout(r, reads, arg_value, arg_group):
+def _layout(r, reads, arg_value, arg_group, column_of=None):
     """({type shape: pieces of its batch input}, the arguments' final rows):
     per type shape, the store's rows the round reads, then the constants'
     rows, then each variable's rows (a variable alone is its own batch
-    input, read whole)."""
-    layout = {ts: [(STORE, rows)] for ts, rows in reads.items()}
+    input, read whole). With `column_of` (the store is ArrayColumns;
+    column_of(ts) gives a type shape's, made if new), the store's piece is
+    (STORE_ARRAY, the whole column), read by the rows' own numbers, and the
+    round's rows follow the column's."""
+    def stored(ts):  # (the pieces of the store, their number of rows)
+        if column_of is not None:
+            column = column_of(ts)
+            return [(STORE_ARRAY, column)], column.size
+        rows = reads.get(ts)
+        return ([], 0) if rows is None else ([(STORE, rows)], len(rows))
+    layout = {ts: stored(ts)[0] for ts in reads}
     if not r.groups:
         return layout, arg_value
     by_ts = {}
     for g, (ts, kind, var, rows) in enumerate(r.groups):
         by_ts.setdefault(ts, []).append((g, kind, var, rows))
     for ts, groups in by_ts.items():
-        stored = reads.get(ts)
-        if stored is None and len(groups) == 1 and groups[0][1] != CONSTANT:
+        if ts not in reads and len(groups) == 1 and groups[0][1] != CONSTANT:
             g, _, var, rows = groups[0]
             at = np.flatnonzero(arg_group == g)  # positions: much cheaper than a boolean mask's indexing
             arg_value[at] = np.fromiter(rows, np.int64, len(rows))[arg_value[at]]
             layout[ts] = [(WHOLE_VARIABLE, var)]
             continue
-        pieces = [] if stored is None else [(STORE, stored)]
-        offset = 0 if stored is None else len(stored)
+        pieces, offset = stored(ts)
         for g, kind, var, rows in groups:
             if offset:
                 arg_value[np.flatnonzero(arg_group == g)] += offset
@@ -256,34 +261,12 @@ def _layout(r, reads, arg_value, arg_group):
     return layout, arg_value
 
 
-def _array_layout(r, registry, store, reads, arg_value, arg_group):
-    """_layout for a store of ArrayColumns: a type shape's batch input is
-    its column, whose rows the arguments reading the store read by their own
-    numbers, then its constants' and variables' rows, appended to the column
-    when the round runs (a variable read by no other piece is read whole)."""
-    layout = {ts: [(STORE_ARRAY, store[ts])] for ts in reads}
-    if not r.groups:
-        return layout, arg_value
-    by_ts = {}
-    for g, (ts, kind, var, rows) in enumerate(r.groups):
-        by_ts.setdefault(ts, []).append((g, kind, var, rows))
-    for ts, groups in by_ts.items():
-        if ts not in reads and len(groups) == 1 and groups[0][1] != CONSTANT:
-            g, _, var, rows = groups[0]
-            at = np.flatnonzero(arg_group == g)
-            arg_value[at] = np.fromiter(rows, np.int64, len(rows))[arg_value[at]]
-            layout[ts] = [(WHOLE_VARIABLE, var)]
-            continue
-        column = store.get(ts)
-        if column is None:
-            column = store[ts] = ArrayColumn(ts, registry.store_capacities)
-        pieces, offset = [(STORE_ARRAY, column)], column.size
-        for g, kind, var, rows in groups:
-            arg_value[np.flatnonzero(arg_group == g)] += offset
-            pieces.append((CONSTANTS, rows) if kind == CONSTANT else (VARIABLE_ROWS, var, rows))
-            offset += len(rows)
-        layout[ts] = pieces
-    return layout, arg_value
+def _array_column(recorder, ts):
+    """The store's ArrayColumn of type shape `ts`, made if new."""
+    column = recorder.store.get(ts)
+    if column is None:
+        column = recorder.store[ts] = ArrayColumn(ts, recorder.registry.store_capacities)
+    return column
 
 
 def stacked_constants(rows, ts):
@@ -296,11 +279,14 @@ def stacked_constants(rows, ts):
 
 def _store(recorder, planned, results):
     """The live values become rows of the store (a chunk per type shape)."""
-    live, store, capacities = planned.live, recorder.store, recorder.registry.store_capacities
+    live, store = planned.live, recorder.store
     for ts, positions in planned.by_type_shape:
-        column = store.get(ts)
-        if column is None:
-            column = store[ts] = ArrayColumn(ts, capacities) if planned.arrays else StoreColumn()
+        if planned.arrays:
+            column = _array_column(recorder, ts)
+        else:
+            column = store.get(ts)
+            if column is None:
+                column = store[ts] = StoreColumn()
         first = column.size
         column.append(results[planned.loom._type_shape_index(ts)])
         mark_stored(live, positions, ts, first)

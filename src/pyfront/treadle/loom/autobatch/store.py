@@ -156,7 +156,8 @@ class ArrayColumn:
         return self._readonly[row]
 
     def eager_row(self, row):
-        return _core.tensor_from_numpy(self.array[row], False)
+        """Row `row` as an eager tensor (sharing the array's memory; a 0-d one for scalar rows)."""
+        return _core.tensor_from_numpy(self.array[row, ...], False)
 
     def gather(self, rows):
         """One tensor of the rows `rows` (an int64 array, any order, repeats allowed)."""
