@@ -97,3 +97,17 @@ def test_mark_stored_gives_each_value_its_row_and_row_code():
     assert values[5].src == (STORED, "ts", 70002, row_code(70002))
     assert values[0].src == (STORED, "other", 3, row_code(3))
     assert values[2].src == (STORED, "x", 0, row_code(0))  # not listed: unchanged
+
+
+def test_the_loops_refuse_out_of_range_entries_instead_of_reading_past_arrays():
+    table = np.zeros((2, 1), np.int64)
+    with pytest.raises(ValueError, match="output 0 of node 5"):
+        output_groups(np.array([5 << 8], np.int64), np.array([0, 1], np.int64), table, ["ts"])
+    with pytest.raises(ValueError, match="output 3 of node 0"):
+        output_groups(np.array([3], np.int64), np.array([0, 1], np.int64), table, ["ts"])
+    with pytest.raises(ValueError, match="type shape number 1, of 1"):
+        output_groups(np.array([0], np.int64), np.array([0], np.int64), np.ones((1, 1), np.int64), ["ts"])
+    with pytest.raises(ValueError, match="2 groups for 3 arguments"):
+        store_read_positions(np.ones(3, np.int8), np.zeros(2, np.int64))
+    with pytest.raises(IndexError, match="position 2 of a live value, of 2"):
+        mark_stored([None, None], [2], "ts", 0)

@@ -59,7 +59,8 @@ def output_groups(codes, node_op, table, list type_shapes):
     cdef const int64_t[:] c = codes
     cdef const int64_t[:] ops = node_op
     cdef const int64_t[:, :] t = table
-    cdef Py_ssize_t n = c.shape[0], i, k
+    cdef Py_ssize_t n = c.shape[0], num_nodes = ops.shape[0], i, k
+    cdef int64_t node, output, count = len(type_shapes)
     nodes, outputs = np.empty(n, np.int64), np.empty(n, np.int64)
     cdef int64_t[:] a_nodes = nodes, a_outputs = outputs
     ids = np.empty(n, np.int64)
@@ -67,8 +68,14 @@ def output_groups(codes, node_op, table, list type_shapes):
     cdef int64_t first = -1
     cdef bint one = True
     for i in range(n):
-        a_nodes[i], a_outputs[i] = c[i] >> 8, c[i] & 0xFF
-        a_ids[i] = t[ops[a_nodes[i]], a_outputs[i]]
+        node, output = c[i] >> 8, c[i] & 0xFF
+        if not (0 <= node < num_nodes and 0 <= ops[node] < t.shape[0] and output < t.shape[1]):
+            raise ValueError(f"live value {i} is output {output} of node {node}, which the round's "
+                             f"{num_nodes} nodes and the type-shape table do not have")
+        a_nodes[i], a_outputs[i] = node, output
+        a_ids[i] = t[ops[node], output]
+        if not 0 <= a_ids[i] < count:
+            raise ValueError(f"live value {i} has type shape number {a_ids[i]}, of {count}")
         if i == 0:
             first = a_ids[0]
         elif a_ids[i] != first:
@@ -86,9 +93,11 @@ def output_groups(codes, node_op, table, list type_shapes):
 def mark_stored(list live, positions, ts, Py_ssize_t first):
     """The values live[p] for p in `positions` are rows first, first + 1, ...
     of the store's column of type shape `ts` (src (STORED, ts, row, its row code))."""
-    cdef Py_ssize_t row = first, p
+    cdef Py_ssize_t row = first, p, n = len(live)
     cdef int64_t code
     for p in positions:
+        if not 0 <= p < n:
+            raise IndexError(f"position {p} of a live value, of {n}")
         code = -1 - (<int64_t> row << 16)  # values.row_code(row)
         live[p].src = (STORED, ts, row, code)
         row += 1
@@ -100,9 +109,11 @@ def store_read_positions(source, group):
     cdef const int8_t[:] s = source
     cdef const int64_t[:] g
     cdef bint grouped = group is not None
+    cdef Py_ssize_t n = s.shape[0], e, k = 0
     if grouped:
         g = group
-    cdef Py_ssize_t n = s.shape[0], e, k = 0
+        if g.shape[0] != n:
+            raise ValueError(f"{g.shape[0]} groups for {n} arguments")
     at = np.empty(n, np.int64)
     cdef int64_t[:] a_at = at
     for e in range(n):
