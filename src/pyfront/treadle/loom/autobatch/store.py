@@ -31,7 +31,8 @@ from treadle.framework.op_execution import execute
 
 
 class StoreColumn:
-    """The stored rows of one type shape."""
+    """The stored rows of one type shape, as the tensors of the rounds that
+    computed them (a chunk per round); for rounds run under a tape or in a graph."""
 
     __slots__ = ("chunks", "starts", "counts", "size", "_arrays")
 
@@ -162,8 +163,6 @@ class ArrayColumn:
     def gather(self, rows):
         """One tensor of the rows `rows` (an int64 array, any order, repeats allowed)."""
         return _core.tensor_from_numpy(self.array[rows], False)
-
-    gather_sorted = gather
 
     def as_store_column(self):
         """The rows as a StoreColumn (of one chunk), for rounds run under a tape or in a graph."""
