@@ -70,7 +70,7 @@ def test_value_src_of_every_kind_round_trips():
 def test_store_rows_number_values_as_stored_rows_with_their_argument_codes():
     marker = object()
     values = [Value(None, k, (PENDING, k, 0, marker, k << 8), td.float32, (2,), 0) for k in range(3)]
-    store_rows(iter(values), marker, 7)  # a round's values kept as rows 7, 8 and 9 of a column
+    store_rows(values, range(3), marker, 7)  # a round's values kept as rows 7, 8 and 9 of a column
     assert [v.src for v in values] == [(STORED, marker, row, row_code(row)) for row in (7, 8, 9)]
     assert [v._example for v in values] == [0, 1, 2]
 

@@ -1,7 +1,7 @@
-"""td.loom.autobatch's store (store.py): each round's rows are a chunk,
-merged as a binary counter carries; rows are read (NumPy and eager) and
-gathered in any order, with repeats, across chunks, and gradients flow back
-to the chunks' tensors through the gathers and merges."""
+"""td.loom.autobatch's store under a tape (store.py's StoreColumn): each
+round's rows are a chunk of their own, never merged; rows are read (NumPy
+and eager) and gathered in any order, with repeats, across chunks, and
+gradients flow back to the chunks' tensors through the gathers."""
 
 import numpy as np
 import pytest
@@ -20,16 +20,14 @@ def _column(sizes):
     return column, tensors, parts
 
 
-def test_chunks_merge_as_a_binary_counter_and_rows_keep_their_numbers():
-    column, tensors, parts = _column([4] * 7)
-    chunk_counts = []
+def test_each_round_is_a_chunk_and_rows_keep_their_numbers():
+    column, tensors, parts = _column([4, 4, 1, 6, 4])
     for t in tensors:
         column.append(t)
-        chunk_counts.append(len(column.chunks))
-    assert chunk_counts == [1, 1, 2, 1, 2, 2, 3]  # 1, 2, 2+1, 4, 4+1, 4+2, 4+2+1 chunks of 4 rows
-    assert column.starts == [0, 16, 24] and column.size == 28
+    assert len(column.chunks) == 5 and all(c is t for c, t in zip(column.chunks, tensors))
+    assert column.starts == [0, 4, 8, 9, 15] and column.size == 19
     everything = np.concatenate(parts)
-    for row in (0, 3, 4, 15, 16, 23, 24, 27):
+    for row in (0, 3, 4, 7, 8, 9, 14, 15, 18):
         np.testing.assert_array_equal(column.numpy_row(row), everything[row])
         np.testing.assert_array_equal(column.eager_row(row).numpy(), everything[row])
 
@@ -46,16 +44,16 @@ def test_gather_reads_any_rows_in_any_order_across_chunks():
     np.testing.assert_array_equal(whole.numpy(), everything)
 
 
-def test_reads_after_a_merge_see_the_merged_rows():
+def test_reads_of_a_chunk_stay_right_as_chunks_are_added():
     column, tensors, parts = _column([3, 3])
     column.append(tensors[0])
     np.testing.assert_array_equal(column.numpy_row(2), parts[0][2])  # caches chunk 0's array
-    column.append(tensors[1])  # merges with chunk 0
-    assert len(column.chunks) == 1
+    column.append(tensors[1])
+    np.testing.assert_array_equal(column.numpy_row(2), parts[0][2])
     np.testing.assert_array_equal(column.numpy_row(4), parts[1][1])
 
 
-def test_gradients_reach_every_chunk_through_merges_and_gathers():
+def test_gradients_reach_every_chunk_through_the_gathers():
     sources = [td.Variable(RNG.uniform(-1, 1, (n, 3))) for n in (2, 2, 1)]
     weights = RNG.uniform(-1, 1, (5, 3))
     rows = np.array([4, 0, 2, 2, 1], np.int64)

@@ -47,7 +47,17 @@ def attach_backward_functions(traced_ops):
 
 def _backward_of(fn):
     """(the gradient level of `fn`, its GraphBackward) when the loom can run
-    its gradient, else None."""
+    its gradient, else None. Cached on `fn`: a loom built again with more
+    ops (td.loom.autobatch's, which keeps its ops' functions) reuses it."""
+    try:
+        return fn._loom_backward
+    except AttributeError:
+        pass
+    fn._loom_backward = backward = _make_backward(fn)
+    return backward
+
+
+def _make_backward(fn):
     try:
         level = function_gradient(fn).level(0)
         # The runtime adds up dense gradients: a capture read through a

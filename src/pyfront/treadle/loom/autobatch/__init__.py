@@ -21,10 +21,10 @@ batches the tensor work of all of them:
   (`float(p)`, `bool(p > 0.5)`, `p.numpy()`, an `if` or `while` on it)
   suspends that example; once every unfinished example waits or is done,
   the recorded work runs as one round and they resume. Values a later round
-  reads come from the store of earlier rounds' results: each round's rows
-  stay a tensor of their own (merged as a binary counter carries, so the
-  store is never copied whole per round), and a round's batch input holds
-  only the stored rows it reads (store.py).
+  reads come from the store of earlier rounds' results: per type shape one
+  NumPy array that rounds append to and read whole, without a copy; under
+  a tape, each round's rows stay the tensor its LoomRun returned, and a
+  round's batch input gathers only the stored rows it reads (store.py).
 - Gradients. Every round is an eager LoomRun whose inputs are the variables'
   values and the store, so a td.GradientTape around the call gives gradients
   to every variable `fn` reads, through every round; rows of a variable get

@@ -1081,23 +1081,29 @@ def live_values(list fresh):
     """The values of `fresh` referenced from anywhere else (an example's
     frame, another value's structure, an output): only they need their
     value after the round. A value held only by `fresh` has two references
-    here: the list's and the loop's."""
+    here: the list's and the loop's. Returns them and their argument codes
+    (node << 8 | output, an Int64s): the round's outputs."""
     cdef list live = []
+    cdef Int64s codes = Int64s()
     for v in fresh:
         if Py_REFCNT(v) > 2:
             live.append(v)
-    return live
+            codes.push((<Value> v).code)
+    return live, codes
 
 
-def store_rows(values, ts, Py_ssize_t first):
-    """The values (an iterable) become rows first, first + 1, ... of the
-    store's column of type shape `ts` (rounds._store, once per value a
-    round computed that is still in use): their fields are set here, and
-    their src tuple is made only when asked for."""
+def store_rows(list live, positions, ts, Py_ssize_t first):
+    """The values live[p] for p in `positions` (a range or a list) become
+    rows first, first + 1, ... of the store's column of type shape `ts`
+    (rounds._store, once per value a round computed that is still in use):
+    their fields are set here, and their src tuple, (STORED, ts, row, its
+    row code), is made only when asked for."""
     cdef Value v
-    cdef Py_ssize_t row = first
-    for x in values:
-        v = <Value> x
+    cdef Py_ssize_t row = first, p, n = len(live)
+    for p in positions:
+        if not 0 <= p < n:
+            raise IndexError(f"position {p} of a live value, of {n}")
+        v = <Value?> live[p]
         v.kind = _STORED
         v.round = None
         v.other_src = None

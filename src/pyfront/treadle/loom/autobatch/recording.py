@@ -41,7 +41,7 @@ class Recorder(RecorderFields):
         self.current = None       # the index of the example running now (None: no example runs)
         self.finished = False
         self.round = Round()
-        self.store = {}           # type shape -> StoreColumn of the rows computed so far (store.py)
+        self.store = {}           # type shape -> ArrayColumn or StoreColumn of the rows so far (store.py)
         self.wait = None          # set by the scheduler: wait(value) suspends the running example
         self.stats = []           # per round: {"nodes", "loom_depth", and with count_launches launch_counts'}
         self.count_launches = False

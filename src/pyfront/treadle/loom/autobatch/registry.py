@@ -8,9 +8,11 @@ from treadle.framework.func_graph import FuncGraph
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
 from treadle.loom.autobatch.batched_ops import CellOp, PrimitiveOp, RaggedSumOp, Slot
+from treadle.loom.autobatch.store import ARRAY_DTYPES
 from treadle.loom.autobatch.values import MAX_OUTPUTS
 from treadle.loom.loom import Loom
 from treadle.loom.loom_op import PassThroughLoomOp
+from treadle.loom.tracing import trace_op
 from treadle.loom.type_shape import TypeShape
 from treadle.util import nest
 
@@ -72,9 +74,12 @@ class Registry:
         self._signatures = {}  # (dtype, shape) -> a small int naming it in keys (cheap to hash)
         self._loom = None
         self._loom_size = 0
+        self._traces = {}  # op name -> (LoomOp, its TracedOp): kept for the next loom
         self._tables = None
         self._only_input = None  # (number of ops, the type shape all their inputs have, or None)
         self._ragged = None      # (number of ops, per op whether its one input is ragged: a bool array)
+        self._array_dtypes = None  # (number of ops, whether all their type shapes' dtypes are ARRAY_DTYPES)
+        self.store_capacities = {}  # type shape -> rows of the largest ArrayColumn so far (store.py)
 
     def signature(self, dtype, shape):
         key = (dtype, shape)
@@ -160,7 +165,7 @@ class Registry:
             ops = dict(zip(self.op_names(), (info.op for info in self.ops)))
             inputs = {ts for info in self.ops for ts in info.in_type_shapes}
             batch = {ts: _empty_batch(ts) for ts in inputs}
-            self._loom = Loom(named_ops=ops, batch_inputs=batch)
+            self._loom = _RegistryLoom(self._traces, named_ops=ops, batch_inputs=batch)
             self._loom_size = len(self.ops)
             self._loom_op_indices = np.array([self._loom._op_index(name) for name in ops], np.int32)
         return self._loom
@@ -185,6 +190,15 @@ class Registry:
                             table([info.out_type_shapes for info in self.ops]), type_shapes)
         return self._tables
 
+    def array_dtypes_only(self):
+        """Whether every type shape of the registry's ops has a dtype that
+        NumPy holds as it is (store.ARRAY_DTYPES): the store may be arrays."""
+        if self._array_dtypes is None or self._array_dtypes[0] != len(self.ops):
+            type_shapes = {ts for info in self.ops for ts in (*info.in_type_shapes, *info.out_type_shapes)}
+            numpy_dtypes = (np.dtype(ts.dtype.as_numpy_dtype) for ts in type_shapes)
+            self._array_dtypes = (len(self.ops), all(d in ARRAY_DTYPES for d in numpy_dtypes))
+        return self._array_dtypes[1]
+
     def only_input_type_shape(self):
         """The type shape that every input of every op of the registry has,
         or None (a decoder's ops all read its state: a round's store reads
@@ -198,6 +212,29 @@ class Registry:
         """Per op of the registry, its index in the loom (for a bulk weave)."""
         self.loom()
         return self._loom_op_indices
+
+
+class _RegistryLoom(Loom):
+    """The loom of a registry's ops, whose traces (each op's batched
+    function, traced by vectorized_map) are kept in `traces` ({op name:
+    (op, TracedOp)}): a loom built again because ops were added traces only
+    those. (A call whose examples make new ops, a list call of a new length
+    say, builds the loom again; tracing every op again cost most of it.)"""
+
+    def __init__(self, traces, **kwargs):
+        self._kept_traces = traces
+        super().__init__(**kwargs)
+
+    def _trace_ops(self):
+        traced = {}
+        for name, op in self._ops:
+            if type(op) is PassThroughLoomOp:
+                continue
+            kept = self._kept_traces.get(name)
+            if kept is None or kept[0] is not op:
+                kept = self._kept_traces[name] = (op, trace_op(name, op))
+            traced[name] = kept[1]
+        return traced
 
 
 def _is_slot(leaf):

@@ -2,10 +2,14 @@
 bulk call (Weaver.weave) and run by one LoomRun over the loom of every op
 so far; its batch inputs hold, per type shape, the rows the nodes read
 (computed by earlier rounds, constants, rows of variables: one gather per
-variable), and the values still in use are added to the store."""
+variable), and the values still in use are added to the store.
+
+Outside a tape and a graph being traced, the store is NumPy arrays
+(store.ArrayColumn): a type shape's batch input is then its whole column,
+the round's constants and rows of variables copied onto its end, and the
+schedule reads stored rows by their own numbers."""
 
 import time
-from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -14,25 +18,30 @@ from treadle.framework import context, op_execution
 from treadle.framework.op_execution import execute
 from treadle.framework.tensor import convert_to_tensor
 from treadle.framework.variables import Variable
+from treadle.loom.autobatch._plan import decode_arguments, output_groups, store_read_positions
 from treadle.loom.autobatch._record import live_values, store_rows
 from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
-from treadle.loom.autobatch.store import StoreColumn
+from treadle.loom.autobatch.store import ArrayColumn, StoreColumn
 from treadle.loom.autobatch.values import CONSTANT
 from treadle.loom.library import add_to_graph
 from treadle.ops import array_ops
 
 STORE, CONSTANTS, VARIABLE_ROWS, WHOLE_VARIABLE = "store", "constants", "variable rows", "variable"
+STORE_ARRAY = "store array"  # (STORE_ARRAY, column): an ArrayColumn's rows, the round's own appended
 
 
 class PlannedRound:
     """A round woven but not run: the loom, the weaver, the live values
     (outputs, in order) and, per type shape, the pieces of its batch input:
     (STORE, rows), (CONSTANTS, rows), (VARIABLE_ROWS, variable, rows) or
-    (WHOLE_VARIABLE, variable) (the variable alone, read whole)."""
+    (WHOLE_VARIABLE, variable) (the variable alone, read whole); with
+    `arrays` (the store is ArrayColumns), (STORE_ARRAY, column) first, then
+    the constants' and variables' rows to append to the column."""
 
-    def __init__(self, loom, weaver, live, layout, by_type_shape, made=()):
+    def __init__(self, loom, weaver, live, layout, by_type_shape, made=(), arrays=False):
         self.loom, self.weaver, self.live, self.layout = loom, weaver, live, layout
+        self.arrays = arrays
         self.made = made  # every value the round made (most freed with this object)
         # [(type shape, the positions in `live` of its values, in order: a
         # list or a range)]: the loom's outputs of that type shape, in the same order.
@@ -48,23 +57,19 @@ class PlannedRound:
         return rows
 
 
-_source = attrgetter("src")
-_argument_code = itemgetter(4)  # of a pending value's src: (PENDING, node, output, round, argument code)
-
-
-def plan_round(recorder):
+def plan_round(recorder, arrays=False):
+    """The round woven; with `arrays`, for a store of ArrayColumns."""
     r = recorder.round
     registry = recorder.registry
     loom = registry.loom()
-    live = live_values(r.fresh)
+    live, codes = live_values(r.fresh)  # codes: node << 8 | output
     # The round's other values are referenced by nothing else: they are freed
     # with the planned round (after it ran), not here; the round no longer
     # holds them, which breaks the cycle round -> value -> its src -> round.
     made, r.fresh = r.fresh, None
-    codes = np.fromiter(map(_argument_code, map(_source, live)), np.int64, len(live))  # node << 8 | output
-    outputs, output_index = codes >> 8, codes & 0xFF
     node_op, arg_splits = np.asarray(r.node_op, np.int64), np.asarray(r.arg_splits, np.int64)
-    by_type_shape = _by_type_shape(registry, node_op[outputs], output_index)
+    _, table, type_shapes = registry.type_shape_tables()
+    outputs, output_index, by_type_shape = output_groups(codes, node_op, table, type_shapes)
     agenda = recorder.schedule == "agenda"
     columns = decode_arguments(r.args, arg_splits, with_groups=bool(r.groups) or agenda)
     ragged = registry.ragged_ops()
@@ -80,8 +85,9 @@ def plan_round(recorder):
         outputs = new_index[outputs]
         loom = registry.loom()  # with the pass-through ops
     arg_input, arg_source, arg_value, arg_output, arg_group = columns
-    reads = _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group)
-    layout, arg_value = _layout(r, reads, arg_value, arg_group)
+    reads = _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group, not arrays)
+    column_of = (lambda ts: _array_column(recorder, ts)) if arrays else None
+    layout, arg_value = _layout(r, reads, arg_value, arg_group, column_of)
     # The core's weaver, without Weaver's per-op callers and its checks that
     # user arrays hold integers of the right width: these arrays are made
     # here (int64 where the core takes int32: it converts them, more cheaply
@@ -92,26 +98,7 @@ def plan_round(recorder):
     recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
     if recorder.count_launches:
         recorder.stats[-1].update(launches)
-    return PlannedRound(loom, weaver, live, layout, by_type_shape, made)
-
-
-def _by_type_shape(registry, ops, output_index):
-    """[(type shape, positions)] of values that are output `output_index[i]`
-    of a node of op `ops[i]`: each type shape's positions, in order."""
-    if not len(ops):
-        return []
-    _, table, type_shapes = registry.type_shape_tables()
-    ids = table[ops, output_index]
-    counts = np.bincount(ids).tolist()
-    if counts[ids[0]] == len(ops):
-        return [(type_shapes[int(ids[0])], range(len(ops)))]
-    order = np.argsort(ids, kind="stable").tolist()  # positions by type shape, each in order
-    groups, start = [], 0
-    for t, n in enumerate(counts):
-        if n:
-            groups.append((type_shapes[t], order[start:start + n]))
-            start += n
-    return groups
+    return PlannedRound(loom, weaver, live, layout, by_type_shape, made, arrays)
 
 
 def run_round(recorder):
@@ -120,7 +107,7 @@ def run_round(recorder):
     if not len(recorder.round):
         return
     t0 = time.perf_counter()
-    planned = plan_round(recorder)
+    planned = plan_round(recorder, _store_as_arrays(recorder))
     t1 = time.perf_counter()
     batch = {ts: batch_input(pieces, ts, recorder.store) for ts, pieces in planned.layout.items()}
     results = loom_run(planned.loom, planned.weaver._schedule(), batch)
@@ -128,6 +115,22 @@ def run_round(recorder):
     planned.made = None  # the values no longer referenced are freed (counted in the run)
     recorder.stats[-1].update(plan_seconds=t1 - t0, run_seconds=time.perf_counter() - t1)
     recorder.round = type(recorder.round)()
+
+
+def _store_as_arrays(recorder):
+    """Whether this round keeps the store as ArrayColumns: no tape records
+    ops, no graph is being traced, every dtype is NumPy's and the store is
+    not StoreColumns already. Otherwise any ArrayColumn becomes a
+    StoreColumn, for good (a tape opened inside an example sees the rounds
+    from then on, as it would with StoreColumns from the start)."""
+    store = recorder.store
+    if not op_execution.op_recorders and context.current_graph() is None and recorder.registry.array_dtypes_only():
+        if all(type(column) is ArrayColumn for column in store.values()):
+            return True
+    for ts, column in store.items():
+        if type(column) is ArrayColumn:
+            store[ts] = column.as_store_column()
+    return False
 
 
 def loom_run(loom, schedule, batch):
@@ -147,6 +150,8 @@ def loom_run(loom, schedule, batch):
 def batch_input(pieces, ts, store=None, parts=None):
     """The batch input of type shape `ts` from its pieces (a layout entry);
     `parts` (an iterator) gives the tensors of the pieces, when not made here."""
+    if pieces[0][0] == STORE_ARRAY:
+        return _array_batch_input(pieces)
     tensors = []
     for piece in pieces:
         kind = piece[0]
@@ -162,20 +167,15 @@ def batch_input(pieces, ts, store=None, parts=None):
     return tensors[0] if len(tensors) == 1 else array_ops.concat(tensors, 0)
 
 
-def decode_arguments(codes, arg_splits, with_groups=True):
-    """(input, source, value, output, group) arrays of the round's argument
-    codes (values.py): source 0 reads output `output` of node `value`,
-    source 1 row `value` of a batch input, numbered in `group` (-1: final).
-    Without groups (a round that read no constants or rows of variables:
-    every row is the store's), `group` is None."""
-    codes = np.asarray(codes, np.int64)
-    arg_input = np.arange(len(codes), dtype=np.int64) - np.repeat(arg_splits[:-1], np.diff(arg_splits))
-    is_row = codes < 0
-    rows = ~codes  # -1 - code
-    value = np.where(is_row, rows >> 16, codes >> 8)
-    output = np.where(is_row, 0, codes & 0xFF)
-    group = np.where(is_row, (rows & 0xFFFF) - 1, -1) if with_groups else None
-    return [arg_input, is_row.view(np.int8), value, output, group]
+def _array_batch_input(pieces):
+    """The column of the first piece, with the rows of the others appended."""
+    column = pieces[0][1]
+    for piece in pieces[1:]:
+        if piece[0] == CONSTANTS:
+            column.append_array(np.stack([np.asarray(r) for r in piece[1]]))
+        else:
+            column.append(array_ops.gather(piece[1], convert_to_tensor(np.asarray(piece[2], np.int64))))
+    return column.batch()
 
 
 def _into_ragged_inputs(arg_input, ragged_nodes, arg_splits):
@@ -186,28 +186,35 @@ def _into_ragged_inputs(arg_input, ragged_nodes, arg_splits):
 
 
 def _columns(args):
-    """(input, source, value, output, group) argument rows as int64 arrays."""
-    if not args:
-        return [np.zeros(0, np.int64) for _ in range(5)]
-    return list(np.array(args, np.int64).T)
+    """(input, source, value, output, group) argument rows as arrays, as
+    decode_arguments makes them (int64, source int8)."""
+    columns = [np.zeros(0, np.int64) for _ in range(5)] if not args else list(np.array(args, np.int64).T)
+    columns[1] = columns[1].astype(np.int8)
+    return columns
 
 
-def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group):
+def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value, arg_group, renumber=True):
     """{type shape: the store rows the round reads (sorted, distinct)}; the
     arguments reading the store are renumbered in place to their place in
-    that list (the first rows of the type shape's batch input)."""
+    that list (the first rows of the type shape's batch input). Without
+    `renumber` (the store is arrays, read whole): {type shape: None}, the
+    arguments left as they are."""
     reads = {}
-    at = np.flatnonzero(arg_source if arg_group is None else (arg_source == 1) & (arg_group == -1))
+    at = store_read_positions(arg_source, arg_group)
     if not at.size:
         return reads
     only = registry.only_input_type_shape()
     if only is not None:  # every op reads one type shape (a decoder's state): no need to look each one up
+        if not renumber:
+            return {only: None}
         reads[only], arg_value[at] = _distinct(arg_value[at])
         return reads
     nodes = np.searchsorted(arg_splits, at, side="right") - 1
     table, _, type_shapes = registry.type_shape_tables()
     ids = table[np.asarray(node_op, np.int64)[nodes], arg_input[at]]
     present = np.flatnonzero(np.bincount(ids)).tolist()
+    if not renumber:
+        return {type_shapes[t]: None for t in present}
     for t in present:
         mine = at if len(present) == 1 else at[ids == t]
         reads[type_shapes[t]], arg_value[mine] = _distinct(arg_value[mine])
@@ -227,27 +234,34 @@ def _distinct(values):
     return np.array(distinct, np.int64), [place[v] for v in items]
 
 
-def _layout(r, reads, arg_value, arg_group):
+def _layout(r, reads, arg_value, arg_group, column_of=None):
     """({type shape: pieces of its batch input}, the arguments' final rows):
     per type shape, the store's rows the round reads, then the constants'
     rows, then each variable's rows (a variable alone is its own batch
-    input, read whole)."""
-    layout = {ts: [(STORE, rows)] for ts, rows in reads.items()}
+    input, read whole). With `column_of` (the store is ArrayColumns;
+    column_of(ts) gives a type shape's, made if new), the store's piece is
+    (STORE_ARRAY, the whole column), read by the rows' own numbers, and the
+    round's rows follow the column's."""
+    def stored(ts):  # (the pieces of the store, their number of rows)
+        if column_of is not None:
+            column = column_of(ts)
+            return [(STORE_ARRAY, column)], column.size
+        rows = reads.get(ts)
+        return ([], 0) if rows is None else ([(STORE, rows)], len(rows))
+    layout = {ts: stored(ts)[0] for ts in reads}
     if not r.groups:
         return layout, arg_value
     by_ts = {}
     for g, (ts, kind, var, rows) in enumerate(r.groups):
         by_ts.setdefault(ts, []).append((g, kind, var, rows))
     for ts, groups in by_ts.items():
-        stored = reads.get(ts)
-        if stored is None and len(groups) == 1 and groups[0][1] != CONSTANT:
+        if ts not in reads and len(groups) == 1 and groups[0][1] != CONSTANT:
             g, _, var, rows = groups[0]
             at = np.flatnonzero(arg_group == g)  # positions: much cheaper than a boolean mask's indexing
             arg_value[at] = np.fromiter(rows, np.int64, len(rows))[arg_value[at]]
             layout[ts] = [(WHOLE_VARIABLE, var)]
             continue
-        pieces = [] if stored is None else [(STORE, stored)]
-        offset = 0 if stored is None else len(stored)
+        pieces, offset = stored(ts)
         for g, kind, var, rows in groups:
             if offset:
                 arg_value[np.flatnonzero(arg_group == g)] += offset
@@ -255,6 +269,14 @@ def _layout(r, reads, arg_value, arg_group):
             offset += len(rows)
         layout[ts] = pieces
     return layout, arg_value
+
+
+def _array_column(recorder, ts):
+    """The store's ArrayColumn of type shape `ts`, made if new."""
+    column = recorder.store.get(ts)
+    if column is None:
+        column = recorder.store[ts] = ArrayColumn(ts, recorder.registry.store_capacities)
+    return column
 
 
 def stacked_constants(rows, ts):
@@ -269,9 +291,12 @@ def _store(recorder, planned, results):
     """The live values become rows of the store (a chunk per type shape)."""
     live, store = planned.live, recorder.store
     for ts, positions in planned.by_type_shape:
-        column = store.get(ts)
-        if column is None:
-            column = store[ts] = StoreColumn()
+        if planned.arrays:
+            column = _array_column(recorder, ts)
+        else:
+            column = store.get(ts)
+            if column is None:
+                column = store[ts] = StoreColumn()
         first = column.size
         column.append(results[planned.loom._type_shape_index(ts)])
-        store_rows(live if type(positions) is range else map(live.__getitem__, positions), ts, first)
+        store_rows(live, positions, ts, first)

@@ -1,11 +1,24 @@
 """The store of an autobatched call: per type shape, the rows its rounds
 computed that were still in use, numbered from 0 in the order they came.
 
-Each round's rows are a tensor of their own (a chunk), merged with the
-previous chunks as a binary counter carries: a store kept as one tensor is
-copied whole at each round, which costs a call with a round per decision
-more than its matrix products. A round's batch input holds only the rows it reads, gathered
-from their chunks (a chunk read whole and in order is used as it is)."""
+Outside a gradient tape and a graph being traced nothing needs the rows as
+the ops' own tensors: a type shape's rows are then one NumPy array (an
+ArrayColumn) that each round's rows are copied onto the end of, grown by
+doubling. A round reads it whole, as a tensor sharing its memory (rows once
+written never change), so its batch input costs no gather and no copy, and
+the schedule reads store rows by their own numbers.
+
+Under a tape (or in a graph), each round's rows stay the tensor its LoomRun
+returned (a chunk, a StoreColumn's), and a round's batch input holds only
+the rows it reads, gathered from their chunks (a chunk read whole and in
+order is used as it is). Chunks are never merged: a chunk's gradient is
+then the concatenation of the slices its gathers give, made dense once, by
+the gradient of the LoomRun that made it. A merged chunk would get both
+its merge's dense gradient and its gathers' slices, so each gather's slices
+would be made dense at the merged chunk's size, and added up: every round
+would pay for the whole store. (A store kept as one tensor, copied whole
+at each round, costs a call with a round per decision more than its matrix
+products.)"""
 
 import functools
 from bisect import bisect_right
@@ -18,7 +31,8 @@ from treadle.framework.op_execution import execute
 
 
 class StoreColumn:
-    """The stored rows of one type shape."""
+    """The stored rows of one type shape, as the tensors of the rounds that
+    computed them (a chunk per round); for rounds run under a tape or in a graph."""
 
     __slots__ = ("chunks", "starts", "counts", "size", "_arrays")
 
@@ -30,24 +44,12 @@ class StoreColumn:
         self._arrays = {}  # chunk index -> its NumPy value (read by examples)
 
     def append(self, tensor):
-        """Adds a round's rows (its output tensor of this type shape). The
-        last two chunks merge while the older is no larger, as the digits
-        of a binary counter carry: about log2(rounds) chunks remain (few
-        gathers per round), and each row is copied about log2(rounds) times."""
+        """Adds a round's rows (its output tensor of this type shape), a chunk of its own."""
         n = tensor._shape_tuple()[0]
         self.starts.append(self.size)
         self.chunks.append(tensor)
         self.counts.append(n)
         self.size += n
-        counts = self.counts
-        while len(counts) > 1 and counts[-2] <= counts[-1]:
-            last = self.chunks.pop()
-            self.starts.pop()
-            merged = counts.pop()
-            counts[-1] += merged
-            self.chunks[-1] = concat_rows([self.chunks[-1], last])
-            self._arrays.pop(len(self.chunks) - 1, None)
-            self._arrays.pop(len(self.chunks), None)
 
     def _locate(self, row):
         starts = self.starts
@@ -108,3 +110,69 @@ def gather_rows(tensor, rows):
 def concat_rows(tensors):
     """The tensors one after another along axis 0."""
     return execute("ConcatV2", tensors + [_axis0()])[0]
+
+
+# The dtypes an ArrayColumn holds (NumPy's own, shared with tensors without a copy).
+ARRAY_DTYPES = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64, np.int8, np.uint8, np.int32,
+                                                np.int64, np.bool_))
+
+
+class ArrayColumn:
+    """The stored rows of one type shape as one NumPy array, rows [0, size)
+    written (each once) and the rest spare; for rounds run outside a tape
+    and a graph. `capacities` ({type shape: rows}, kept between calls)
+    starts it as large as the largest so far, so that a call like the last
+    one copies no rows to grow it."""
+
+    __slots__ = ("array", "size", "_readonly", "_capacities", "_ts")
+
+    def __init__(self, ts, capacities=None):
+        self._capacities, self._ts = {} if capacities is None else capacities, ts
+        self.array = np.empty((self._capacities.setdefault(ts, 64),) + tuple(ts.shape), ts.dtype.as_numpy_dtype)
+        self.size = 0
+        self._readonly = _readonly_view(self.array)  # what examples read: rows they cannot change
+
+    def append(self, tensor):
+        """Adds a round's rows (its output tensor of this type shape)."""
+        self.append_array(np.asarray(tensor))
+
+    def append_array(self, rows):
+        """Adds rows (an array of them, or a sequence of rows); returns the first one's number."""
+        first, n = self.size, len(rows)
+        if first + n > len(self.array):
+            grown = np.empty((max(2 * len(self.array), first + n),) + self.array.shape[1:], self.array.dtype)
+            grown[:first] = self.array[:first]
+            self.array, self._readonly = grown, _readonly_view(grown)
+            self._capacities[self._ts] = len(grown)
+        self.array[first:first + n] = rows
+        self.size = first + n
+        return first
+
+    def batch(self):
+        """Every row so far, as one tensor sharing the array's memory."""
+        return _core.tensor_from_numpy(self.array[:self.size], False)
+
+    def numpy_row(self, row):
+        """Row `row`'s value as NumPy (a read-only view: an example reads it)."""
+        return self._readonly[row]
+
+    def eager_row(self, row):
+        """Row `row` as an eager tensor (sharing the array's memory; a 0-d one for scalar rows)."""
+        return _core.tensor_from_numpy(self.array[row, ...], False)
+
+    def gather(self, rows):
+        """One tensor of the rows `rows` (an int64 array, any order, repeats allowed)."""
+        return _core.tensor_from_numpy(self.array[rows], False)
+
+    def as_store_column(self):
+        """The rows as a StoreColumn (of one chunk), for rounds run under a tape or in a graph."""
+        column = StoreColumn()
+        if self.size:
+            column.append(self.batch())
+        return column
+
+
+def _readonly_view(array):
+    view = array.view()
+    view.flags.writeable = False
+    return view
