@@ -1,5 +1,5 @@
-"""td.loom.autobatch's loom, built again when a call makes new ops (a list
-of a length not seen before): the earlier ops' traces and backward
+"""td.loom.autobatch's loom, built again when a call makes new ops (here an
+op the examples of an earlier call did not use): the earlier ops' traces and backward
 functions are reused, not made again, and the new loom computes what NumPy
 does, with gradients."""
 
@@ -19,10 +19,12 @@ def _model():
         return td.tanh(td.matmul(s, w))
 
     def fn(xs):
-        return td.add_n([cell(td.constant(x[None])) for x in xs])
+        total = td.add_n([cell(td.constant(x[None])) for x in xs])
+        return total if len(xs) <= 3 else td.sigmoid(total)  # longer lists: one op more
 
     def numpy(xs, W):
-        return sum(np.tanh(x[None] @ W) for x in xs)
+        total = sum(np.tanh(x[None] @ W) for x in xs)
+        return total if len(xs) <= 3 else 1 / (1 + np.exp(-total))
     return w, fn, numpy
 
 
@@ -35,7 +37,7 @@ def test_a_loom_built_again_reuses_the_traces_of_its_earlier_ops():
     kept = {name: traced for name, (_, traced) in registry._traces.items()}
     backward = {name: traced.function._loom_backward for name, traced in kept.items()}
     loom = registry.loom()
-    second = [RNG.uniform(-1, 1, (n, 3)) for n in (4, 2, 5)]  # add_n of 4 and 5 values: new ops
+    second = [RNG.uniform(-1, 1, (n, 3)) for n in (4, 2, 5)]  # lists of 4 and 5 values: a new op
     weights = RNG.uniform(-1, 1, (3, 1, 3))
     with td.GradientTape() as tape:
         out = batched(second)
