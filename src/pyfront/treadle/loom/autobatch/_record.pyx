@@ -50,7 +50,7 @@ from treadle.framework.tensor import TENSOR_CLASSES, EagerTensor, Tensor, _pytho
 from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.variables import Variable
 from treadle.function._call import register_c_interceptor
-from treadle.loom.autobatch.registry import type_shape
+from treadle.loom.autobatch.registry import first_output, type_shape
 from treadle.ops._gather import register_c_interceptor as register_c_gather
 from treadle.loom.autobatch.values import CONST_ROW, CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE
 
@@ -538,6 +538,7 @@ cdef class CallEntry:
     cdef tuple outputs   # per output: (dtype, shape, signature number)
     cdef object pack
     cdef bint as_tuple   # pack is tuple: the outputs are packed here
+    cdef bint single     # the cell returns one tensor: the value itself, with no packer call
     cdef tuple key       # a cell's: its key in registry.fast_calls, once CallHook found it there
 
     def __init__(self, info):
@@ -546,6 +547,7 @@ cdef class CallEntry:
         self.outputs = tuple(info.outputs)
         self.pack = info.pack
         self.as_tuple = info.pack is tuple
+        self.single = info.pack is first_output and len(self.outputs) == 1
 
 
 def call_entry(info):
@@ -896,7 +898,9 @@ cdef object _record_call(rec, CallEntry entry, PyObject** args, Py_ssize_t n_arg
         Py_INCREF(v)
         PyTuple_SET_ITEM(outputs, k, v)
         fresh.append(v)
-    return outputs if entry.as_tuple else entry.pack(list(outputs))
+    if entry.as_tuple:
+        return outputs
+    return <object> PyTuple_GET_ITEM(outputs, 0) if entry.single else entry.pack(list(outputs))
 
 
 def add_call_node(rec, info, tuple args):

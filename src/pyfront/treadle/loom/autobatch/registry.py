@@ -36,6 +36,11 @@ class OpInfo:
         self.pack = _packer(structure)
 
 
+def first_output(flat):
+    """The packer of a cell that returns one tensor (recording knows it by identity)."""
+    return flat[0]
+
+
 def _packer(structure):
     """fn(flat output values) -> the cell's structured outputs."""
     if structure is None:
@@ -43,7 +48,7 @@ def _packer(structure):
     if type(structure) in (tuple, list) and all(hasattr(t, "dtype") for t in structure):
         return type(structure)  # a flat tuple or list of tensors (td.split's)
     if hasattr(structure, "dtype") and not isinstance(structure, (list, tuple, dict)):
-        return lambda flat: flat[0]
+        return first_output
 
     def pack(flat):
         it = iter(flat)
