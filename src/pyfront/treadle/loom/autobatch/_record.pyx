@@ -51,6 +51,7 @@ from treadle.framework.tensor_shape import TensorShape
 from treadle.framework.variables import Variable
 from treadle.function._call import register_c_interceptor
 from treadle.loom.autobatch.registry import first_output, type_shape
+from treadle.loom.autobatch.stack_switch import after_switch
 from treadle.ops._gather import register_c_interceptor as register_c_gather
 from treadle.loom.autobatch.values import CONST_ROW, CONSTANT, MAX_GROUPS, PENDING, STORED, VAR_ROW, VARIABLE
 
@@ -321,6 +322,10 @@ Tensor.register(Value)
 TENSOR_CLASSES.add(Value)  # `type(x) in TENSOR_CLASSES` answers isinstance(x, Tensor) without ABCMeta
 
 
+# What a waiting example hands the scheduler (scheduler.py): not a result.
+WAITING = object()
+
+
 cdef object _read(Value v):
     """The value's NumPy value, as its recorder's read() gives it. The common
     case, an example reading its own value, computed or still pending, is
@@ -334,8 +339,11 @@ cdef object _read(Value v):
     if (f.finished or f.example < 0 or (v.example >= 0 and v.example != f.example)
             or PyThread_get_thread_ident() != f.thread):
         return rec.read(v)
-    if v.kind == _PENDING:
-        rec.wait(v)  # resumed once the round computing it ran: it is stored
+    if v.kind == _PENDING:  # resumed once the round computing it ran: then it is stored
+        if after_switch is None and f.switch_to_scheduler is not None:
+            f.switch_to_scheduler(WAITING)  # what rec.wait does, without its Python frame
+        else:
+            rec.wait(v)
     if v.kind == _STORED:
         return rec.store[v.stored_ts].numpy_row(v.row)
     return rec.numpy_of(v)
@@ -501,6 +509,7 @@ cdef class RecorderFields:
     cdef public Round round
     cdef public unsigned long thread
     cdef public bint finished  # the call returned: its values may no longer be used
+    cdef public object switch_to_scheduler  # the scheduler's greenlet's switch: an example waits by calling it
 
     def __cinit__(self):
         self.example = -1

@@ -12,10 +12,9 @@ import time
 
 import greenlet
 
+from treadle.loom.autobatch._record import WAITING as _WAITING
 from treadle.loom.autobatch.rounds import run_round
 from treadle.loom.autobatch.stack_switch import after_switch
-
-_WAITING = object()
 
 
 def run_examples(recorder, fn, examples, run_rounds=True):
@@ -32,6 +31,7 @@ def run_examples(recorder, fn, examples, run_rounds=True):
             after_switch()
 
     recorder.wait = wait
+    recorder.switch_to_scheduler = main.switch  # a value read in C waits without wait()'s frame
     waiting, idle = [], []
     for i, example in enumerate(examples):
         results.append(None)
