@@ -1,7 +1,7 @@
 """td.loom.autobatch's recording path for cells called with lists of
 per-example values (a child-sum TreeLSTM's children): a call whose lists'
 lengths and element signatures were seen is recorded from a key of
-signature numbers (list_calls.py). It must give the values and gradients of
+signature numbers (_record.CallHook). It must give the values and gradients of
 the general path, keep lists of different lengths (and lists apart from
 tuples) on ops of their own, and still refuse another example's value."""
 
@@ -11,6 +11,8 @@ import pytest
 import treadle as td
 from autobatch_models import ChildSumTreeLSTM, finite_difference_gradient
 from treadle.loom.autobatch import CrossExampleError
+from treadle.loom.autobatch._record import list_call_key
+from treadle.loom.autobatch.recording import Recorder
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*td.functions were made of")
 
@@ -98,3 +100,38 @@ def test_a_cached_list_call_still_refuses_another_examples_value():
         return total([v, v])
     with pytest.raises(CrossExampleError, match="example 0 is used by example 1"):
         td.loom.autobatch(fn)([0, 1])
+
+
+def test_cached_list_calls_are_recorded_without_the_general_path(monkeypatch):
+    model = ChildSumTreeLSTM()
+    batched = td.loom.autobatch(model.root_h)
+    first = batched(TREES).numpy()
+    general_calls = []
+    general = Recorder.call
+
+    def counting(self, function, args, kwargs):
+        general_calls.append(function)
+        return general(self, function, args, kwargs)
+    monkeypatch.setattr(Recorder, "call", counting)
+    again = batched(TREES).numpy()
+    assert general_calls == []  # every cell call (0 to 3 children) found its cached entry in C
+    np.testing.assert_array_equal(again, first)
+
+
+def test_list_call_keys_tell_lengths_lists_and_tuples_apart():
+    emb = td.Variable(np.arange(12.0).reshape(6, 2))
+    keys = {}
+
+    def fn(example):
+        a, b = td.gather(emb, 0), td.gather(emb, 1)
+        keys["list"] = list_call_key(fn, (a, [a, b]))
+        keys["tuple"] = list_call_key(fn, (a, (a, b)))
+        keys["longer"] = list_call_key(fn, (a, [a, b, b]))
+        keys["number"] = list_call_key(fn, (a, [a, 2.0]))
+        keys["variable"] = list_call_key(fn, (emb.read_value(), [a]))
+        return a
+    td.loom.autobatch(fn)([0])
+    (key_list, flat_list), (key_tuple, flat_tuple) = keys["list"], keys["tuple"]
+    assert key_list != key_tuple != keys["longer"][0] and key_list[0] is fn
+    assert len(flat_list) == 3 and all(x is y for x, y in zip(flat_list, flat_tuple))
+    assert keys["number"] is None and keys["variable"] is None

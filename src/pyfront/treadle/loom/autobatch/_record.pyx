@@ -13,8 +13,10 @@ per round):
 - CallHook: a td.function called positionally with per-example values whose
   (function, signature numbers) was seen before is recorded without the
   interpreter (a td.function's vectorcall calls it as a C function, with
-  the arguments in place); every other call goes to Recorder.call, which
-  fills the cache this path reads.
+  the arguments in place), and so is one called with values and lists or
+  tuples of them (a child-sum cell's children) whose lists' lengths and
+  signature numbers were seen; every other call goes to Recorder.call,
+  which fills the caches this path reads.
 - ReadHook: a variable read inside an example gives its shared value.
 - GatherHook: td.gather(variable, Python or NumPy int) inside an example
   is a row of the variable, before either argument becomes a tensor
@@ -516,6 +518,7 @@ cdef class CallHook(ExampleHook):
     known cell call (the fast path) or hands it to recorder.call."""
 
     cdef dict fast_calls  # (function, argument signature numbers) -> CallEntry
+    cdef dict list_calls  # list_call_key's keys -> CallEntry (cells called with lists of values)
     cdef object general   # recorder.call
     cdef list recent      # the entries of the last RECENT_CALLS distinct calls (their keys compared in place)
     cdef Py_ssize_t next_recent  # the one replaced next
@@ -523,6 +526,7 @@ cdef class CallHook(ExampleHook):
     def __init__(self, recorder):
         ExampleHook.__init__(self, recorder)
         self.fast_calls = recorder.registry.fast_calls
+        self.list_calls = recorder.registry.list_calls
         self.general = recorder.call
         self.recent = []
 
@@ -547,10 +551,10 @@ cdef object _intercept_call(hook, function, PyObject** args, Py_ssize_t n):
     cdef Py_ssize_t i
     for i in range(n):
         x = <object> args[i]
-        # not a value (an eager tensor, a Python value), or a variable read
-        # inside the function (no signature number): the general path
+        # not a value (a list of values, an eager tensor, a Python value),
+        # or a variable read inside the function (no signature number)
         if type(x) is not Value or (<Value> x)._autobatch_sig is None:
-            return self.general(function, _tuple_of(args, n), {})
+            return _list_call(self, function, args, n)
     cdef CallEntry entry
     for e in self.recent:
         entry = <CallEntry> e
@@ -575,6 +579,63 @@ cdef object _intercept_call(hook, function, PyObject** args, Py_ssize_t n):
         self.recent[self.next_recent] = entry
         self.next_recent = (self.next_recent + 1) % RECENT_CALLS
     return _record_call(self.recorder, entry, args, n)
+
+
+cdef object _list_call(CallHook self, function, PyObject** args, Py_ssize_t n):
+    """A call whose arguments are values and lists or tuples of them (a
+    child-sum TreeLSTM's cell takes its children's states so), recorded
+    from the entry of its key (_list_call_key) without walking its
+    structure; the general path takes any other call, and the first call of
+    a key (it adds the key's entry)."""
+    listed = _list_call_key(function, args, n)
+    if listed is not None:
+        found = self.list_calls.get((<tuple> listed)[0])
+        if found is not None:
+            flat = <tuple> (<tuple> listed)[1]
+            return _record_call(self.recorder, <CallEntry> found, _items(flat), len(flat))
+    return self.general(function, _tuple_of(args, n), {})
+
+
+cdef object _list_call_key(function, PyObject** args, Py_ssize_t n):
+    """(key, flat per-example arguments) of a positional call whose
+    arguments are per-example values (each with a signature number) or
+    lists or tuples of them; None for any other call. The key holds a
+    value's signature number, or a list's type and its elements' numbers
+    (so its length): what the general path's key tells apart."""
+    cdef list parts = [function]
+    cdef list flat = []
+    cdef Py_ssize_t i, k, m
+    for i in range(n):
+        a = <object> args[i]
+        t = type(a)
+        if t is Value:
+            sig = (<Value> a)._autobatch_sig
+            if sig is None:  # a variable read inside the function
+                return None
+            parts.append(sig)
+            flat.append(a)
+        elif t is list or t is tuple:
+            m = len(a)
+            sigs = PyTuple_New(m)
+            for k in range(m):
+                x = a[k]
+                if type(x) is not Value or (<Value> x)._autobatch_sig is None:
+                    return None
+                sig = (<Value> x)._autobatch_sig
+                Py_INCREF(sig)
+                PyTuple_SET_ITEM(sigs, k, sig)
+                flat.append(x)
+            parts.append((t, sigs))
+        else:
+            return None
+    return tuple(parts), tuple(flat)
+
+
+def list_call_key(function, tuple args):
+    """(key, flat per-example arguments) of a positional call of `function`
+    with `args` (values, and lists or tuples of values), as CallHook keys
+    such a call in registry.list_calls; None for any other call."""
+    return _list_call_key(function, _items(args), len(args))
 
 
 cdef inline PyObject** _items(tuple t):
