@@ -949,8 +949,8 @@ def create_op(RecorderFields rec, op_name, inputs, attrs, name=None):
         if key is not None:
             entry = rec.registry.fast_ops.get(key)
             if entry is not None:
-                inputs = tuple(inputs)
-                return list(_record_call(rec, <CallEntry> entry, _items(inputs), len(inputs)))
+                args = _node_arguments(inputs)
+                return list(_record_call(rec, <CallEntry> entry, _items(args), len(args)))
     if op_name == "GatherV2" and rec.example >= 0 and len(inputs) == 3:
         gathered = variable_row(rec, inputs[0], inputs[1], inputs[2], attrs)
         if gathered is not None:
@@ -959,11 +959,14 @@ def create_op(RecorderFields rec, op_name, inputs, attrs, name=None):
 
 
 cdef object _op_key(op_name, inputs, attrs):
-    """registry.fast_ops's key of an op whose inputs are all per-example
-    values or variable rows (each with a signature number): (op name,
-    attributes, signature numbers); None for any other op (an eager tensor
-    or a variable's shared value among the inputs, unhashable attributes),
-    recorded by the general path."""
+    """registry.fast_ops's key of an op whose inputs are per-example values,
+    variable rows (each with a signature number) or variables read inside
+    the example (`h @ w_out`: their shared values, which the op reads as a
+    whole): (op name, attributes, per input its signature number or
+    ("v", the variable's id), as Recorder.record_op's key names it); None
+    for any other op (an eager tensor among the inputs, unhashable
+    attributes), recorded by the general path. A variable's id names it
+    for as long as the entry lives: the entry's op holds the variable."""
     cdef Py_ssize_t n = len(inputs), i
     if attrs:
         try:
@@ -983,10 +986,32 @@ cdef object _op_key(op_name, inputs, attrs):
             return None
         sig = (<Value> x)._autobatch_sig
         if sig is None:  # a variable's shared value: a slot of the op, not an argument
-            return None
+            if (<Value> x).kind != _VARIABLE:
+                return None
+            sig = ("v", id((<Value> x).other_src[1]))
         Py_INCREF(sig)
         PyTuple_SET_ITEM(key, i + 2, sig)
     return key
+
+
+cdef tuple _node_arguments(inputs):
+    """An op's inputs (as _op_key keyed them) that are its node's arguments:
+    all but the variables' shared values, which the op reads itself."""
+    cdef Py_ssize_t n = len(inputs), i, kept = 0
+    for i in range(n):
+        if (<Value> inputs[i]).kind != _VARIABLE:
+            kept += 1
+    if kept == n:
+        return tuple(inputs)
+    args = PyTuple_New(kept)
+    kept = 0
+    for i in range(n):
+        x = inputs[i]
+        if (<Value> x).kind != _VARIABLE:
+            Py_INCREF(x)
+            PyTuple_SET_ITEM(args, kept, x)
+            kept += 1
+    return args
 
 
 def op_key(op_name, inputs, attrs):

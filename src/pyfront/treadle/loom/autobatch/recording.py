@@ -166,7 +166,7 @@ class Recorder(RecorderFields):
             info = self.registry.primitive(key, op_name, attrs, slots,
                                            [TensorSpec(_shape_of(x), x.dtype) for x in specs])
         fast = op_key(op_name, inputs, attrs)
-        if fast is not None:  # all inputs per-example values: create_op records the next such op from the cache
+        if fast is not None:  # inputs all values (per-example or variables): create_op records the next such op
             self.registry.fast_ops[fast] = op_entry(info)
         return self._add_node(info, specs)
 
