@@ -130,3 +130,22 @@ def test_groups_reading_each_other_both_ways_are_left_as_traced():
     assert groups == 0
     np.testing.assert_allclose(out[0], ys @ V @ W, rtol=1e-13)
     np.testing.assert_allclose(out[1], xs @ W @ V, rtol=1e-13)
+
+
+def test_a_recording_run_in_a_td_function_gives_the_same_gradients(monkeypatch):
+    model = ChildSumTreeLSTM()
+    weights = RNG.uniform(-1, 1, (len(TREES), model.H))
+    _, out, grads = _run(model, False, monkeypatch, weights)
+    batched = td.loom.autobatch(model.root_h)
+    variables = list(model.vars.values())
+
+    @td.function
+    def step(recording):
+        with td.GradientTape() as tape:
+            outputs = recording.outputs()
+            loss = td.reduce_sum(outputs * weights)
+        return outputs, tape.gradient(loss, variables)
+    traced_out, traced_grads = step(batched.record(TREES))
+    np.testing.assert_allclose(traced_out.numpy(), out, rtol=1e-12, atol=1e-14)
+    for g, g_eager in zip(traced_grads, grads):
+        np.testing.assert_allclose(_dense(g), g_eager, rtol=1e-10, atol=1e-13)
