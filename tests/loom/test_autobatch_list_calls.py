@@ -135,3 +135,25 @@ def test_list_call_keys_tell_lengths_lists_and_tuples_apart():
     assert key_list != key_tuple != keys["longer"][0] and key_list[0] is fn
     assert len(flat_list) == 3 and all(x is y for x, y in zip(flat_list, flat_tuple))
     assert keys["number"] is None and keys["variable"] is None
+
+
+def test_more_list_lengths_in_turn_than_the_recent_keys_kept_and_very_long_lists():
+    emb = td.Variable(np.arange(12.0).reshape(6, 2))
+
+    @td.function
+    def weighted(x, parts):
+        return x + td.add_n([(k + 1.0) * p for k, p in enumerate(parts)])
+
+    def fn(example):
+        rows = example
+        return weighted(td.gather(emb, 0), [td.gather(emb, r) for r in rows])
+    # lengths 1 to 6 in turn (more than the recent keys compared in place), then 300 (more
+    # flat arguments than are matched in place)
+    examples = [[(k + j) % 6 for j in range(length)] for k in range(3) for length in range(1, 7)]
+    examples += [[j % 6 for j in range(300)], [(j + 1) % 6 for j in range(300)]]
+    batched = td.loom.autobatch(fn)
+    e = np.arange(12.0).reshape(6, 2)
+    expected = [e[0] + sum((k + 1.0) * e[r] for k, r in enumerate(rows)) for rows in examples]
+    for _ in range(2):  # the second call records every call from the caches
+        np.testing.assert_allclose(batched(examples).numpy(), expected, rtol=1e-12)
+    assert len(batched._registry.list_calls) == 7 and len(batched._registry.ops) == 7

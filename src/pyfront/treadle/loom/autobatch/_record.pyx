@@ -522,6 +522,8 @@ cdef class CallHook(ExampleHook):
     cdef object general   # recorder.call
     cdef list recent      # the entries of the last RECENT_CALLS distinct calls (their keys compared in place)
     cdef Py_ssize_t next_recent  # the one replaced next
+    cdef list recent_lists  # (key, entry) of the last RECENT_CALLS distinct list calls (keys compared in place)
+    cdef Py_ssize_t next_recent_list
 
     def __init__(self, recorder):
         ExampleHook.__init__(self, recorder)
@@ -529,6 +531,7 @@ cdef class CallHook(ExampleHook):
         self.list_calls = recorder.registry.list_calls
         self.general = recorder.call
         self.recent = []
+        self.recent_lists = []
 
     def __call__(self, function, tuple args, dict kwargs):
         if kwargs:
@@ -581,19 +584,74 @@ cdef object _intercept_call(hook, function, PyObject** args, Py_ssize_t n):
     return _record_call(self.recorder, entry, args, n)
 
 
+# The most flat arguments a list call matched in place may have (more: keyed and looked up).
+cdef enum:
+    MAX_LIST_ARGUMENTS = 256
+
+
 cdef object _list_call(CallHook self, function, PyObject** args, Py_ssize_t n):
     """A call whose arguments are values and lists or tuples of them (a
     child-sum TreeLSTM's cell takes its children's states so), recorded
     from the entry of its key (_list_call_key) without walking its
     structure; the general path takes any other call, and the first call of
-    a key (it adds the key's entry)."""
+    a key (it adds the key's entry). The last few keys are compared with
+    the call in place first (a child-sum tree's cells have a few list
+    lengths in turn)."""
+    cdef PyObject* flat[MAX_LIST_ARGUMENTS]
+    cdef Py_ssize_t m
+    for pair in self.recent_lists:  # a recent call's key, compared in place: no key made, no lookup
+        m = _flatten_matching(<tuple> (<tuple> pair)[0], function, args, n, flat)
+        if m >= 0:
+            return _record_call(self.recorder, <CallEntry> (<tuple> pair)[1], flat, m)
     listed = _list_call_key(function, args, n)
     if listed is not None:
         found = self.list_calls.get((<tuple> listed)[0])
         if found is not None:
-            flat = <tuple> (<tuple> listed)[1]
-            return _record_call(self.recorder, <CallEntry> found, _items(flat), len(flat))
+            if len(self.recent_lists) < RECENT_CALLS:
+                self.recent_lists.append(((<tuple> listed)[0], found))
+            else:
+                self.recent_lists[self.next_recent_list] = ((<tuple> listed)[0], found)
+                self.next_recent_list = (self.next_recent_list + 1) % RECENT_CALLS
+            flat_args = <tuple> (<tuple> listed)[1]
+            return _record_call(self.recorder, <CallEntry> found, _items(flat_args), len(flat_args))
     return self.general(function, _tuple_of(args, n), {})
+
+
+cdef Py_ssize_t _flatten_matching(tuple key, function, PyObject** args, Py_ssize_t n, PyObject** flat):
+    """When `function` called with `args[:n]` has the key `key` (as
+    _list_call_key makes it; signature numbers compared by identity, as
+    _same_signatures does), the number of its flat arguments, written to
+    `flat` (borrowed: the call's lists hold them); otherwise -1."""
+    if len(key) != n + 1 or key[0] is not function:
+        return -1
+    cdef Py_ssize_t i, k, m, total = 0
+    cdef tuple part, sigs
+    for i in range(n):
+        a = <object> args[i]
+        p = key[i + 1]
+        t = type(a)
+        if t is Value:
+            if (<Value> a)._autobatch_sig is not p or p is None:
+                return -1
+            flat[total] = args[i]
+            total += 1
+        elif (t is list or t is tuple) and type(p) is tuple:
+            part = <tuple> p
+            if part[0] is not t:
+                return -1
+            sigs = <tuple> part[1]
+            m = len(a)
+            if len(sigs) != m or total + m > MAX_LIST_ARGUMENTS:
+                return -1
+            for k in range(m):
+                x = a[k]
+                if type(x) is not Value or (<Value> x)._autobatch_sig is not sigs[k]:
+                    return -1
+                flat[total] = <PyObject*> x
+                total += 1
+        else:
+            return -1
+    return total
 
 
 cdef object _list_call_key(function, PyObject** args, Py_ssize_t n):
