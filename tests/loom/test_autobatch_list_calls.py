@@ -157,3 +157,19 @@ def test_more_list_lengths_in_turn_than_the_recent_keys_kept_and_very_long_lists
     for _ in range(2):  # the second call records every call from the caches
         np.testing.assert_allclose(batched(examples).numpy(), expected, rtol=1e-12)
     assert len(batched._registry.list_calls) == 7 and len(batched._registry.ops) == 7
+
+
+def test_a_list_call_with_more_positional_values_than_are_matched_in_place():
+    emb = td.Variable(np.arange(12.0).reshape(6, 2))
+
+    @td.function
+    def total(*parts):
+        return td.add_n(list(parts[:-1])) + td.add_n(parts[-1])
+
+    def fn(row):
+        v = td.gather(emb, row)
+        return total(*([v] * 300), [v, v])  # 300 values, then a list: 302 flat arguments
+    batched = td.loom.autobatch(fn)
+    for _ in range(2):
+        np.testing.assert_allclose(batched([1, 4]).numpy(), [302 * np.arange(12.0).reshape(6, 2)[r] for r in (1, 4)],
+                                   rtol=1e-12)

@@ -631,7 +631,7 @@ cdef Py_ssize_t _flatten_matching(tuple key, function, PyObject** args, Py_ssize
         p = key[i + 1]
         t = type(a)
         if t is Value:
-            if (<Value> a)._autobatch_sig is not p or p is None:
+            if (<Value> a)._autobatch_sig is not p or p is None or total == MAX_LIST_ARGUMENTS:
                 return -1
             flat[total] = args[i]
             total += 1
