@@ -1,7 +1,7 @@
 """td.loom.autobatch's recording path for cells called with lists of
 per-example values (a child-sum TreeLSTM's children): a call whose lists'
 lengths and element signatures were seen is recorded from a key of
-signature numbers (list_calls.py). It must give the values and gradients of
+signature numbers (_record.CallHook). It must give the values and gradients of
 the general path, keep lists of different lengths (and lists apart from
 tuples) on ops of their own, and still refuse another example's value."""
 
@@ -11,6 +11,8 @@ import pytest
 import treadle as td
 from autobatch_models import ChildSumTreeLSTM, finite_difference_gradient
 from treadle.loom.autobatch import CrossExampleError
+from treadle.loom.autobatch._record import list_call_key
+from treadle.loom.autobatch.recording import Recorder
 
 pytestmark = pytest.mark.filterwarnings("ignore:.*td.functions were made of")
 
@@ -98,3 +100,76 @@ def test_a_cached_list_call_still_refuses_another_examples_value():
         return total([v, v])
     with pytest.raises(CrossExampleError, match="example 0 is used by example 1"):
         td.loom.autobatch(fn)([0, 1])
+
+
+def test_cached_list_calls_are_recorded_without_the_general_path(monkeypatch):
+    model = ChildSumTreeLSTM()
+    batched = td.loom.autobatch(model.root_h)
+    first = batched(TREES).numpy()
+    general_calls = []
+    general = Recorder.call
+
+    def counting(self, function, args, kwargs):
+        general_calls.append(function)
+        return general(self, function, args, kwargs)
+    monkeypatch.setattr(Recorder, "call", counting)
+    again = batched(TREES).numpy()
+    assert general_calls == []  # every cell call (0 to 3 children) found its cached entry in C
+    np.testing.assert_array_equal(again, first)
+
+
+def test_list_call_keys_tell_lengths_lists_and_tuples_apart():
+    emb = td.Variable(np.arange(12.0).reshape(6, 2))
+    keys = {}
+
+    def fn(example):
+        a, b = td.gather(emb, 0), td.gather(emb, 1)
+        keys["list"] = list_call_key(fn, (a, [a, b]))
+        keys["tuple"] = list_call_key(fn, (a, (a, b)))
+        keys["longer"] = list_call_key(fn, (a, [a, b, b]))
+        keys["number"] = list_call_key(fn, (a, [a, 2.0]))
+        keys["variable"] = list_call_key(fn, (emb.read_value(), [a]))
+        return a
+    td.loom.autobatch(fn)([0])
+    (key_list, flat_list), (key_tuple, flat_tuple) = keys["list"], keys["tuple"]
+    assert key_list != key_tuple != keys["longer"][0] and key_list[0] is fn
+    assert len(flat_list) == 3 and all(x is y for x, y in zip(flat_list, flat_tuple))
+    assert keys["number"] is None and keys["variable"] is None
+
+
+def test_more_list_lengths_in_turn_than_the_recent_keys_kept_and_very_long_lists():
+    emb = td.Variable(np.arange(12.0).reshape(6, 2))
+
+    @td.function
+    def weighted(x, parts):
+        return x + td.add_n([(k + 1.0) * p for k, p in enumerate(parts)])
+
+    def fn(example):
+        rows = example
+        return weighted(td.gather(emb, 0), [td.gather(emb, r) for r in rows])
+    # lengths 1 to 6 in turn (more than the recent keys compared in place), then 300 (more
+    # flat arguments than are matched in place)
+    examples = [[(k + j) % 6 for j in range(length)] for k in range(3) for length in range(1, 7)]
+    examples += [[j % 6 for j in range(300)], [(j + 1) % 6 for j in range(300)]]
+    batched = td.loom.autobatch(fn)
+    e = np.arange(12.0).reshape(6, 2)
+    expected = [e[0] + sum((k + 1.0) * e[r] for k, r in enumerate(rows)) for rows in examples]
+    for _ in range(2):  # the second call records every call from the caches
+        np.testing.assert_allclose(batched(examples).numpy(), expected, rtol=1e-12)
+    assert len(batched._registry.list_calls) == 7 and len(batched._registry.ops) == 7
+
+
+def test_a_list_call_with_more_positional_values_than_are_matched_in_place():
+    emb = td.Variable(np.arange(12.0).reshape(6, 2))
+
+    @td.function
+    def total(*parts):
+        return td.add_n(list(parts[:-1])) + td.add_n(parts[-1])
+
+    def fn(row):
+        v = td.gather(emb, row)
+        return total(*([v] * 300), [v, v])  # 300 values, then a list: 302 flat arguments
+    batched = td.loom.autobatch(fn)
+    for _ in range(2):
+        np.testing.assert_allclose(batched([1, 4]).numpy(), [302 * np.arange(12.0).reshape(6, 2)[r] for r in (1, 4)],
+                                   rtol=1e-12)

@@ -301,3 +301,31 @@ def test_numbers_beside_eager_tensors_variables_and_integers_convert_as_before()
     np.testing.assert_allclose(values.numpy(), [4.0 * EMBEDDING[r] for r in rows], rtol=1e-12)
     np.testing.assert_allclose(counts.numpy(), [2 * (EMBEDDING[r] > 0).sum() for r in rows])
     assert kinds == [("EagerTensor", "EagerTensor")] * len(rows)
+
+
+def test_ops_reading_a_variable_whole_take_the_fast_path_one_op_per_variable():
+    emb, w1, w2 = td.Variable(EMBEDDING), td.Variable(W), td.Variable(W.T * 2.0)  # same shape and dtype
+
+    def fn(example):
+        row, which = example
+        return td.matmul(td.reshape(td.gather(emb, row), [1, -1]), w1 if which == 1 else w2)
+    examples = [(1, 1), (2, 2), (3, 1), (4, 2), (5, 2), (0, 1)]
+    batched = td.loom.autobatch(fn)
+    batched(examples)
+    variable_keys = [key for key in batched._registry.fast_ops if key[0] == "MatMul"]
+    assert sorted(key[3] for key in variable_keys) == sorted([("v", id(w1)), ("v", id(w2))])
+    ops = len(batched._registry.ops)
+    weights = RNG.uniform(-1, 1, (len(examples), 1, 3))
+    with td.GradientTape() as tape:
+        out = batched(examples)  # every MatMul now from the cache
+        loss = td.reduce_sum(out * weights)
+    assert len(batched._registry.ops) == ops
+
+    def numpy_out(e, m1, m2):
+        return np.stack([e[row][None] @ (m1 if which == 1 else m2) for row, which in examples])
+    np.testing.assert_allclose(out.numpy(), numpy_out(EMBEDDING, W, W.T * 2.0), rtol=1e-12)
+
+    def numpy_loss():
+        return float(np.sum(numpy_out(*(np.asarray(v.read_value()) for v in (emb, w1, w2))) * weights))
+    for var, g in zip((emb, w1, w2), tape.gradient(loss, [emb, w1, w2])):
+        np.testing.assert_allclose(_dense(g), finite_difference_gradient(numpy_loss, var), rtol=1e-5, atol=1e-7)

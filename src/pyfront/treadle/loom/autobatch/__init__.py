@@ -11,7 +11,9 @@ batches the tensor work of all of them:
   them one gather); constants are rows of a batch input. A cell called with
   Python lists of values (a child-sum TreeLSTM's children) is recorded from
   a key of their signature numbers (one op per list length). Each batched
-  op runs its per-example computation through `td.vectorized_map`.
+  op runs its per-example computation through `td.vectorized_map`; a
+  cell's trace first has its products by one shared matrix stacked into
+  one (horizontal_fusion.py: a loop over a list argument, unrolled).
 - Scheduling. Nodes are woven in one bulk call per round and run by the
   Loom in depth order: each op once per depth on all its calls there; a
   value used twice is computed once. `autobatch(fn, schedule="agenda")`

@@ -13,8 +13,10 @@ per round):
 - CallHook: a td.function called positionally with per-example values whose
   (function, signature numbers) was seen before is recorded without the
   interpreter (a td.function's vectorcall calls it as a C function, with
-  the arguments in place); every other call goes to Recorder.call, which
-  fills the cache this path reads.
+  the arguments in place), and so is one called with values and lists or
+  tuples of them (a child-sum cell's children) whose lists' lengths and
+  signature numbers were seen; every other call goes to Recorder.call,
+  which fills the caches this path reads.
 - ReadHook: a variable read inside an example gives its shared value.
 - GatherHook: td.gather(variable, Python or NumPy int) inside an example
   is a row of the variable, before either argument becomes a tensor
@@ -588,15 +590,20 @@ cdef class CallHook(ExampleHook):
     known cell call (the fast path) or hands it to recorder.call."""
 
     cdef dict fast_calls  # (function, argument signature numbers) -> CallEntry
+    cdef dict list_calls  # list_call_key's keys -> CallEntry (cells called with lists of values)
     cdef object general   # recorder.call
     cdef list recent      # the entries of the last RECENT_CALLS distinct calls (their keys compared in place)
     cdef Py_ssize_t next_recent  # the one replaced next
+    cdef list recent_lists  # (key, entry) of the last RECENT_CALLS distinct list calls (keys compared in place)
+    cdef Py_ssize_t next_recent_list
 
     def __init__(self, recorder):
         ExampleHook.__init__(self, recorder)
         self.fast_calls = recorder.registry.fast_calls
+        self.list_calls = recorder.registry.list_calls
         self.general = recorder.call
         self.recent = []
+        self.recent_lists = []
 
     def __call__(self, function, tuple args, dict kwargs):
         if kwargs:
@@ -619,10 +626,10 @@ cdef object _intercept_call(hook, function, PyObject** args, Py_ssize_t n):
     cdef Py_ssize_t i
     for i in range(n):
         x = <object> args[i]
-        # not a value (an eager tensor, a Python value), or a variable read
-        # inside the function (no signature number): the general path
+        # not a value (a list of values, an eager tensor, a Python value),
+        # or a variable read inside the function (no signature number)
         if type(x) is not Value or (<Value> x)._autobatch_sig is None:
-            return self.general(function, _tuple_of(args, n), {})
+            return _list_call(self, function, args, n)
     cdef CallEntry entry
     for e in self.recent:
         entry = <CallEntry> e
@@ -647,6 +654,118 @@ cdef object _intercept_call(hook, function, PyObject** args, Py_ssize_t n):
         self.recent[self.next_recent] = entry
         self.next_recent = (self.next_recent + 1) % RECENT_CALLS
     return _record_call(self.recorder, entry, args, n)
+
+
+# The most flat arguments a list call matched in place may have (more: keyed and looked up).
+cdef enum:
+    MAX_LIST_ARGUMENTS = 256
+
+
+cdef object _list_call(CallHook self, function, PyObject** args, Py_ssize_t n):
+    """A call whose arguments are values and lists or tuples of them (a
+    child-sum TreeLSTM's cell takes its children's states so), recorded
+    from the entry of its key (_list_call_key) without walking its
+    structure; the general path takes any other call, and the first call of
+    a key (it adds the key's entry). The last few keys are compared with
+    the call in place first (a child-sum tree's cells have a few list
+    lengths in turn)."""
+    cdef PyObject* flat[MAX_LIST_ARGUMENTS]
+    cdef Py_ssize_t m
+    for pair in self.recent_lists:  # a recent call's key, compared in place: no key made, no lookup
+        m = _flatten_matching(<tuple> (<tuple> pair)[0], function, args, n, flat)
+        if m >= 0:
+            return _record_call(self.recorder, <CallEntry> (<tuple> pair)[1], flat, m)
+    listed = _list_call_key(function, args, n)
+    if listed is not None:
+        found = self.list_calls.get((<tuple> listed)[0])
+        if found is not None:
+            if len(self.recent_lists) < RECENT_CALLS:
+                self.recent_lists.append(((<tuple> listed)[0], found))
+            else:
+                self.recent_lists[self.next_recent_list] = ((<tuple> listed)[0], found)
+                self.next_recent_list = (self.next_recent_list + 1) % RECENT_CALLS
+            flat_args = <tuple> (<tuple> listed)[1]
+            return _record_call(self.recorder, <CallEntry> found, _items(flat_args), len(flat_args))
+    return self.general(function, _tuple_of(args, n), {})
+
+
+cdef Py_ssize_t _flatten_matching(tuple key, function, PyObject** args, Py_ssize_t n, PyObject** flat):
+    """When `function` called with `args[:n]` has the key `key` (as
+    _list_call_key makes it; signature numbers compared by identity, as
+    _same_signatures does), the number of its flat arguments, written to
+    `flat` (borrowed: the call's lists hold them); otherwise -1."""
+    if len(key) != n + 1 or key[0] is not function:
+        return -1
+    cdef Py_ssize_t i, k, m, total = 0
+    cdef tuple part, sigs
+    for i in range(n):
+        a = <object> args[i]
+        p = key[i + 1]
+        t = type(a)
+        if t is Value:
+            if (<Value> a)._autobatch_sig is not p or p is None or total == MAX_LIST_ARGUMENTS:
+                return -1
+            flat[total] = args[i]
+            total += 1
+        elif (t is list or t is tuple) and type(p) is tuple:
+            part = <tuple> p
+            if part[0] is not t:
+                return -1
+            sigs = <tuple> part[1]
+            m = len(a)
+            if len(sigs) != m or total + m > MAX_LIST_ARGUMENTS:
+                return -1
+            for k in range(m):
+                x = a[k]
+                if type(x) is not Value or (<Value> x)._autobatch_sig is not sigs[k]:
+                    return -1
+                flat[total] = <PyObject*> x
+                total += 1
+        else:
+            return -1
+    return total
+
+
+cdef object _list_call_key(function, PyObject** args, Py_ssize_t n):
+    """(key, flat per-example arguments) of a positional call whose
+    arguments are per-example values (each with a signature number) or
+    lists or tuples of them; None for any other call. The key holds a
+    value's signature number, or a list's type and its elements' numbers
+    (so its length): what the general path's key tells apart."""
+    cdef list parts = [function]
+    cdef list flat = []
+    cdef Py_ssize_t i, k, m
+    for i in range(n):
+        a = <object> args[i]
+        t = type(a)
+        if t is Value:
+            sig = (<Value> a)._autobatch_sig
+            if sig is None:  # a variable read inside the function
+                return None
+            parts.append(sig)
+            flat.append(a)
+        elif t is list or t is tuple:
+            m = len(a)
+            sigs = PyTuple_New(m)
+            for k in range(m):
+                x = a[k]
+                if type(x) is not Value or (<Value> x)._autobatch_sig is None:
+                    return None
+                sig = (<Value> x)._autobatch_sig
+                Py_INCREF(sig)
+                PyTuple_SET_ITEM(sigs, k, sig)
+                flat.append(x)
+            parts.append((t, sigs))
+        else:
+            return None
+    return tuple(parts), tuple(flat)
+
+
+def list_call_key(function, tuple args):
+    """(key, flat per-example arguments) of a positional call of `function`
+    with `args` (values, and lists or tuples of values), as CallHook keys
+    such a call in registry.list_calls; None for any other call."""
+    return _list_call_key(function, _items(args), len(args))
 
 
 cdef inline PyObject** _items(tuple t):
@@ -977,8 +1096,8 @@ def create_op(RecorderFields rec, op_name, inputs, attrs, name=None):
         if key is not None:
             entry = rec.registry.fast_ops.get(key)
             if entry is not None:
-                inputs = tuple(inputs)
-                return list(_record_call(rec, <CallEntry> entry, _items(inputs), len(inputs)))
+                args = _node_arguments(inputs)
+                return list(_record_call(rec, <CallEntry> entry, _items(args), len(args)))
     if op_name == "GatherV2" and rec.example >= 0 and len(inputs) == 3:
         gathered = variable_row(rec, inputs[0], inputs[1], inputs[2], attrs)
         if gathered is not None:
@@ -987,11 +1106,14 @@ def create_op(RecorderFields rec, op_name, inputs, attrs, name=None):
 
 
 cdef object _op_key(op_name, inputs, attrs):
-    """registry.fast_ops's key of an op whose inputs are all per-example
-    values or variable rows (each with a signature number): (op name,
-    attributes, signature numbers); None for any other op (an eager tensor
-    or a variable's shared value among the inputs, unhashable attributes),
-    recorded by the general path."""
+    """registry.fast_ops's key of an op whose inputs are per-example values,
+    variable rows (each with a signature number) or variables read inside
+    the example (`h @ w_out`: their shared values, which the op reads as a
+    whole): (op name, attributes, per input its signature number or
+    ("v", the variable's id), as Recorder.record_op's key names it); None
+    for any other op (an eager tensor among the inputs, unhashable
+    attributes), recorded by the general path. A variable's id names it
+    for as long as the entry lives: the entry's op holds the variable."""
     cdef Py_ssize_t n = len(inputs), i
     if attrs:
         try:
@@ -1011,10 +1133,32 @@ cdef object _op_key(op_name, inputs, attrs):
             return None
         sig = (<Value> x)._autobatch_sig
         if sig is None:  # a variable's shared value: a slot of the op, not an argument
-            return None
+            if (<Value> x).kind != _VARIABLE:
+                return None
+            sig = ("v", id((<Value> x).other_src[1]))
         Py_INCREF(sig)
         PyTuple_SET_ITEM(key, i + 2, sig)
     return key
+
+
+cdef tuple _node_arguments(inputs):
+    """An op's inputs (as _op_key keyed them) that are its node's arguments:
+    all but the variables' shared values, which the op reads itself."""
+    cdef Py_ssize_t n = len(inputs), i, kept = 0
+    for i in range(n):
+        if (<Value> inputs[i]).kind != _VARIABLE:
+            kept += 1
+    if kept == n:
+        return tuple(inputs)
+    args = PyTuple_New(kept)
+    kept = 0
+    for i in range(n):
+        x = inputs[i]
+        if (<Value> x).kind != _VARIABLE:
+            Py_INCREF(x)
+            PyTuple_SET_ITEM(args, kept, x)
+            kept += 1
+    return args
 
 
 def op_key(op_name, inputs, attrs):

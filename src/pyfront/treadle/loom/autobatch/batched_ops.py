@@ -8,6 +8,7 @@ values, and gradients reach them)."""
 from treadle.framework import variables
 from treadle.framework.op_execution import execute
 from treadle.framework.variables import Variable, variable_for_handle
+from treadle.loom.autobatch.horizontal_fusion import FusedPerExample
 from treadle.loom.loom_op import LoomOp, Ragged
 from treadle.ops import math_ops
 from treadle.autodiff.vectorized_mapping import vectorized_map
@@ -70,7 +71,9 @@ class CellOp(_MappedOp):
                                               template)
             return tuple(t for t in nest.flatten(fn(*args, **kwargs)) if hasattr(t, "dtype"))
         per_example.__name__ = self.what
-        return per_example
+        # Its products by one shared matrix (a Python loop over a list
+        # argument unrolled) are stacked into one before it is batched.
+        return FusedPerExample(per_example)
 
 
 class PrimitiveOp(_MappedOp):

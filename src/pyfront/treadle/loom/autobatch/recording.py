@@ -14,9 +14,8 @@ from treadle.framework.op_execution import execute
 from treadle.framework.tensor import EagerTensor, convert_to_tensor
 from treadle.framework.tensor_spec import TensorSpec
 from treadle.loom.autobatch._record import (Round, RecorderFields, Value, add_call_node, call_entry, create_op,
-                                            op_entry, op_key)
+                                            list_call_key, op_entry, op_key)
 from treadle.loom.autobatch.batched_ops import Slot
-from treadle.loom.autobatch.list_calls import list_call_key
 from treadle.loom.autobatch.registry import type_shape
 from treadle.loom.autobatch.values import CONST_ROW, CONSTANT, PENDING, STORED, VAR_ROW, VARIABLE
 from treadle.util import nest
@@ -169,7 +168,7 @@ class Recorder(RecorderFields):
             info = self.registry.primitive(key, op_name, attrs, slots,
                                            [TensorSpec(_shape_of(x), x.dtype) for x in specs])
         fast = op_key(op_name, inputs, attrs)
-        if fast is not None:  # all inputs per-example values: create_op records the next such op from the cache
+        if fast is not None:  # inputs all values (per-example or variables): create_op records the next such op
             self.registry.fast_ops[fast] = op_entry(info)
         return self._add_node(info, specs)
 
@@ -209,15 +208,10 @@ class Recorder(RecorderFields):
     def call(self, function, args, kwargs):
         """A td.function called inside the per-example function with tensors:
         one node. The general path (_record.CallHook records the calls it
-        caches in registry.fast_calls: positional per-example values)."""
+        caches in registry.fast_calls, positional per-example values, and
+        in registry.list_calls, values and lists of values)."""
         if self.current is None or get_ident() != self.thread or context.graph_being_built() is not None:
             return NotImplemented  # not an example's call: between examples, while tracing, another thread
-        if not kwargs:  # cell(x, [values], ...) seen before: no structure walk (list_calls.py)
-            listed = list_call_key(function, args)
-            if listed is not None:
-                info = self.registry.list_calls.get(listed[0])
-                if info is not None:
-                    return info.pack(add_call_node(self, info, listed[1]))
         info = self._call_info(function, args, kwargs)
         if info is NotImplemented:
             return info
@@ -230,8 +224,8 @@ class Recorder(RecorderFields):
                 self.registry.fast_calls[key] = call_entry(info)
                 return info.pack(add_call_node(self, info, args))
             listed = list_call_key(function, args)
-            if listed is not None:
-                self.registry.list_calls[listed[0]] = info
+            if listed is not None:  # cell(x, [values], ...): CallHook records the next such call from the cache
+                self.registry.list_calls[listed[0]] = call_entry(info)
                 return info.pack(add_call_node(self, info, listed[1]))
         return info.pack(self._add_node(info, [x for x in nest.flatten((args, kwargs)) if _per_example(x)]))
 

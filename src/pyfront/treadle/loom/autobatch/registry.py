@@ -75,7 +75,7 @@ class Registry:
         self.by_key = {}       # signature key -> OpInfo
         self.fast_calls = {}   # (td.function, its arguments' signature numbers) -> OpInfo (the recording fast path)
         self.fast_ops = {}     # (op name, attributes, its inputs' signature numbers) -> CallEntry (_record.create_op)
-        self.list_calls = {}   # list_calls.list_call_key's keys -> OpInfo (cells called with lists of values)
+        self.list_calls = {}   # _record.list_call_key's keys -> CallEntry (cells called with lists of values)
         self._signatures = {}  # (dtype, shape) -> a small int naming it in keys (cheap to hash)
         self._loom = None
         self._loom_size = 0
