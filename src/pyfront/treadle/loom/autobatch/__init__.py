@@ -58,17 +58,19 @@ batches the tensor work of all of them:
 import gc
 import threading
 
-from treadle.framework import context, tensor, variables
+from treadle.framework import context, op_execution, tensor, variables
 from treadle.function import polymorphic_function
 from treadle.ops import array_ops
-from treadle.loom.autobatch._record import CallHook, ConstantHook, GatherHook, OperandHook, ReadHook
+from treadle.loom.autobatch._record import CallHook, ConstantHook, GatherHook, OperandHook, ReadHook, Value
 from treadle.loom.autobatch.outputs import check_results, stacked_outputs
 from treadle.loom.autobatch.recorded import Recording, make_recording
 from treadle.loom.autobatch.recording import CrossExampleError, Recorder
 from treadle.loom.autobatch.registry import Registry
-from treadle.loom.autobatch.rounds import plan_round, run_round
+from treadle.loom.autobatch.replay import Replay
+from treadle.loom.autobatch.rounds import plan_round, run_replay, run_round
 from treadle.loom.autobatch.scheduler import run_examples
 from treadle.loom.autobatch.schedule_stats import launch_counts
+from treadle.util import nest
 
 _active = []  # the recorder of the autobatched call running now (one at a time)
 _one_at_a_time = threading.Lock()
@@ -112,7 +114,10 @@ class AutoBatched:
         return self._run(examples, self._finish_recording, run_rounds=False)
 
     def _finish_call(self, recorder, results):
-        run_round(recorder)  # what the finished examples' outputs still need
+        if recorder.replay is not None:  # the whole graph, once, where the tape sees it
+            run_replay(recorder, [v for r in results for v in nest.flatten(r) if type(v) is Value])
+        else:
+            run_round(recorder)  # what the finished examples' outputs still need
         return stacked_outputs(recorder, results)
 
     def _finish_recording(self, recorder, results):
@@ -148,6 +153,8 @@ class AutoBatched:
         recorder = Recorder(self._registry)
         recorder.count_launches = self.count_launches
         recorder.schedule = self.schedule
+        if finish == self._finish_call and op_execution.op_recorders:
+            recorder.replay = Replay()  # a tape records: the rounds run unseen, then once as one graph
         _active.append(recorder)
         hook = CallHook(recorder)
         polymorphic_function.call_interceptors.append(hook)

@@ -41,6 +41,7 @@ class Recorder(RecorderFields):
         self.finished = False
         self.round = Round()
         self.store = {}           # type shape -> ArrayColumn or StoreColumn of the rows so far (store.py)
+        self.replay = None        # under a tape: the Replay of every round's nodes (replay.py)
         self.wait = None          # set by the scheduler: wait(value) suspends the running example
         self.stats = []           # per round: {"nodes", "loom_depth", and with count_launches launch_counts'}
         self.count_launches = False

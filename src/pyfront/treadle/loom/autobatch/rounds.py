@@ -24,6 +24,7 @@ from treadle.loom.autobatch.agenda import agenda_arrays
 from treadle.loom.autobatch.schedule_stats import launch_counts
 from treadle.loom.autobatch.store import ArrayColumn, StoreColumn
 from treadle.loom.autobatch.values import CONSTANT
+from treadle.loom.fold_options import not_recorded
 from treadle.loom.library import add_to_graph
 from treadle.ops import array_ops
 
@@ -39,9 +40,10 @@ class PlannedRound:
     `arrays` (the store is ArrayColumns), (STORE_ARRAY, column) first, then
     the constants' and variables' rows to append to the column."""
 
-    def __init__(self, loom, weaver, live, layout, by_type_shape, made=(), arrays=False):
+    def __init__(self, loom, weaver, live, layout, by_type_shape, made=(), arrays=False, codes=None):
         self.loom, self.weaver, self.live, self.layout = loom, weaver, live, layout
         self.arrays = arrays
+        self.codes = codes  # the live values' argument codes (node << 8 | output), an int64 array
         self.made = made  # every value the round made (most freed with this object)
         # [(type shape, the positions in `live` of its values, in order: a
         # list or a range)]: the loom's outputs of that type shape, in the same order.
@@ -57,12 +59,14 @@ class PlannedRound:
         return rows
 
 
-def plan_round(recorder, arrays=False):
-    """The round woven; with `arrays`, for a store of ArrayColumns."""
+def plan_round(recorder, arrays=False, live=None):
+    """The round woven; with `arrays`, for a store of ArrayColumns. `live`
+    (values, their codes), when given, are its outputs (replay.py's), not
+    the values of the round still referenced."""
     r = recorder.round
     registry = recorder.registry
     loom = registry.loom()
-    live, codes = live_values(r.fresh)  # codes: node << 8 | output
+    live, codes = live_values(r.fresh) if live is None else live  # codes: node << 8 | output
     # The round's other values are referenced by nothing else: they are freed
     # with the planned round (after it ran), not here; the round no longer
     # holds them, which breaks the cycle round -> value -> its src -> round.
@@ -98,20 +102,52 @@ def plan_round(recorder, arrays=False):
     recorder.stats.append({"nodes": len(r), "loom_depth": weaver.deepest})
     if recorder.count_launches:
         recorder.stats[-1].update(launches)
-    return PlannedRound(loom, weaver, live, layout, by_type_shape, made, arrays)
+    return PlannedRound(loom, weaver, live, layout, by_type_shape, made, arrays, codes)
 
 
 def run_round(recorder):
     """Computes every node recorded since the last round; each value still
-    referenced (by an example, or as an output) becomes a row of the store."""
+    referenced (by an example, or as an output) becomes a row of the store.
+    With a Replay (replay.py), the round runs unseen by the tapes, and its
+    nodes are kept for the replay."""
     if not len(recorder.round):
         return
+    replay = recorder.replay
+    if replay is None:
+        _run(recorder, lambda: plan_round(recorder, _store_as_arrays(recorder)))
+        return
+    first = replay.add_round(recorder.registry, recorder.round)
+    with not_recorded():
+        _run(recorder, lambda: plan_round(recorder, _store_as_arrays(recorder)), replay, first)
+
+
+def run_replay(recorder, outputs):
+    """The replay's whole graph (every round's nodes, the final round's
+    included: it is never run on its own) run once, where the tapes see it;
+    `outputs` (values) become rows of a new store, which the call's outputs
+    are read from."""
+    replay = recorder.replay
+    final_first = replay.add_round(recorder.registry, recorder.round)
+    live, codes = [], []
+    for value in {id(v): v for v in outputs}.values():
+        code = replay.code_of(value, final_first)
+        if code is not None:
+            live.append(value)
+            codes.append(code)
+    recorder.round = replay.as_round()
+    recorder.store = {}
+    if len(recorder.round):
+        _run(recorder, lambda: plan_round(recorder, False, (live, np.array(codes, np.int64))))
+    recorder.replay = None
+
+
+def _run(recorder, plan, replay=None, first=0):
     t0 = time.perf_counter()
-    planned = plan_round(recorder, _store_as_arrays(recorder))
+    planned = plan()
     t1 = time.perf_counter()
     batch = {ts: batch_input(pieces, ts, recorder.store) for ts, pieces in planned.layout.items()}
     results = loom_run(planned.loom, planned.weaver._schedule(), batch)
-    _store(recorder, planned, results)
+    _store(recorder, planned, results, replay, first)
     planned.made = None  # the values no longer referenced are freed (counted in the run)
     recorder.stats[-1].update(plan_seconds=t1 - t0, run_seconds=time.perf_counter() - t1)
     recorder.round = type(recorder.round)()
@@ -287,8 +323,10 @@ def stacked_constants(rows, ts):
     return convert_to_tensor(np.stack([np.asarray(r) for r in rows]).astype(ts.dtype.as_numpy_dtype, copy=False))
 
 
-def _store(recorder, planned, results):
-    """The live values become rows of the store (a chunk per type shape)."""
+def _store(recorder, planned, results, replay=None, first_node=0):
+    """The live values become rows of the store (a chunk per type shape);
+    a Replay learns which node output each row holds (`first_node`: the
+    round's first node there)."""
     live, store = planned.live, recorder.store
     for ts, positions in planned.by_type_shape:
         if planned.arrays:
@@ -299,4 +337,6 @@ def _store(recorder, planned, results):
                 column = store[ts] = StoreColumn()
         first = column.size
         column.append(results[planned.loom._type_shape_index(ts)])
+        if replay is not None:
+            replay.stored(ts, first, np.asarray(planned.codes)[np.asarray(positions, np.int64)] + (first_node << 8))
         store_rows(live, positions, ts, first)

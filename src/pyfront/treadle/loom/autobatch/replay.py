@@ -1,0 +1,122 @@
+"""Training through values read mid-computation: the rounds once more, as
+one graph, under the tape.
+
+Under a td.GradientTape, a call whose examples read values runs a round per
+wave of reads. Recorded by the tape, each round is a LoomRun whose batch
+input gathers the rows it reads from the earlier rounds' outputs: a call
+with a round per decision (a decoder reading a probability at every node)
+has a hundred small runs forward, and as many backward, each with its
+gathers and their gradients.
+
+The decisions carry no gradient: they are Python control flow. So the rounds
+run as inference (the tape does not see them) to compute what the examples
+read, and every node they recorded, of every round, is kept in one graph
+(a Replay): a node's argument computed by an earlier round becomes an edge
+to the node that computed it. Once the examples have finished, that graph
+runs as one LoomRun under the tape: one batched launch per depth of the
+whole computation, and one backward run. Its results are the call's
+outputs (the same values, up to the rounding of differently sized batches).
+"""
+
+import numpy as np
+
+from treadle.loom.autobatch._plan import decode_arguments
+from treadle.loom.autobatch._record import Round
+from treadle.loom.autobatch.values import PENDING, STORED
+
+
+class Replay:
+    """Every node of a call's rounds, numbered together (a round's nodes
+    follow the earlier rounds'), with arguments as argument codes (values.py)
+    of that numbering: a node's output, or a row of a batch input group
+    (the rounds' groups, one after another). `origin[ts]` maps the store's
+    rows of type shape ts (as rounds numbered them) to the code of the node
+    output each holds."""
+
+    def __init__(self):
+        self.node_op, self.arg_splits, self.args = [], [np.zeros(1, np.int64)], []
+        self.groups = []
+        self.nodes = 0
+        self.arguments = 0
+        self.origin = {}
+
+    def add_round(self, registry, r):
+        """Adds round `r`'s nodes (before it is planned); returns the number of
+        its first node here (its nodes' codes are shifted by it)."""
+        first = self.nodes
+        node_op = np.asarray(r.node_op, np.int64)
+        if not len(node_op):
+            return first
+        splits = np.asarray(r.arg_splits, np.int64)
+        codes = np.array(r.args, np.int64)
+        arg_input = decode_arguments(r.args, splits, with_groups=False)[0]
+        ragged = registry.ragged_ops()
+        if ragged is not None:  # every argument of a ragged op feeds its input 0
+            arg_input[np.repeat(ragged[node_op], np.diff(splits))] = 0
+        self.args.append(self._renumbered(registry, codes, node_op, splits, arg_input, first))
+        self.node_op.append(node_op)
+        self.arg_splits.append(splits[1:] + self.arguments)
+        self.groups += r.groups
+        self.nodes += len(node_op)
+        self.arguments += len(codes)
+        return first
+
+    def _renumbered(self, registry, codes, node_op, splits, arg_input, first):
+        """The round's argument codes in this numbering: node outputs shifted
+        by `first` nodes, groups by the groups so far, store rows replaced by
+        the code of the node output each holds."""
+        out = codes.copy()
+        is_node = codes >= 0
+        out[is_node] += first << 8
+        rows = ~codes
+        group = (rows & 0xFFFF) - 1
+        grouped = ~is_node & (group >= 0)
+        out[grouped] = -1 - (((rows[grouped] >> 16) << 16) | (group[grouped] + len(self.groups) + 1))
+        stored = np.flatnonzero(~is_node & (group < 0))
+        if stored.size:
+            table, _, type_shapes = registry.type_shape_tables()
+            nodes = np.searchsorted(splits, stored, side="right") - 1
+            ids = table[node_op[nodes], arg_input[stored]]
+            for t in np.unique(ids).tolist():
+                at = stored[ids == t]
+                out[at] = self.origin[type_shapes[t]][rows[at] >> 16]
+        return out
+
+    def stored(self, ts, first, codes):
+        """Rows first, first + 1, ... of the store's type shape `ts` hold the
+        node outputs of these codes (this numbering)."""
+        origin = self.origin.get(ts)
+        end = first + len(codes)
+        if origin is None or len(origin) < end:
+            grown = np.full(max(end, 2 * (0 if origin is None else len(origin))), -1, np.int64)
+            if origin is not None:
+                grown[:len(origin)] = origin
+            origin = self.origin[ts] = grown
+        origin[first:end] = codes
+
+    def code_of(self, value, final_first):
+        """The code of the node output `value` (a Value) is, in this
+        numbering: a stored value's by its row, a value of the final round
+        (never run, `final_first` its first node here) by its node."""
+        src = value.src
+        if src[0] == STORED:
+            return int(self.origin[src[1]][src[2]])
+        if src[0] == PENDING:
+            return src[4] + (final_first << 8)
+        return None
+
+    def as_round(self):
+        """The whole graph as one Round (its values given to plan_round apart)."""
+        r = Round()
+        for ops in self.node_op:
+            for op in ops.tolist():
+                r.node_op.append(op)
+        for splits in self.arg_splits[1:]:
+            for s in splits.tolist():
+                r.arg_splits.append(s)
+        for codes in self.args:
+            for c in codes.tolist():
+                r.args.append(c)
+        r.groups = list(self.groups)
+        r.fresh = []
+        return r
