@@ -33,6 +33,11 @@ def test_int64s_appends_indexes_and_reads_as_numpy():
         a[204]
     with pytest.raises(IndexError):
         a[-205]
+    del view
+    a.extend(np.arange(300, dtype=np.int64) * 3)  # an array at once, past the capacity again
+    assert len(a) == 504 and a[204] == 0 and a[-1] == 897
+    with pytest.raises(ValueError):
+        a.extend(np.arange(3, dtype=np.int32))  # int64 only: no silent conversion
 
 
 def test_int64s_cannot_grow_while_numpy_views_it():

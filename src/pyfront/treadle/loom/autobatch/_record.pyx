@@ -433,6 +433,12 @@ cdef class Int64s:
     def append(self, int64_t x):
         self.push(x)
 
+    def extend(self, const int64_t[:] values):
+        """Appends every value of an int64 array (replay.py's whole graph)."""
+        cdef Py_ssize_t i
+        for i in range(values.shape[0]):
+            self.push(values[i])
+
     def __len__(self):
         return self.n
 

@@ -109,14 +109,11 @@ class Replay:
         """The whole graph as one Round (its values given to plan_round apart)."""
         r = Round()
         for ops in self.node_op:
-            for op in ops.tolist():
-                r.node_op.append(op)
+            r.node_op.extend(ops)
         for splits in self.arg_splits[1:]:
-            for s in splits.tolist():
-                r.arg_splits.append(s)
+            r.arg_splits.extend(splits)
         for codes in self.args:
-            for c in codes.tolist():
-                r.args.append(c)
+            r.args.extend(codes)
         r.groups = list(self.groups)
         r.fresh = []
         return r
