@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import treadle as td
-from autobatch_models import BinaryTreeLSTM, ChildSumTreeLSTM, finite_difference_gradient
+from autobatch_models import BinaryTreeLSTM, ChildSumTreeLSTM, TreeDecoder, finite_difference_gradient
 
 # Each test builds its model afresh, so its cells are new td.functions of the same Python functions.
 pytestmark = pytest.mark.filterwarnings("ignore:.*td.functions were made of")
@@ -154,15 +154,35 @@ def test_recording_runs_inside_a_td_function_traced_once():
     assert step.experimental_get_tracing_count() == 1
 
 
-def test_recording_refuses_a_function_that_reads_values():
-    model = BinaryTreeLSTM()
+def test_a_recording_of_examples_that_read_values_trains_in_one_traced_function():
+    # The rounds run when the recording is made (the reads decide the
+    # control flow); the recording holds all their work, run and
+    # differentiated inside the td.function, traced once for both batches.
+    model = TreeDecoder(max_depth=4)
+    batched = td.loom.autobatch(model.per_example)
+    names = ["W_l", "W_r"]
+    variables = [model.vars[k] for k in names]
 
-    def fn(tree):
-        h = model.root_h(tree)
-        return h * float(td.reduce_sum(h))
+    @td.function
+    def step(recording, weights):
+        with td.GradientTape() as tape:
+            total, _ = recording.outputs()
+            loss = td.reduce_sum(total * weights)
+        return total, tape.gradient(loss, variables)
 
-    with pytest.raises(ValueError, match="reads a computed value"):
-        td.loom.autobatch(fn).record(TREES)
+    rng = np.random.default_rng(12)
+    for batch in (rng.normal(0, 1.2, (6, 4)), rng.normal(0, 1.2, (6, 4))):
+        weights = rng.normal(0, 1, (6, 4))
+        total, grads = step(batched.record(list(batch)), td.constant(weights))
+        np.testing.assert_allclose(total.numpy(), [model.numpy(z)[0] for z in batch], rtol=1e-12)
+
+        def numpy_loss():
+            return float(np.sum(np.stack([model.numpy(z)[0] for z in batch]) * weights))
+        for var, grad in zip(variables, grads):
+            np.testing.assert_allclose(np.asarray(grad), finite_difference_gradient(numpy_loss, var),
+                                       rtol=1e-6, atol=1e-8)
+    assert len(batched.last_stats) > 1  # the reads took rounds
+    assert step.experimental_get_tracing_count() == 1
 
 
 def test_cells_with_keywords_structures_and_tensor_conditions():

@@ -27,10 +27,11 @@ batches the tensor work of all of them:
   NumPy array that rounds append to and read whole, without a copy; under
   a tape, each round's rows stay the tensor its LoomRun returned, and a
   round's batch input gathers only the stored rows it reads (store.py).
-- Gradients. Every round is an eager LoomRun whose inputs are the variables'
-  values and the store, so a td.GradientTape around the call gives gradients
-  to every variable `fn` reads, through every round; rows of a variable get
-  a td.IndexedSlices gradient.
+- Gradients. Under a td.GradientTape, the rounds run unseen by the tape,
+  and then all their work once more as one LoomRun the tape records
+  (replay.py), whose inputs are the variables' values: the tape gives
+  gradients to every variable `fn` reads, through every round; rows of a
+  variable get a td.IndexedSlices gradient.
 - Training. The per-example Python runs at every step (it decides the
   schedule, as weaving does). The rest of the step (loss, gradients,
   optimizer) can be a td.function that takes the recorded work as an
@@ -40,9 +41,9 @@ batches the tensor work of all of them:
   the schedule as a string tensor (as a Weaver does), the constants' rows,
   the variables' row ids and the outputs' rows; there `recording.outputs()`
   runs the loom and returns fn's outputs stacked, so the function is traced
-  once for all batches. This needs a function whose examples read no
-  computed value (one round); one that does runs eagerly under a
-  GradientTape instead:
+  once for all batches. Examples that read values are run by rounds first,
+  as in a call; the recording then holds all the work of every round
+  (replay.py), with the decisions the reads made fixed:
 
       @td.function
       def train_step(recording, labels):
@@ -67,7 +68,7 @@ from treadle.loom.autobatch.recorded import Recording, make_recording
 from treadle.loom.autobatch.recording import CrossExampleError, Recorder
 from treadle.loom.autobatch.registry import Registry
 from treadle.loom.autobatch.replay import Replay
-from treadle.loom.autobatch.rounds import plan_round, run_replay, run_round
+from treadle.loom.autobatch.rounds import plan_round, replayed_round, run_replay, run_round
 from treadle.loom.autobatch.scheduler import run_examples
 from treadle.loom.autobatch.schedule_stats import launch_counts
 from treadle.util import nest
@@ -110,23 +111,25 @@ class AutoBatched:
     def record(self, examples):
         """Runs fn on every example and returns the recorded work, not run:
         a Recording, to pass to a td.function that calls its `outputs()`
-        (see the module's docstring). fn must read no computed value."""
-        return self._run(examples, self._finish_recording, run_rounds=False)
+        (see the module's docstring). Values the examples read are computed
+        now, by rounds; the recording holds all the work, theirs included."""
+        return self._run(examples, self._finish_recording)
 
     def _finish_call(self, recorder, results):
         if recorder.replay is not None:  # the whole graph, once, where the tape sees it
-            run_replay(recorder, [v for r in results for v in nest.flatten(r) if type(v) is Value])
+            run_replay(recorder, _values_of(results))
         else:
             run_round(recorder)  # what the finished examples' outputs still need
         return stacked_outputs(recorder, results)
 
     def _finish_recording(self, recorder, results):
         check_results(results)
+        live = replayed_round(recorder, _values_of(results))
         if not len(recorder.round):
             raise ValueError("td.loom.autobatch: the examples recorded no batched work to run")
-        return make_recording(recorder, plan_round(recorder), results, self._plans)
+        return make_recording(recorder, plan_round(recorder, False, live), results, self._plans)
 
-    def _run(self, examples, finish, run_rounds=True):
+    def _run(self, examples, finish):
         if context.graph_being_built() is not None:
             raise RuntimeError("td.loom.autobatch runs its examples eagerly (their Python decides the schedule); "
                                "inside a td.function, pass it `autobatched.record(examples)` made outside and "
@@ -144,17 +147,17 @@ class AutoBatched:
             collecting = gc.isenabled()
             gc.disable()
             try:
-                return self._record_and_finish(examples, finish, run_rounds)
+                return self._record_and_finish(examples, finish)
             finally:
                 if collecting:
                     gc.enable()
 
-    def _record_and_finish(self, examples, finish, run_rounds):
+    def _record_and_finish(self, examples, finish):
         recorder = Recorder(self._registry)
         recorder.count_launches = self.count_launches
         recorder.schedule = self.schedule
-        if finish == self._finish_call and op_execution.op_recorders:
-            recorder.replay = Replay()  # a tape records: the rounds run unseen, then once as one graph
+        if finish == self._finish_recording or op_execution.op_recorders:
+            recorder.replay = Replay()  # the rounds run unseen by tapes, then all their work as one graph
         _active.append(recorder)
         hook = CallHook(recorder)
         polymorphic_function.call_interceptors.append(hook)
@@ -167,7 +170,7 @@ class AutoBatched:
         operand_hook = OperandHook(recorder)
         tensor.operand_interceptors.append(operand_hook)
         try:
-            results = run_examples(recorder, self._fn, examples, run_rounds)
+            results = run_examples(recorder, self._fn, examples)
             out = finish(recorder, results)
         finally:
             tensor.operand_interceptors.remove(operand_hook)
@@ -183,6 +186,11 @@ class AutoBatched:
 
     def __repr__(self):
         return f"<td.loom.autobatch of {self.__name__}: {len(self._registry.ops)} batched ops>"
+
+
+def _values_of(results):
+    """The values among the examples' outputs (every leaf)."""
+    return [v for r in results for v in nest.flatten(r) if type(v) is Value]
 
 
 def autobatch(fn, schedule="depth"):

@@ -22,7 +22,7 @@ import numpy as np
 
 from treadle.loom.autobatch._plan import decode_arguments
 from treadle.loom.autobatch._record import Round
-from treadle.loom.autobatch.values import PENDING, STORED
+from treadle.loom.autobatch.values import MAX_GROUPS, PENDING, STORED
 
 
 class Replay:
@@ -35,7 +35,8 @@ class Replay:
 
     def __init__(self):
         self.node_op, self.arg_splits, self.args = [], [np.zeros(1, np.int64)], []
-        self.groups = []
+        self.groups = []        # (type shape, kind, variable, rows): the rounds' groups of one kind merged
+        self.group_index = {}   # (id(type shape), kind, id(variable)) -> its place in `groups`
         self.nodes = 0
         self.arguments = 0
         self.origin = {}
@@ -53,25 +54,46 @@ class Replay:
         ragged = registry.ragged_ops()
         if ragged is not None:  # every argument of a ragged op feeds its input 0
             arg_input[np.repeat(ragged[node_op], np.diff(splits))] = 0
-        self.args.append(self._renumbered(registry, codes, node_op, splits, arg_input, first))
+        self.args.append(self._renumbered(registry, codes, node_op, splits, arg_input, first, self._merged(r.groups)))
         self.node_op.append(node_op)
         self.arg_splits.append(splits[1:] + self.arguments)
-        self.groups += r.groups
         self.nodes += len(node_op)
         self.arguments += len(codes)
         return first
 
-    def _renumbered(self, registry, codes, node_op, splits, arg_input, first):
+    def _merged(self, groups):
+        """The round's groups added to the merged ones of their kind (the rows
+        of one type shape, kind and variable, round after round: one batch
+        input piece, so that a recording's plan does not depend on how many
+        rounds there were); per round group, (its merged group, the offset of
+        its rows there), as two int64 arrays."""
+        index, offset = np.zeros(len(groups), np.int64), np.zeros(len(groups), np.int64)
+        for g, (ts, kind, var, rows) in enumerate(groups):
+            key = (id(ts), kind, id(var))
+            m = self.group_index.get(key)
+            if m is None:
+                m = self.group_index[key] = len(self.groups)
+                self.groups.append((ts, kind, var, []))
+            merged_rows = self.groups[m][3]
+            index[g], offset[g] = m, len(merged_rows)
+            merged_rows.extend(rows)
+        return index, offset
+
+    def _renumbered(self, registry, codes, node_op, splits, arg_input, first, merged):
         """The round's argument codes in this numbering: node outputs shifted
-        by `first` nodes, groups by the groups so far, store rows replaced by
-        the code of the node output each holds."""
+        by `first` nodes, group rows moved to their merged group (`merged`:
+        _merged's arrays), store rows replaced by the code of the node output
+        each holds."""
         out = codes.copy()
         is_node = codes >= 0
         out[is_node] += first << 8
         rows = ~codes
         group = (rows & 0xFFFF) - 1
-        grouped = ~is_node & (group >= 0)
-        out[grouped] = -1 - (((rows[grouped] >> 16) << 16) | (group[grouped] + len(self.groups) + 1))
+        grouped = np.flatnonzero(~is_node & (group >= 0))
+        if grouped.size:
+            index, offset = merged
+            g = group[grouped]
+            out[grouped] = -1 - (((rows[grouped] >> 16) + offset[g]) << 16 | (index[g] + 1))
         stored = np.flatnonzero(~is_node & (group < 0))
         if stored.size:
             table, _, type_shapes = registry.type_shape_tables()
@@ -114,6 +136,8 @@ class Replay:
             r.arg_splits.extend(splits)
         for codes in self.args:
             r.args.extend(codes)
+        if len(self.groups) >= MAX_GROUPS:
+            raise ValueError(f"td.loom.autobatch: more than {MAX_GROUPS} kinds of batch input rows in one call")
         r.groups = list(self.groups)
         r.fresh = []
         return r

@@ -122,11 +122,24 @@ def run_round(recorder):
 
 
 def run_replay(recorder, outputs):
-    """The replay's whole graph (every round's nodes, the final round's
-    included: it is never run on its own) run once, where the tapes see it;
-    `outputs` (values) become rows of a new store, which the call's outputs
-    are read from."""
-    replay = recorder.replay
+    """The replay's whole graph (replayed_round) run once, where the tapes
+    see it; `outputs` (values) become rows of a new store, which the call's
+    outputs are read from."""
+    live = replayed_round(recorder, outputs)
+    if len(recorder.round):
+        _run(recorder, lambda: plan_round(recorder, False, live))
+
+
+def replayed_round(recorder, outputs):
+    """Makes the replay's whole graph (every round's nodes, the final
+    round's included: it is never run on its own) the recorder's round, with
+    a new, empty store; returns (the values of `outputs` that nodes compute,
+    their codes there): its outputs, for plan_round. When no round ran, the
+    final round is the whole graph, as it is: None (plan_round's own live
+    values)."""
+    replay, recorder.replay = recorder.replay, None
+    if not replay.nodes:
+        return None
     final_first = replay.add_round(recorder.registry, recorder.round)
     live, codes = [], []
     for value in {id(v): v for v in outputs}.values():
@@ -136,9 +149,7 @@ def run_replay(recorder, outputs):
             codes.append(code)
     recorder.round = replay.as_round()
     recorder.store = {}
-    if len(recorder.round):
-        _run(recorder, lambda: plan_round(recorder, False, (live, np.array(codes, np.int64))))
-    recorder.replay = None
+    return live, np.array(codes, np.int64)
 
 
 def _run(recorder, plan, replay=None, first=0):

@@ -17,7 +17,7 @@ from treadle.loom.autobatch.rounds import run_round
 from treadle.loom.autobatch.stack_switch import after_switch
 
 
-def run_examples(recorder, fn, examples, run_rounds=True):
+def run_examples(recorder, fn, examples):
     """fn(example) for every example of the iterable (each started as it is
     drawn from it), rounds run as examples wait; returns their results, in
     order. An exception in fn propagates with a note naming the example (its
@@ -38,10 +38,6 @@ def run_examples(recorder, fn, examples, run_rounds=True):
         g = idle.pop() if idle else greenlet.greenlet(_runner(fn, main), parent=main)
         _switch_each(recorder, ((i, g, example),), results, waiting, idle)
     while waiting:
-        if not run_rounds:
-            raise ValueError(f"td.loom.autobatch: example {waiting[0][0]} reads a computed value; a recording "
-                             "for a td.function must compute without reading values (call the autobatched "
-                             "function itself instead)")
         run_round(recorder)
         runnable, waiting = waiting, []
         _switch_each(recorder, ((i, g, None) for i, g in runnable), results, waiting, idle)
