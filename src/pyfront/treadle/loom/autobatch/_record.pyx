@@ -356,28 +356,29 @@ cdef object _recorded_binary(Value a, b, op_name):
     of the example running now, recorded from registry.fast_ops as
     create_op would, once the general path (td.Tensor's operator: its
     conversions, then execute) has recorded that op on values of these
-    signatures; None otherwise, for the general path. A plain operator
-    then costs about a cell call, not the five Python calls of the
-    general path (a decoder adds its subtrees' sums at every node)."""
+    signatures (the key and the node's arguments as create_op makes them);
+    None otherwise, for the general path. A plain operator then costs
+    about a cell call, not the five Python calls of the general path (a
+    decoder adds its subtrees' sums at every node)."""
     if type(b) is not Value or (<Value> b).graph is not a.graph or not isinstance(a.graph, RecorderFields):
         return None
     rec = a.graph
     cdef RecorderFields f = <RecorderFields> rec
-    sig_a, sig_b = a._autobatch_sig, (<Value> b)._autobatch_sig
-    if (f.example < 0 or sig_a is None or sig_b is None or PyThread_get_thread_ident() != f.thread
-            or _thread_context.graph_stack):
+    if f.example < 0 or PyThread_get_thread_ident() != f.thread or _thread_context.graph_stack:
         return None
-    entry = rec.registry.fast_ops.get((op_name, None, sig_a, sig_b))
+    inputs = (a, b)
+    key = _op_key(op_name, inputs, None)
+    if key is None:
+        return None
+    entry = rec.registry.fast_ops.get(key)
     if entry is None:
         return None
-    cdef PyObject* args[2]
-    args[0] = <PyObject*> a
-    args[1] = <PyObject*> b
-    out = _record_call(rec, <CallEntry> entry, args, 2)
+    args = _node_arguments(inputs)
+    out = _record_call(rec, <CallEntry> entry, _items(args), len(args))
     recorders = op_execution.op_recorders
     if recorders:  # a tape sees the op, as execute() shows it
         for record in recorders:
-            record(op_name, [a, b], None, list(out), rec)
+            record(op_name, list(inputs), None, list(out), rec)
     return out[0]
 
 
