@@ -150,6 +150,24 @@ class Registry:
             self._ragged = (len(self.ops), mask if mask.any() else None)
         return self._ragged[1]
 
+    def into_ragged_inputs(self, node_op, arg_splits, arg_input):
+        """Every argument of a node of a ragged op feeds that op's one input,
+        0, not the input of its position: `arg_input` (positions within
+        each node's arguments, decode_arguments') is set so in place."""
+        ragged = self.ragged_ops()
+        if ragged is not None:
+            nodes = ragged[node_op]
+            if nodes.any():
+                arg_input[np.repeat(nodes, np.diff(arg_splits))] = 0
+
+    def argument_type_shapes(self, node_op, arg_splits, arg_input, at):
+        """(numbers, type shapes): the type shape of each argument at the
+        positions `at`, numbered in the list `type shapes`, from the input
+        of its node's op it feeds."""
+        table, _, type_shapes = self.type_shape_tables()
+        nodes = np.searchsorted(arg_splits, at, side="right") - 1
+        return table[np.asarray(node_op, np.int64)[nodes], arg_input[at]], type_shapes
+
     def _add(self, key, op, structure=None):
         if len(op.output_type_shapes) > MAX_OUTPUTS:
             raise ValueError(f"td.loom.autobatch: {getattr(op, 'what', 'an op')} returns "

@@ -51,9 +51,7 @@ class Replay:
         splits = np.asarray(r.arg_splits, np.int64)
         codes = np.array(r.args, np.int64)
         arg_input = decode_arguments(r.args, splits, with_groups=False)[0]
-        ragged = registry.ragged_ops()
-        if ragged is not None:  # every argument of a ragged op feeds its input 0
-            arg_input[np.repeat(ragged[node_op], np.diff(splits))] = 0
+        registry.into_ragged_inputs(node_op, splits, arg_input)
         self.args.append(self._renumbered(registry, codes, node_op, splits, arg_input, first, self._merged(r.groups)))
         self.node_op.append(node_op)
         self.arg_splits.append(splits[1:] + self.arguments)
@@ -96,9 +94,7 @@ class Replay:
             out[grouped] = -1 - (((rows[grouped] >> 16) + offset[g]) << 16 | (index[g] + 1))
         stored = np.flatnonzero(~is_node & (group < 0))
         if stored.size:
-            table, _, type_shapes = registry.type_shape_tables()
-            nodes = np.searchsorted(splits, stored, side="right") - 1
-            ids = table[node_op[nodes], arg_input[stored]]
+            ids, type_shapes = registry.argument_type_shapes(node_op, splits, arg_input, stored)
             for t in np.unique(ids).tolist():
                 at = stored[ids == t]
                 out[at] = self.origin[type_shapes[t]][rows[at] >> 16]

@@ -76,9 +76,7 @@ def plan_round(recorder, arrays=False, live=None):
     outputs, output_index, by_type_shape = output_groups(codes, node_op, table, type_shapes)
     agenda = recorder.schedule == "agenda"
     columns = decode_arguments(r.args, arg_splits, with_groups=bool(r.groups) or agenda)
-    ragged = registry.ragged_ops()
-    if ragged is not None:
-        _into_ragged_inputs(columns[0], ragged[node_op], arg_splits)
+    registry.into_ragged_inputs(node_op, arg_splits, columns[0])
     if recorder.count_launches:
         launches = launch_counts(node_op, arg_splits, columns[1], columns[2])
     if agenda:
@@ -225,13 +223,6 @@ def _array_batch_input(pieces):
     return column.batch()
 
 
-def _into_ragged_inputs(arg_input, ragged_nodes, arg_splits):
-    """Every argument of a node of a ragged op (registry.ragged_ops) feeds
-    its one input, 0, not the input of its position."""
-    if ragged_nodes.any():
-        arg_input[np.repeat(ragged_nodes, np.diff(arg_splits))] = 0
-
-
 def _columns(args):
     """(input, source, value, output, group) argument rows as arrays, as
     decode_arguments makes them (int64, source int8)."""
@@ -256,9 +247,7 @@ def _store_reads(registry, node_op, arg_splits, arg_input, arg_source, arg_value
             return {only: None}
         reads[only], arg_value[at] = _distinct(arg_value[at])
         return reads
-    nodes = np.searchsorted(arg_splits, at, side="right") - 1
-    table, _, type_shapes = registry.type_shape_tables()
-    ids = table[np.asarray(node_op, np.int64)[nodes], arg_input[at]]
+    ids, type_shapes = registry.argument_type_shapes(node_op, arg_splits, arg_input, at)
     present = np.flatnonzero(np.bincount(ids)).tolist()
     if not renumber:
         return {type_shapes[t]: None for t in present}
