@@ -205,8 +205,7 @@ def batch_input(pieces, ts, store=None, parts=None):
         elif kind == CONSTANTS:
             tensors.append(next(parts) if parts is not None else stacked_constants(piece[1], ts))
         elif kind == VARIABLE_ROWS:
-            rows = next(parts) if parts is not None else convert_to_tensor(np.asarray(piece[2], np.int64))
-            tensors.append(array_ops.gather(piece[1], rows))
+            tensors.append(array_ops.gather(piece[1], next(parts)) if parts is not None else _rows_of(piece))
         else:
             tensors.append(piece[1])
     return tensors[0] if len(tensors) == 1 else array_ops.concat(tensors, 0)
@@ -217,10 +216,20 @@ def _array_batch_input(pieces):
     column = pieces[0][1]
     for piece in pieces[1:]:
         if piece[0] == CONSTANTS:
-            column.append_array(np.stack([np.asarray(r) for r in piece[1]]))
+            column.append_array(_stacked_arrays(piece[1]))
         else:
-            column.append(array_ops.gather(piece[1], convert_to_tensor(np.asarray(piece[2], np.int64))))
+            column.append(_rows_of(piece))
     return column.batch()
+
+
+def _rows_of(piece):
+    """The rows of a (VARIABLE_ROWS, variable, rows) piece, gathered."""
+    return array_ops.gather(piece[1], convert_to_tensor(np.asarray(piece[2], np.int64)))
+
+
+def _stacked_arrays(rows):
+    """The constant rows (NumPy values or eager tensors) stacked as one NumPy array."""
+    return np.stack([np.asarray(r) for r in rows])
 
 
 def _columns(args):
@@ -320,7 +329,7 @@ def stacked_constants(rows, ts):
     a row may be computed from a variable: stacked by an op the tape sees."""
     if op_execution.op_recorders:
         return array_ops.stack([convert_to_tensor(r, dtype=ts.dtype) for r in rows], 0)
-    return convert_to_tensor(np.stack([np.asarray(r) for r in rows]).astype(ts.dtype.as_numpy_dtype, copy=False))
+    return convert_to_tensor(_stacked_arrays(rows).astype(ts.dtype.as_numpy_dtype, copy=False))
 
 
 def _store(recorder, planned, results, replay=None, first_node=0):
