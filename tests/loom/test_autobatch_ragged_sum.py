@@ -15,10 +15,15 @@ ROOTS = RNG.uniform(-1, 1, (9, 4))
 STEPS = [0, 1, 2, 3, 4, 1, 5, 2, 0]  # the list lengths are STEPS + 1: 1 to 6
 
 
-def _model(w):
+def _cell(w):
     @td.function
     def cell(s):
         return td.tanh(td.matmul(s, w))
+    return cell
+
+
+def _model(w):
+    cell = _cell(w)
 
     def chain(example):
         root, steps = example
@@ -54,11 +59,7 @@ def test_sums_of_every_length_are_one_op_and_give_numpy_values():
 
 
 def test_sums_of_different_lengths_at_one_depth_are_one_launch():
-    w = td.Variable(W)
-
-    @td.function
-    def cell(s):
-        return td.tanh(td.matmul(s, w))
+    cell = _cell(td.Variable(W))
 
     def fan(example):
         root, count = example
