@@ -88,6 +88,13 @@ def _stack(recorder, column):
         order += others
     if len(parts) == 1:
         return parts[0]
+    return array_ops.gather(array_ops.concat(parts, 0), convert_to_tensor(places(order)))
+
+
+def places(order):
+    """Where each example's row is among parts stacked one after another,
+    `order` listing the examples' indices part after part: the gather that
+    puts the parts' rows back in the examples' order."""
     place = np.empty(len(order), np.int64)
     place[order] = np.arange(len(order))
-    return array_ops.gather(array_ops.concat(parts, 0), convert_to_tensor(place))
+    return place

@@ -17,6 +17,7 @@ from treadle.framework.tensor import convert_to_tensor
 from treadle.function.trace_type import TraceType
 from treadle.loom.autobatch.rounds import CONSTANTS, VARIABLE_ROWS, batch_input, loom_run, stacked_constants
 from treadle.loom.autobatch._record import Value
+from treadle.loom.autobatch.outputs import places
 from treadle.ops import array_ops
 from treadle.util import nest
 
@@ -153,8 +154,9 @@ def make_recording(recorder, planned, results, plans):
     flat = [nest.flatten(r) for r in results]
     for j in range(len(flat[0])):
         column = [f[j] for f in flat]
-        computed = [i for i, t in enumerate(column) if type(t) is Value and id(t) in rows_of]
-        others = [i for i, t in enumerate(column) if not (type(t) is Value and id(t) in rows_of)]
+        computed, others = [], []
+        for i, t in enumerate(column):
+            (computed if type(t) is Value and id(t) in rows_of else others).append(i)
         if computed:
             ts = rows_of[id(column[computed[0]])][0]
             rows = convert_to_tensor(np.array([rows_of[id(column[i])][1] for i in computed], np.int64))
@@ -164,9 +166,7 @@ def make_recording(recorder, planned, results, plans):
             stacked = array_ops.stack([recorder.eager_of(column[i]) if type(column[i]) is Value else column[i]
                                        for i in others], 0)
             if computed:  # the loom's rows first, then the others: each example's place among them
-                place = np.empty(len(column), np.int64)
-                place[computed + others] = np.arange(len(column))
-                column_parts += [stacked, convert_to_tensor(place)]
+                column_parts += [stacked, convert_to_tensor(places(computed + others))]
             else:
                 columns.append(("stacked", column[0].dtype, tuple(column[0].shape.as_list())))
                 column_parts.append(stacked)
