@@ -16,7 +16,6 @@ from libc.stdint cimport int8_t, int64_t
 import numpy as np
 
 
-
 def decode_arguments(codes, arg_splits, bint with_groups=True):
     """(input, source, value, output, group) arrays of the round's argument
     codes (values.py): source 0 reads output `output` of node `value`,
